@@ -1,0 +1,211 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/jail-sandbox/jail/policy"
+)
+
+// policyEnv gathers what the policy package needs from the process environment; the package
+// itself reads no globals. workspace may be relative; it is made absolute here.
+func policyEnv(workspace string) (policy.Env, error) {
+	if workspace == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return policy.Env{}, fmt.Errorf("policy: working directory: %w", err)
+		}
+		workspace = wd
+	}
+	ws, err := filepath.Abs(workspace)
+	if err != nil {
+		return policy.Env{}, fmt.Errorf("policy: workspace: %w", err)
+	}
+	home, _ := os.UserHomeDir() // no home: "~" paths in a policy become errors
+	return policy.Env{Home: home, Workspace: ws, XDGConfigHome: os.Getenv("XDG_CONFIG_HOME"),
+		XDGStateHome: os.Getenv("XDG_STATE_HOME")}, nil
+}
+
+const policyUsage = `usage:
+  jail policy check FILE...
+  jail policy explain [--policy FILE] [--agent A | --role R] [--json] [-w DIR]
+`
+
+// policyMain runs `jail policy ...`. Exit codes: 0 ok, 1 failure, 2 invalid policy or usage.
+func policyMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, policyUsage)
+		return 2
+	}
+	switch args[0] {
+	case "check":
+		return policyCheck(args[1:], stdout, stderr)
+	case "explain":
+		return policyExplain(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, policyUsage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "jail policy: unknown command %q\n%s", args[0], policyUsage)
+	return 2
+}
+
+func policyCheck(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, policyUsage)
+		return 2
+	}
+	env, err := policyEnv("")
+	if err != nil {
+		fmt.Fprintln(stderr, "jail policy check:", err)
+		return 1
+	}
+	code := 0
+	for _, file := range args {
+		p, err := policy.Load(file, env)
+		if err != nil {
+			printPolicyErrors(stderr, err)
+			code = 2
+			continue
+		}
+		fmt.Fprintf(stdout, "%s: ok (sha256 %s)\n", file, p.Hash())
+	}
+	return code
+}
+
+// printPolicyErrors prints one file:line: key: message per line.
+func printPolicyErrors(w io.Writer, err error) {
+	var joined interface{ Unwrap() []error }
+	if errors.As(err, &joined) {
+		for _, e := range joined.Unwrap() {
+			fmt.Fprintln(w, e)
+		}
+		return
+	}
+	fmt.Fprintln(w, err)
+}
+
+// explanation is the --json shape of `jail policy explain`.
+type explanation struct {
+	Sources     []string          `json:"sources"`
+	Hash        string            `json:"policy_hash"`
+	Widenings   []policy.Widening `json:"ignored_widenings"`
+	Confinement confinement       `json:"confinement"`
+	Toolset     *policy.Toolset   `json:"toolset"`
+}
+
+type confinement struct {
+	Workspace   string   `json:"workspace"`
+	WorkspaceRW bool     `json:"workspace_rw"`
+	RO          []string `json:"ro"`
+	RW          []string `json:"rw"`
+	Hide        []string `json:"hide"`
+	Protected   []string `json:"protected"`
+	Network     string   `json:"network"`
+	Allow       []string `json:"network_allow"`
+	Timeout     string   `json:"timeout"`
+	Memory      string   `json:"memory"`
+	Pids        int64    `json:"pids"`
+	OutputChars int64    `json:"output_chars"`
+}
+
+func policyExplain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("jail policy explain", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	file := fs.String("policy", "", "policy `FILE` (default: the user file, then the project file)")
+	agent := fs.String("agent", "", "explain the toolset of agent `A` from [agents.A]")
+	role := fs.String("role", "", "explain the toolset of role `R`")
+	asJSON := fs.Bool("json", false, "print JSON")
+	dir := fs.String("w", "", "workspace `DIR` (default: the current directory)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 || (*agent != "" && *role != "") {
+		fmt.Fprint(stderr, "jail policy explain: give at most one of --agent and --role, and no arguments\n", policyUsage)
+		return 2
+	}
+	env, err := policyEnv(*dir)
+	if err != nil {
+		fmt.Fprintln(stderr, "jail policy explain:", err)
+		return 1
+	}
+	p, widenings, err := policy.LoadEffective(*file, env)
+	if err != nil {
+		printPolicyErrors(stderr, err)
+		return 2
+	}
+	for _, w := range widenings {
+		fmt.Fprintln(stderr, "jail: warning:", w)
+	}
+	ts, err := policy.Resolve(p, policy.Catalogue(), policy.Subject{Agent: *agent, Role: *role})
+	if err != nil {
+		fmt.Fprintln(stderr, "jail policy explain:", err)
+		return 2
+	}
+	ex := explanation{Sources: p.Sources, Hash: p.Hash(), Widenings: widenings, Toolset: ts, Confinement: confinement{
+		Workspace: p.Sandbox.Workspace, WorkspaceRW: !ts.WorkspaceReadOnly, RO: p.Sandbox.RO, RW: p.Sandbox.RW,
+		Hide: p.Sandbox.Hide, Protected: p.Sandbox.Protected, Network: p.Network.Mode, Allow: p.Network.Allow,
+		Timeout: p.Limits.Timeout.String(), Memory: p.Limits.Memory.String(), Pids: p.Limits.Pids, OutputChars: p.Limits.OutputChars,
+	}}
+	if ex.Sources == nil {
+		ex.Sources = []string{"(embedded default)"}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(ex); err != nil {
+			fmt.Fprintln(stderr, "jail policy explain:", err)
+			return 1
+		}
+		return 0
+	}
+	printExplanation(stdout, ex)
+	return 0
+}
+
+func printExplanation(w io.Writer, ex explanation) {
+	c := ex.Confinement
+	fmt.Fprintf(w, "policy:   %s\nsha256:   %s\n", strings.Join(ex.Sources, " + "), ex.Hash)
+	who := "operator (bounded by [tools])"
+	if ex.Toolset.Agent != "" {
+		who = "agent " + ex.Toolset.Agent + " (role " + ex.Toolset.Role + ")"
+	} else if ex.Toolset.Role != "" {
+		who = "role " + ex.Toolset.Role
+	}
+	fmt.Fprintf(w, "subject:  %s\n\n", who)
+	mode := "rw"
+	if !c.WorkspaceRW {
+		mode = "ro"
+	}
+	net := c.Network
+	if len(c.Allow) > 0 && net != policy.NetNone {
+		net += " (allow " + strings.Join(c.Allow, ", ") + ")"
+	}
+	fmt.Fprintf(w, "every tool runs confined under:\n  workspace  %s (%s)\n  ro         %s\n  rw         %s\n  hidden     %s\n  protected  %s\n  network    %s\n  limits     timeout %s, memory %s, pids %d, output %d chars\n",
+		c.Workspace, mode, list(c.RO), list(c.RW), list(c.Hide), list(c.Protected), net, c.Timeout, c.Memory, c.Pids, c.OutputChars)
+	for _, sec := range []struct {
+		title string
+		ds    []policy.ToolDecision
+	}{{"granted", ex.Toolset.Granted}, {"denied", ex.Toolset.Denied}, {"unavailable", ex.Toolset.Unavailable}} {
+		fmt.Fprintf(w, "\n%s (%d):\n", sec.title, len(sec.ds))
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for _, d := range sec.ds {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", d.Tool.Name, d.Risk, d.Reason)
+		}
+		tw.Flush()
+	}
+}
+
+func list(s []string) string {
+	if len(s) == 0 {
+		return "-"
+	}
+	return strings.Join(s, " ")
+}

@@ -1,0 +1,327 @@
+package policy
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Outcome is what happened to a call, as the audit log records it.
+type Outcome string
+
+// Outcomes. Allowed and approved both run the call: allowed by policy alone, approved after an
+// approval step (a human, or a persistent grant). Refused means a human said no or nobody answered.
+const (
+	OutcomeAllowed     Outcome = "allowed"
+	OutcomeApproved    Outcome = "approved"
+	OutcomeDenied      Outcome = "denied"
+	OutcomeUnavailable Outcome = "unavailable"
+	OutcomeRefused     Outcome = "refused"
+)
+
+// Approval sources, recorded with every decision.
+const (
+	SourcePolicy = "policy" // the policy decided (rules, lists, persistent grants)
+	SourceHuman  = "human"  // a person answered the question for this call
+	SourceNone   = "none"   // nobody approved: the call was denied
+)
+
+// Call is one tool call presented to the gate.
+type Call struct {
+	Tool string
+	// Args are the tool's arguments; for exec tools Args["command"] is what the guard reads.
+	Args map[string]any
+	// Declared is the tool's own risk declaration; the gate takes the stricter of it and the map.
+	Declared Risk
+	// Unattended is true when no person watches this session (CI, daemon, cron).
+	Unattended bool
+}
+
+// Command returns the shell command an exec tool will run, if any.
+func (c Call) Command() string {
+	s, _ := c.Args["command"].(string)
+	return s
+}
+
+// Decision is the gate's answer for one call.
+type Decision struct {
+	Allowed        bool        `json:"allowed"`
+	Outcome        Outcome     `json:"outcome"`
+	ApprovalSource string      `json:"approval_source"`
+	Reason         string      `json:"reason"`
+	Risk           Risk        `json:"risk"`
+	Step           string      `json:"step"` // the pipeline step that decided
+	Guard          GuardResult `json:"guard"`
+}
+
+// Question is what an [Asker] is asked.
+type Question struct {
+	Agent  string
+	Tool   string
+	Risk   Risk
+	Args   map[string]any // already redacted
+	Reason string         // why approval is needed
+}
+
+// Answer is a human's reply. Remember asks for a persistent grant for this exact call.
+type Answer struct {
+	Approve  bool
+	Remember bool
+}
+
+// Asker puts a question to whoever the front end has: a terminal, a harness over JSON lines or
+// MCP. It must return when ctx is done; the gate treats that as a refusal.
+type Asker interface {
+	Ask(ctx context.Context, q Question) (Answer, error)
+}
+
+// AskFunc adapts a harness callback to [Asker].
+type AskFunc func(ctx context.Context, q Question) (Answer, error)
+
+// Ask calls f.
+func (f AskFunc) Ask(ctx context.Context, q Question) (Answer, error) { return f(ctx, q) }
+
+// Grant is one persistent approval: this tool, and for exec tools this exact command.
+type Grant struct {
+	Tool    string `json:"tool"`
+	Command string `json:"command,omitempty"` // empty: any call of the tool without guard hits
+}
+
+// LoadGrants reads the persistent grants file (a JSON array). A missing file is no grants.
+func LoadGrants(path string) ([]Grant, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("grants: read: %w", err)
+	}
+	var gs []Grant
+	if err := json.Unmarshal(b, &gs); err != nil {
+		return nil, fmt.Errorf("grants: parse %s: %w", path, err)
+	}
+	return gs, nil
+}
+
+// Gate is the approval pipeline. [Gate.Check] runs these steps in order; the first that decides
+// wins:
+//
+//  0. toolset: a tool not granted by [Resolve] is denied (or unavailable) with Resolve's reason.
+//  1. hard guard: an exec tool's command that hits a hard guard (or does not parse) is denied.
+//     No approval can lift it.
+//  2. risk classification: the stricter of the static map and the declaration; a soft guard hit
+//     or approval.require_approval marks the call as needing approval.
+//  3. unattended: read_only passes; dangerous is denied; a call needing approval is denied
+//     (nobody can approve it); the rest follow approval.unattended_policy (allow or deny).
+//  4. read_only and write auto-approve (approval.auto_approve_read_only / _write), unless the
+//     call needs approval.
+//  5. approval.auto_approve lists the tool, unless the call needs approval.
+//  6. a persistent grant matches (tool and exact command).
+//  7. ask the [Asker]; nil means denial ("no one to ask"); no answer within ask_timeout denies.
+type Gate struct {
+	Policy  *Policy
+	Toolset *Toolset
+	Guard   *Guard
+	Grants  []Grant
+	Asker   Asker // nil: nobody to ask
+}
+
+// NewGate resolves the toolset for who and builds the guard and grants.
+func NewGate(p *Policy, registry []ToolInfo, who Subject, home string, asker Asker) (*Gate, error) {
+	ts, err := Resolve(p, registry, who)
+	if err != nil {
+		return nil, err
+	}
+	g, err := NewGuard(p.Guards, home)
+	if err != nil {
+		return nil, err
+	}
+	grants, err := LoadGrants(p.Approval.GrantsFile)
+	if err != nil {
+		return nil, err
+	}
+	return &Gate{Policy: p, Toolset: ts, Guard: g, Grants: grants, Asker: asker}, nil
+}
+
+func deny(outcome Outcome, step, reason string) Decision {
+	return Decision{Outcome: outcome, ApprovalSource: SourceNone, Step: step, Reason: reason}
+}
+
+func allow(step, reason string) Decision {
+	return Decision{Allowed: true, Outcome: OutcomeAllowed, ApprovalSource: SourcePolicy, Step: step, Reason: reason}
+}
+
+// Check decides one call. It never returns an error: every failure is a denial with a reason.
+func (g *Gate) Check(ctx context.Context, c Call) Decision {
+	d := g.check(ctx, c)
+	return d
+}
+
+func (g *Gate) check(ctx context.Context, c Call) Decision {
+	// 0. toolset
+	td, ok := g.Toolset.Lookup(c.Tool)
+	if !ok {
+		return deny(OutcomeDenied, "toolset", "unknown tool "+c.Tool)
+	}
+	if td.Status != StatusGranted {
+		o := OutcomeDenied
+		if td.Status == StatusUnavailable {
+			o = OutcomeUnavailable
+		}
+		return deny(o, "toolset", td.Reason)
+	}
+	// 1. hard guard
+	var gr GuardResult
+	if slices.Contains(effectiveCaps(td.Tool), CapProcessExec) {
+		cmd, isString := c.Args["command"].(string)
+		if !isString {
+			return deny(OutcomeDenied, "guard", "exec call without a string \"command\" argument")
+		}
+		gr = g.Guard.Check(cmd)
+		if gr.Level == GuardHard {
+			d := deny(OutcomeDenied, "guard", "hard block: "+gr.Reason())
+			d.Guard = gr
+			return d
+		}
+	}
+	// 2. risk classification
+	risk := max(td.Risk, c.Declared)
+	a := g.Policy.Approval
+	needsApproval, why := false, ""
+	switch {
+	case gr.Level == GuardSoft:
+		needsApproval, why = true, "soft block: "+gr.Reason()
+	case slices.Contains(a.RequireApproval, c.Tool):
+		needsApproval, why = true, "approval.require_approval lists "+c.Tool
+	}
+	finish := func(d Decision) Decision { d.Risk, d.Guard = risk, gr; return d }
+	// 3. unattended
+	if c.Unattended {
+		switch {
+		case risk == ReadOnly && !needsApproval:
+			return finish(allow("unattended", "read_only calls pass unattended"))
+		case risk == Dangerous:
+			return finish(deny(OutcomeDenied, "unattended", "dangerous calls are never approved unattended"))
+		case needsApproval:
+			return finish(deny(OutcomeDenied, "unattended", why+"; nobody is there to approve it"))
+		case a.UnattendedPolicy == "allow":
+			return finish(allow("unattended", "approval.unattended_policy = allow"))
+		default:
+			return finish(deny(OutcomeDenied, "unattended", "approval.unattended_policy = deny refuses "+risk.String()+" calls unattended"))
+		}
+	}
+	// 4. read_only / write auto-approve
+	if !needsApproval {
+		if risk == ReadOnly && a.AutoApproveReadOnly != nil && *a.AutoApproveReadOnly {
+			return finish(allow("auto-risk", "read_only calls are auto-approved"))
+		}
+		if risk == Write && a.AutoApproveWrite != nil && *a.AutoApproveWrite {
+			return finish(allow("auto-risk", "write calls are auto-approved (the sandbox contains them)"))
+		}
+		// 5. auto_approve list
+		if slices.Contains(a.AutoApprove, c.Tool) && risk != Dangerous {
+			return finish(allow("auto-approve", "approval.auto_approve lists "+c.Tool))
+		}
+	}
+	if why == "" {
+		why = risk.String() + " call needs approval"
+	}
+	// 6. persistent grants
+	for _, gt := range g.Grants {
+		if gt.Tool == c.Tool && (gt.Command == c.Command() || gt.Command == "" && gr.Level == GuardAllow && risk != Dangerous) {
+			d := allow("grant", "persistent grant for "+c.Tool)
+			d.Outcome = OutcomeApproved
+			return finish(d)
+		}
+	}
+	// 7. ask
+	if g.Asker == nil {
+		return finish(deny(OutcomeRefused, "ask", why+"; no one to ask"))
+	}
+	timeout := a.AskTimeout
+	if timeout <= 0 {
+		timeout = DefaultAskTimeout
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ans, err := g.Asker.Ask(actx, Question{Agent: g.Toolset.Agent, Tool: c.Tool, Risk: risk, Args: Redact(c.Args), Reason: why})
+	switch {
+	case err != nil && actx.Err() != nil:
+		return finish(deny(OutcomeRefused, "ask", fmt.Sprintf("%s; no answer within %s", why, timeout)))
+	case err != nil:
+		return finish(deny(OutcomeRefused, "ask", why+"; asking failed: "+err.Error()))
+	case !ans.Approve:
+		d := deny(OutcomeRefused, "ask", why+"; refused by a human")
+		d.ApprovalSource = SourceHuman
+		return finish(d)
+	}
+	if ans.Remember {
+		g.Grants = append(g.Grants, Grant{Tool: c.Tool, Command: c.Command()})
+	}
+	return finish(Decision{Allowed: true, Outcome: OutcomeApproved, ApprovalSource: SourceHuman, Step: "ask", Reason: why + "; approved by a human"})
+}
+
+// TerminalAsker asks on a terminal: it writes the question to Out and reads one line from In
+// ("y", "yes", "a"/"always" to remember; anything else refuses). In should be the controlling
+// terminal (/dev/tty), not the agent's stdin. When In is an *os.File that supports deadlines,
+// the read ends at ctx's deadline; otherwise the reading goroutine ends when a line arrives or
+// In is closed, and the gate has already moved on.
+type TerminalAsker struct {
+	In  io.Reader
+	Out io.Writer
+}
+
+// Ask prompts and waits for one line.
+func (t *TerminalAsker) Ask(ctx context.Context, q Question) (Answer, error) {
+	args, _ := json.Marshal(q.Args)
+	fmt.Fprintf(t.Out, "jail: %s wants %s (%s): %s\n  args: %s\n  allow? [y]es / [a]lways / [N]o: ",
+		orDash(q.Agent), q.Tool, q.Risk, q.Reason, args)
+	if f, ok := t.In.(*os.File); ok {
+		if dl, ok := ctx.Deadline(); ok {
+			_ = f.SetReadDeadline(dl) // best effort: not every file supports deadlines
+			defer f.SetReadDeadline(time.Time{})
+		}
+	}
+	type result struct {
+		line string
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		line, err := bufio.NewReader(t.In).ReadString('\n')
+		ch <- result{line, err}
+	}()
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(t.Out)
+		return Answer{}, ctx.Err()
+	case r := <-ch:
+		if r.err != nil && r.line == "" {
+			return Answer{}, fmt.Errorf("ask: read answer: %w", r.err)
+		}
+		switch strings.ToLower(strings.TrimSpace(r.line)) {
+		case "y", "yes":
+			return Answer{Approve: true}, nil
+		case "a", "always":
+			return Answer{Approve: true, Remember: true}, nil
+		}
+		return Answer{}, nil
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

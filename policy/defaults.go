@@ -1,0 +1,147 @@
+package policy
+
+import (
+	"path/filepath"
+	"time"
+)
+
+// The defaults. They are documented in policy.toml.example and README-section.md; change them
+// together.
+const (
+	DefaultTimeout     = 10 * time.Minute
+	DefaultMemory      = Bytes(2 << 30)
+	DefaultPids        = 512
+	DefaultOutputChars = 100000
+	DefaultTmp         = Bytes(256 << 20)
+	DefaultAskTimeout  = 2 * time.Minute
+)
+
+// DefaultRO returns the system directories bound read-only when the file names none. Entries
+// missing on a host (/lib64 on arm64) are skipped by the confinement layer.
+func DefaultRO() []string {
+	return []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc", "/opt", "/nix/store"}
+}
+
+// DefaultProtected returns the workspace paths kept read-only even in a writable workspace:
+// what runs code on the host later (git hooks and config, direnv, editor tasks, shell rc files)
+// and jail's own project policy.
+func DefaultProtected() []string {
+	return []string{".git/hooks", ".git/config", ".envrc", ".vscode", ".idea", ".github/hooks",
+		".bashrc", ".bash_profile", ".profile", ".zshrc", ".zprofile", ".bash_login", ".jail"}
+}
+
+// DefaultEnv returns the variables passed through when the file names none. Everything else,
+// tokens included, stays outside. TMPDIR is not passed: it is set to /tmp, the sandbox's own.
+func DefaultEnv() []string {
+	return []string{"PATH", "HOME", "LANG", "LC_*", "TERM", "TZ", "USER", "LOGNAME", "SHELL", "COLORTERM"}
+}
+
+// Default returns the embedded policy used when no file is given: the workspace read-write,
+// system directories read-only, $HOME hidden, no network, the protected paths read-only.
+func Default(env Env) *Policy {
+	p := &Policy{}
+	p.applyDefaults(env)
+	return p
+}
+
+// applyDefaults fills every field the file left at its zero value.
+func (p *Policy) applyDefaults(env Env) {
+	s := &p.Sandbox
+	if s.Workspace == "" {
+		s.Workspace = filepath.Clean(env.Workspace)
+	}
+	if len(s.RO) == 0 {
+		s.RO = DefaultRO()
+	}
+	if len(s.Hide) == 0 && env.Home != "" {
+		s.Hide = []string{filepath.Clean(env.Home)}
+	}
+	if len(s.Protected) == 0 {
+		s.Protected = DefaultProtected()
+	}
+	if len(s.Env) == 0 {
+		s.Env = DefaultEnv()
+	}
+	if s.EnvSet == nil {
+		s.EnvSet = map[string]string{}
+	}
+	if _, ok := s.EnvSet["TMPDIR"]; !ok {
+		s.EnvSet["TMPDIR"] = "/tmp"
+	}
+	if s.Tmp == 0 {
+		s.Tmp = DefaultTmp
+	}
+	l := &p.Limits
+	if l.Timeout == 0 {
+		l.Timeout = DefaultTimeout
+	}
+	if l.Memory == 0 {
+		l.Memory = DefaultMemory
+	}
+	if l.Pids == 0 {
+		l.Pids = DefaultPids
+	}
+	if l.OutputChars == 0 {
+		l.OutputChars = DefaultOutputChars
+	}
+	if p.Network.Mode == "" {
+		p.Network.Mode = NetNone
+	}
+	if p.Tools.Profile == "" {
+		p.Tools.Profile = ProfileCoding
+	}
+	if p.Tools.Security == "" {
+		p.Tools.Security = SecurityPersonal
+	}
+	a := &p.Approval
+	if a.UnattendedPolicy == "" {
+		a.UnattendedPolicy = "deny"
+	}
+	if a.AutoApproveReadOnly == nil {
+		a.AutoApproveReadOnly = boolPtr(true)
+	}
+	if a.AutoApproveWrite == nil {
+		a.AutoApproveWrite = boolPtr(true)
+	}
+	if a.AskTimeout == 0 {
+		a.AskTimeout = DefaultAskTimeout
+	}
+	if p.Audit.Enabled == nil {
+		p.Audit.Enabled = boolPtr(true)
+	}
+	if p.Audit.Path == "" {
+		state := env.XDGStateHome
+		if state == "" && env.Home != "" {
+			state = filepath.Join(env.Home, ".local", "state")
+		}
+		if state != "" {
+			p.Audit.Path = filepath.Join(state, "jail", "audit.jsonl")
+		}
+	}
+	if p.Roles == nil {
+		p.Roles = map[string]RoleSpec{}
+	}
+	if p.Agents == nil {
+		p.Agents = map[string]Agent{}
+	}
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+// UserFile is where the user's policy lives: $XDG_CONFIG_HOME/jail/policy.toml, falling back to
+// ~/.config/jail/policy.toml. Empty if neither can be formed.
+func UserFile(env Env) string {
+	base := env.XDGConfigHome
+	if base == "" || !filepath.IsAbs(base) {
+		if env.Home == "" {
+			return ""
+		}
+		base = filepath.Join(env.Home, ".config")
+	}
+	return filepath.Join(base, "jail", "policy.toml")
+}
+
+// ProjectFile is the untrusted per-project policy inside a workspace.
+func ProjectFile(workspace string) string {
+	return filepath.Join(workspace, ".jail", "policy.toml")
+}

@@ -1,0 +1,374 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"time"
+)
+
+// Widening is a key in an untrusted project file that tried to open up what the user's policy
+// allows. It is ignored; the CLI prints it as a warning.
+type Widening struct {
+	File   string `json:"file"`
+	Line   int    `json:"line,omitempty"`
+	Key    string `json:"key"`
+	Reason string `json:"reason"`
+}
+
+func (w Widening) String() string {
+	if w.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s: ignored: %s", w.File, w.Line, w.Key, w.Reason)
+	}
+	return fmt.Sprintf("%s: %s: ignored: %s", w.File, w.Key, w.Reason)
+}
+
+// LoadEffective is what `jail run`, `jail serve` and `jail policy explain` all call, so they
+// read the same policy: policyFile when given (an explicit --policy; must exist), else the user
+// file from the search order (or the default); then the workspace's project file, tightening.
+func LoadEffective(policyFile string, env Env) (*Policy, []Widening, error) {
+	project := ""
+	if env.Workspace != "" {
+		project = ProjectFile(env.Workspace)
+	}
+	if policyFile == "" {
+		return LoadLayered(UserFile(env), project, env)
+	}
+	base, err := Load(policyFile, env)
+	if err != nil {
+		return nil, nil, err
+	}
+	if project == "" {
+		return base, nil, nil
+	}
+	if _, err := os.Stat(project); errors.Is(err, os.ErrNotExist) {
+		return base, nil, nil
+	}
+	return Tighten(base, project, env)
+}
+
+// LoadLayered follows the search order: the user file (trusted; the embedded default when it
+// does not exist), then the project file (untrusted; skipped when it does not exist), which may
+// only tighten. Either path may be empty. A file that exists but is invalid is an error: jail
+// never falls back to something more open.
+func LoadLayered(userFile, projectFile string, env Env) (*Policy, []Widening, error) {
+	base := Default(env)
+	if userFile != "" {
+		p, err := Load(userFile, env)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+		case err != nil:
+			return nil, nil, err
+		default:
+			base = p
+		}
+	}
+	if projectFile == "" {
+		return base, nil, nil
+	}
+	if _, err := os.Stat(projectFile); errors.Is(err, os.ErrNotExist) {
+		return base, nil, nil
+	}
+	return Tighten(base, projectFile, env)
+}
+
+// Tighten applies an untrusted project file on top of base. Keys that tighten take effect;
+// keys that would widen are ignored and returned as Widenings. The rules, key by key:
+//
+//   - sandbox.workspace, env_set, [roles.*], approval.grants_file, docker images, audit.path:
+//     never taken from a project file.
+//   - sandbox.ro: each path must already be visible (under base ro, rw or the workspace); it is
+//     added, which turns a writable subtree read-only.
+//   - sandbox.rw: each path must already be writable (under base rw or the workspace); no-op.
+//   - sandbox.hide, sandbox.protected, network.deny, seccomp.deny, tools.deny,
+//     approval.require_approval, guards.hard, guards.soft, agents.*.denies: added.
+//   - sandbox.env, network.allow, network.allow_private, seccomp.allow, approval.auto_approve,
+//     agents.*.grants: only entries the base already allows are kept (the list narrows).
+//   - limits, sandbox.tmp, approval.ask_timeout: the smaller value wins.
+//   - network.mode, tools.profile, tools.security, approval.unattended_policy: only a stricter
+//     value is taken (none < proxy < transparent < host; minimal < coding < full;
+//     public > daemon > personal; deny > allow).
+//   - tools.allow: entries must be tools the base's [tools] section already allows.
+//   - tools.also_allow: only entries the base already allows (a no-op otherwise ignored).
+//   - approval.auto_approve_read_only/_write, docker.enabled: only false is taken.
+//   - guards.disable, network.resolver, audit.enabled = false, agents.*.role: ignored.
+func Tighten(base *Policy, projectFile string, env Env) (*Policy, []Widening, error) {
+	f, err := parseFile(projectFile, env)
+	if err != nil {
+		return nil, nil, err
+	}
+	t := &tightener{f: f, out: clonePolicy(base), proj: f.policy}
+	t.apply(base)
+	t.out.Sources = append(slices.Clone(base.Sources), projectFile)
+	return t.out, t.ws, nil
+}
+
+type tightener struct {
+	f    *parsed
+	out  *Policy
+	proj *Policy
+	ws   []Widening
+}
+
+func (t *tightener) widen(key, format string, args ...any) {
+	t.ws = append(t.ws, Widening{File: t.f.name, Line: t.f.line(key), Key: key, Reason: fmt.Sprintf(format, args...)})
+}
+
+func (t *tightener) has(key ...string) bool { return t.f.defined(key...) }
+
+func (t *tightener) apply(base *Policy) {
+	o, p := t.out, t.proj
+	ws := []string{base.Sandbox.Workspace}
+	if t.has("sandbox", "workspace") && p.Sandbox.Workspace != base.Sandbox.Workspace {
+		t.widen("sandbox.workspace", "a project file cannot move the workspace")
+	}
+	for _, x := range p.Sandbox.RO {
+		if coveredBy(x, base.Sandbox.RO, base.Sandbox.RW, ws) {
+			o.Sandbox.RO = appendNew(o.Sandbox.RO, x)
+		} else {
+			t.widen("sandbox.ro", "%s is not visible under the user policy", x)
+		}
+	}
+	for _, x := range p.Sandbox.RW {
+		if !coveredBy(x, base.Sandbox.RW, ws) {
+			t.widen("sandbox.rw", "%s is not writable under the user policy", x)
+		}
+	}
+	for _, x := range p.Sandbox.Hide {
+		o.Sandbox.Hide = appendNew(o.Sandbox.Hide, x)
+	}
+	for _, x := range p.Sandbox.Protected {
+		o.Sandbox.Protected = appendNew(o.Sandbox.Protected, x)
+	}
+	if t.has("sandbox", "env") {
+		o.Sandbox.Env = t.narrow("sandbox.env", p.Sandbox.Env, base.Sandbox.Env, "is not passed by the user policy")
+	}
+	if t.has("sandbox", "env_set") {
+		t.widen("sandbox.env_set", "a project file cannot set variables in the sandbox")
+	}
+	if t.has("sandbox", "tmp") {
+		o.Sandbox.Tmp = t.smaller("sandbox.tmp", p.Sandbox.Tmp, base.Sandbox.Tmp)
+	}
+	if t.has("limits", "timeout") {
+		o.Limits.Timeout = time.Duration(t.smaller("limits.timeout", Bytes(p.Limits.Timeout), Bytes(base.Limits.Timeout)))
+	}
+	if t.has("limits", "memory") {
+		o.Limits.Memory = t.smaller("limits.memory", p.Limits.Memory, base.Limits.Memory)
+	}
+	if t.has("limits", "pids") {
+		o.Limits.Pids = int64(t.smaller("limits.pids", Bytes(p.Limits.Pids), Bytes(base.Limits.Pids)))
+	}
+	if t.has("limits", "output_chars") {
+		o.Limits.OutputChars = int64(t.smaller("limits.output_chars", Bytes(p.Limits.OutputChars), Bytes(base.Limits.OutputChars)))
+	}
+
+	if t.has("network", "mode") {
+		o.Network.Mode = t.stricter("network.mode", p.Network.Mode, base.Network.Mode, netModes())
+	}
+	if t.has("network", "allow") {
+		var keep []string
+		for _, h := range p.Network.Allow {
+			if hostCovered(h, base.Network.Allow) {
+				keep = append(keep, h)
+			} else {
+				t.widen("network.allow", "%s is not allowed by the user policy", h)
+			}
+		}
+		o.Network.Allow = keep
+	}
+	o.Network.Deny = appendNew(o.Network.Deny, p.Network.Deny...)
+	if t.has("network", "allow_private") {
+		var keep []string
+		for _, c := range p.Network.AllowPrivate {
+			if prefixCovered(c, base.Network.AllowPrivate) {
+				keep = append(keep, c)
+			} else {
+				t.widen("network.allow_private", "%s is not allowed by the user policy", c)
+			}
+		}
+		o.Network.AllowPrivate = keep
+	}
+	if t.has("network", "resolver") && p.Network.Resolver != base.Network.Resolver {
+		t.widen("network.resolver", "a project file cannot choose the resolver")
+	}
+
+	o.Seccomp.Deny = appendNew(o.Seccomp.Deny, p.Seccomp.Deny...)
+	if t.has("seccomp", "allow") {
+		o.Seccomp.Allow = t.narrow("seccomp.allow", p.Seccomp.Allow, base.Seccomp.Allow, "is not allowed by the user policy")
+	}
+
+	if t.has("tools", "profile") {
+		o.Tools.Profile = t.stricter("tools.profile", p.Tools.Profile, base.Tools.Profile, profileNames())
+	}
+	if t.has("tools", "security") {
+		// public is the strictest, so it comes first.
+		o.Tools.Security = t.stricter("tools.security", p.Tools.Security, base.Tools.Security, []string{SecurityPublic, SecurityDaemon, SecurityPersonal})
+	}
+	if t.has("tools", "allow") {
+		var keep []string
+		for _, name := range p.Tools.Allow {
+			if ok, _ := inProfile(base.Tools, name); ok && !slices.Contains(base.Tools.Deny, name) {
+				keep = append(keep, name)
+			} else {
+				t.widen("tools.allow", "%s is not allowed by the user policy", name)
+			}
+		}
+		if len(keep) == 0 {
+			keep = []string{"read"} // an emptied allow list must not fall back to the profile
+			o.Tools.Deny = appendNew(o.Tools.Deny, "read")
+		}
+		o.Tools.Allow = keep
+	}
+	for _, name := range p.Tools.AlsoAllow {
+		if ok, _ := inProfile(base.Tools, name); !ok {
+			t.widen("tools.also_allow", "%s is not allowed by the user policy", name)
+		}
+	}
+	o.Tools.Deny = appendNew(o.Tools.Deny, p.Tools.Deny...)
+
+	if len(p.Roles) > 0 {
+		t.widen("roles", "a project file cannot define roles")
+	}
+	for name, pa := range p.Agents {
+		key := "agents." + name
+		ba, ok := base.Agents[name]
+		if !ok {
+			t.widen(key, "agent %s is not defined by the user policy", name)
+			continue
+		}
+		if pa.Role != "" && pa.Role != ba.Role {
+			t.widen(key+".role", "a project file cannot change an agent's role")
+		}
+		if t.has("agents", name, "grants") {
+			ba.Grants = t.narrow(key+".grants", pa.Grants, ba.Grants, "is not granted by the user policy")
+		}
+		ba.Denies = appendNew(ba.Denies, pa.Denies...)
+		o.Agents[name] = ba
+	}
+
+	pa, ba := p.Approval, base.Approval
+	if t.has("approval", "unattended_policy") {
+		o.Approval.UnattendedPolicy = t.stricter("approval.unattended_policy", pa.UnattendedPolicy, ba.UnattendedPolicy, []string{"deny", "allow"})
+	}
+	if t.has("approval", "auto_approve_read_only") && !*pa.AutoApproveReadOnly {
+		o.Approval.AutoApproveReadOnly = boolPtr(false)
+	} else if t.has("approval", "auto_approve_read_only") && !*ba.AutoApproveReadOnly {
+		t.widen("approval.auto_approve_read_only", "the user policy turns it off")
+	}
+	if t.has("approval", "auto_approve_write") && !*pa.AutoApproveWrite {
+		o.Approval.AutoApproveWrite = boolPtr(false)
+	} else if t.has("approval", "auto_approve_write") && !*ba.AutoApproveWrite {
+		t.widen("approval.auto_approve_write", "the user policy turns it off")
+	}
+	if t.has("approval", "auto_approve") {
+		o.Approval.AutoApprove = t.narrow("approval.auto_approve", pa.AutoApprove, ba.AutoApprove, "is not auto-approved by the user policy")
+	}
+	o.Approval.RequireApproval = appendNew(o.Approval.RequireApproval, pa.RequireApproval...)
+	if t.has("approval", "grants_file") {
+		t.widen("approval.grants_file", "a project file cannot supply persistent grants")
+	}
+	if t.has("approval", "ask_timeout") {
+		o.Approval.AskTimeout = time.Duration(t.smaller("approval.ask_timeout", Bytes(pa.AskTimeout), Bytes(ba.AskTimeout)))
+	}
+
+	if len(p.Guards.Disable) > 0 {
+		t.widen("guards.disable", "a project file cannot switch guards off")
+	}
+	o.Guards.Hard = appendNew(o.Guards.Hard, p.Guards.Hard...)
+	o.Guards.Soft = appendNew(o.Guards.Soft, p.Guards.Soft...)
+
+	if t.has("docker", "enabled") {
+		if !p.Docker.Enabled {
+			o.Docker.Enabled = false
+		} else if !base.Docker.Enabled {
+			t.widen("docker.enabled", "the user policy does not enable Docker")
+		}
+	}
+	for _, k := range []string{"browser_image", "desktop_image"} {
+		if t.has("docker", k) {
+			t.widen("docker."+k, "a project file cannot choose container images")
+		}
+	}
+	if t.has("audit", "path") {
+		t.widen("audit.path", "a project file cannot move the audit log")
+	}
+	if t.has("audit", "enabled") && !*p.Audit.Enabled {
+		t.widen("audit.enabled", "a project file cannot switch auditing off")
+	}
+	if t.has("audit", "fsync") && p.Audit.Fsync {
+		o.Audit.Fsync = true
+	}
+}
+
+// narrow keeps the project entries the base list has.
+func (t *tightener) narrow(key string, proj, base []string, why string) []string {
+	keep := []string{}
+	for _, x := range proj {
+		if slices.Contains(base, x) {
+			keep = append(keep, x)
+		} else {
+			t.widen(key, "%s %s", x, why)
+		}
+	}
+	return keep
+}
+
+// smaller takes the project value when it is lower; zero in the project means "not set".
+func (t *tightener) smaller(key string, proj, base Bytes) Bytes {
+	if proj == 0 || proj <= base {
+		if proj == 0 {
+			return base
+		}
+		return proj
+	}
+	t.widen(key, "%v is above the user policy's %v", proj, base)
+	return base
+}
+
+// stricter takes the project value when it comes earlier in order (strictest first).
+func (t *tightener) stricter(key, proj, base string, order []string) string {
+	if proj == "" || slices.Index(order, proj) <= slices.Index(order, base) {
+		if proj == "" {
+			return base
+		}
+		return proj
+	}
+	t.widen(key, "%q is less strict than the user policy's %q", proj, base)
+	return base
+}
+
+func appendNew(list []string, xs ...string) []string {
+	for _, x := range xs {
+		if !slices.Contains(list, x) {
+			list = append(list, x)
+		}
+	}
+	return list
+}
+
+// clonePolicy deep-copies the parts Tighten modifies, so base is never changed.
+func clonePolicy(p *Policy) *Policy {
+	c := *p
+	s := &c.Sandbox
+	s.RO, s.RW, s.Hide, s.Protected, s.Env = slices.Clone(s.RO), slices.Clone(s.RW), slices.Clone(s.Hide), slices.Clone(s.Protected), slices.Clone(s.Env)
+	s.EnvSet = maps.Clone(s.EnvSet)
+	n := &c.Network
+	n.Allow, n.Deny, n.AllowPrivate = slices.Clone(n.Allow), slices.Clone(n.Deny), slices.Clone(n.AllowPrivate)
+	c.Seccomp = Seccomp{Deny: slices.Clone(p.Seccomp.Deny), Allow: slices.Clone(p.Seccomp.Allow)}
+	tl := &c.Tools
+	tl.Allow, tl.AlsoAllow, tl.Deny = slices.Clone(tl.Allow), slices.Clone(tl.AlsoAllow), slices.Clone(tl.Deny)
+	c.Roles = maps.Clone(p.Roles)
+	c.Agents = map[string]Agent{}
+	for k, a := range p.Agents {
+		a.Grants, a.Denies = slices.Clone(a.Grants), slices.Clone(a.Denies)
+		c.Agents[k] = a
+	}
+	a := &c.Approval
+	a.AutoApprove, a.RequireApproval = slices.Clone(a.AutoApprove), slices.Clone(a.RequireApproval)
+	g := &c.Guards
+	g.Disable, g.Hard, g.Soft = slices.Clone(g.Disable), slices.Clone(g.Hard), slices.Clone(g.Soft)
+	c.Sources = slices.Clone(p.Sources)
+	return &c
+}

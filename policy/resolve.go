@@ -1,0 +1,174 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Subject is who is asking for tools: an agent from [agents.NAME], or a bare role. Both empty
+// means the operator running jail directly, bounded only by [tools].
+type Subject struct {
+	Agent string
+	Role  string
+}
+
+// ToolStatus says where a tool landed.
+type ToolStatus string
+
+// Tool statuses. Unavailable is kept apart from Denied: it marks a grant that the role's remit
+// refused, which an operator should see rather than have silently dropped.
+const (
+	StatusGranted     ToolStatus = "granted"
+	StatusDenied      ToolStatus = "denied"
+	StatusUnavailable ToolStatus = "unavailable"
+)
+
+// ToolDecision is one tool's place in a toolset and why.
+type ToolDecision struct {
+	Tool   ToolInfo   `json:"tool"`
+	Risk   Risk       `json:"risk"` // effective risk
+	Status ToolStatus `json:"status"`
+	Reason string     `json:"reason"`
+}
+
+// Toolset is the result of [Resolve]. Every registry tool appears in exactly one list, in
+// registry order.
+type Toolset struct {
+	Agent             string         `json:"agent,omitempty"`
+	Role              string         `json:"role,omitempty"`
+	WorkspaceReadOnly bool           `json:"workspace_read_only"`
+	Granted           []ToolDecision `json:"granted"`
+	Denied            []ToolDecision `json:"denied"`
+	Unavailable       []ToolDecision `json:"unavailable"`
+}
+
+// Lookup returns the decision for a tool name.
+func (ts *Toolset) Lookup(name string) (ToolDecision, bool) {
+	for _, l := range [][]ToolDecision{ts.Granted, ts.Denied, ts.Unavailable} {
+		for _, d := range l {
+			if d.Tool.Name == name {
+				return d, true
+			}
+		}
+	}
+	return ToolDecision{}, false
+}
+
+// Resolve is the one decision function for toolsets; `jail policy explain` prints its result
+// and the runtime [Gate] enforces it. For each registry tool, in this order:
+//
+//  1. tools.deny or the agent's denies: denied (a deny always wins, even over a grant).
+//  2. network.mode = none and the tool needs network.outbound: denied.
+//  3. docker.enabled = false and the tool needs browser or desktop: denied; or the security
+//     profile strips one of its capabilities: denied.
+//  4. not in the role's defaults or the agent's grants: denied ("not granted").
+//  5. outside the role's remit (capability or risk): unavailable, with the reason.
+//  6. outside the [tools] profile (allow, or profile ∪ also_allow): denied.
+//  7. otherwise granted.
+//
+// So toolset = (role defaults ∪ grants) ∩ remit ∩ profile − denies − stripped capabilities.
+// With no role, the defaults are every tool and the remit is unbounded.
+func Resolve(p *Policy, registry []ToolInfo, who Subject) (*Toolset, error) {
+	ts := &Toolset{Agent: who.Agent, Role: who.Role}
+	var agent Agent
+	if who.Agent != "" {
+		a, ok := p.Agents[who.Agent]
+		if !ok {
+			return nil, fmt.Errorf("resolve: unknown agent %q", who.Agent)
+		}
+		agent = a
+		if who.Role != "" && who.Role != a.Role {
+			return nil, fmt.Errorf("resolve: agent %q has role %q, not %q", who.Agent, a.Role, who.Role)
+		}
+		ts.Role = a.Role
+		if ts.Role == "" {
+			ts.Role = "custom"
+		}
+	}
+	var role *Role
+	if ts.Role != "" {
+		r, ok := p.role(ts.Role)
+		if !ok {
+			return nil, fmt.Errorf("resolve: unknown role %q", ts.Role)
+		}
+		role = &r
+		ts.WorkspaceReadOnly = r.WorkspaceReadOnly
+	}
+	strips := securityStrips(p.Tools.Security)
+	for _, t := range registry {
+		d := ToolDecision{Tool: t, Risk: EffectiveRisk(t)}
+		caps := effectiveCaps(t)
+		wanted := role == nil || slices.Contains(role.Defaults, t.Name) || slices.Contains(agent.Grants, t.Name)
+		switch {
+		case slices.Contains(p.Tools.Deny, t.Name):
+			d.Status, d.Reason = StatusDenied, "denied by tools.deny"
+		case slices.Contains(agent.Denies, t.Name):
+			d.Status, d.Reason = StatusDenied, "denied by agents."+who.Agent+".denies"
+		case p.Network.Mode == NetNone && slices.Contains(caps, CapNetworkOutbound):
+			d.Status, d.Reason = StatusDenied, "network.mode = none removes tools needing network.outbound"
+		case !p.Docker.Enabled && (slices.Contains(caps, CapBrowser) || slices.Contains(caps, CapDesktop)):
+			d.Status, d.Reason = StatusDenied, "docker.enabled = false: browser and desktop tools run in containers"
+		case slices.ContainsFunc(caps, func(c string) bool { return slices.Contains(strips, c) }):
+			d.Status, d.Reason = StatusDenied, fmt.Sprintf("security profile %s strips %s", p.Tools.Security, firstShared(caps, strips))
+		case !wanted:
+			d.Status, d.Reason = StatusDenied, "not granted: not in the "+role.Name+" role's defaults or the agent's grants"
+		default:
+			if role != nil {
+				if in, why := role.inRemit(t); !in {
+					d.Status, d.Reason = StatusUnavailable, why
+					break
+				}
+			}
+			if ok, why := inProfile(p.Tools, t.Name); !ok {
+				d.Status, d.Reason = StatusDenied, why
+				break
+			}
+			d.Status, d.Reason = StatusGranted, grantReason(role, agent, who.Agent, t.Name, p.Tools)
+		}
+		switch d.Status {
+		case StatusGranted:
+			ts.Granted = append(ts.Granted, d)
+		case StatusDenied:
+			ts.Denied = append(ts.Denied, d)
+		default:
+			ts.Unavailable = append(ts.Unavailable, d)
+		}
+	}
+	return ts, nil
+}
+
+func firstShared(a, b []string) string {
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			return x
+		}
+	}
+	return ""
+}
+
+func inProfile(t Tools, name string) (bool, string) {
+	if len(t.Allow) > 0 {
+		if slices.Contains(t.Allow, name) {
+			return true, ""
+		}
+		return false, "not in tools.allow"
+	}
+	if profileIncludes(t.Profile, name) || slices.Contains(t.AlsoAllow, name) {
+		return true, ""
+	}
+	return false, "not in tools profile " + t.Profile + " (add it to tools.also_allow)"
+}
+
+func grantReason(role *Role, agent Agent, agentName, tool string, t Tools) string {
+	switch {
+	case role == nil && len(t.Allow) > 0:
+		return "in tools.allow"
+	case role == nil && slices.Contains(t.AlsoAllow, tool):
+		return "in tools.also_allow"
+	case role == nil:
+		return "in tools profile " + t.Profile
+	case slices.Contains(role.Defaults, tool):
+		return "default of the " + role.Name + " role"
+	}
+	return "granted by agents." + agentName + ".grants"
+}

@@ -1,0 +1,195 @@
+package policy
+
+import (
+	"time"
+)
+
+// Policy is one effective policy: the embedded default, a file, or a user file tightened by a
+// project file. Paths in it are absolute and `~`-expanded once loading has finished; durations
+// and sizes are parsed. The lead builds a run from Sandbox, Limits, Network and Seccomp.
+type Policy struct {
+	Sandbox  Sandbox             `toml:"sandbox" json:"sandbox"`
+	Limits   Limits              `toml:"limits" json:"limits"`
+	Network  Network             `toml:"network" json:"network"`
+	Seccomp  Seccomp             `toml:"seccomp" json:"seccomp"`
+	Tools    Tools               `toml:"tools" json:"tools"`
+	Roles    map[string]RoleSpec `toml:"roles" json:"roles"`
+	Agents   map[string]Agent    `toml:"agents" json:"agents"`
+	Approval Approval            `toml:"approval" json:"approval"`
+	Guards   GuardConfig         `toml:"guards" json:"guards"`
+	Docker   Docker              `toml:"docker" json:"docker"`
+	Audit    Audit               `toml:"audit" json:"audit"`
+
+	// Sources lists the files this policy came from, in load order; empty for the default.
+	Sources []string `toml:"-" json:"-"`
+}
+
+// Sandbox says what the confined process sees.
+type Sandbox struct {
+	// Workspace is the directory mounted read-write (read-only for roles without fs.write).
+	// Empty means the directory jail was started in.
+	Workspace string `toml:"workspace" json:"workspace"`
+	// RO lists absolute paths (globs and ~ allowed) bound read-only. Empty means the default
+	// system directories; set it to replace them.
+	RO []string `toml:"ro" json:"ro"`
+	// RW lists absolute paths (globs and ~ allowed) bound read-write besides the workspace.
+	// Empty means none.
+	RW []string `toml:"rw" json:"rw"`
+	// Hide lists absolute paths replaced by an empty directory or file. Empty means only $HOME.
+	Hide []string `toml:"hide" json:"hide"`
+	// Protected lists workspace-relative paths (globs allowed) kept read-only inside a writable
+	// workspace, so an agent cannot plant hooks or editor tasks. Empty means the default list.
+	Protected []string `toml:"protected" json:"protected"`
+	// Env is the pass-list of variable names (a trailing * matches a prefix) copied from jail's
+	// environment. Empty means the default list.
+	Env []string `toml:"env" json:"env"`
+	// EnvSet sets variables inside the sandbox after the pass-list. Empty sets only TMPDIR=/tmp.
+	EnvSet map[string]string `toml:"env_set" json:"env_set"`
+	// Tmp is the size of the private /tmp (tmpfs), e.g. "512M". Zero means 256M.
+	Tmp Bytes `toml:"tmp" json:"tmp"`
+}
+
+// Limits bound a run. A zero value in the file means "the default", never "unlimited".
+type Limits struct {
+	// Timeout kills the whole process tree after this long, e.g. "30s", "10m". Zero means 10m.
+	Timeout time.Duration `toml:"timeout" json:"timeout"`
+	// Memory caps the sandbox's memory, e.g. "2G". Zero means 2G.
+	Memory Bytes `toml:"memory" json:"memory"`
+	// Pids caps the number of processes. Zero means 512.
+	Pids int64 `toml:"pids" json:"pids"`
+	// OutputChars caps captured stdout/stderr each; beyond it output is cut with a marker.
+	// Zero means 100000.
+	OutputChars int64 `toml:"output_chars" json:"output_chars"`
+}
+
+// Network modes, from the strictest to the most open.
+const (
+	NetNone        = "none"        // a network namespace with only loopback
+	NetProxy       = "proxy"       // egress only through jail's allowlist proxy (HTTP(S) CONNECT)
+	NetTransparent = "transparent" // all TCP redirected through the allowlist proxy
+	NetHost        = "host"        // the host's network, unfiltered
+)
+
+func netModes() []string { return []string{NetNone, NetProxy, NetTransparent, NetHost} }
+
+// Network says what the sandbox may reach.
+type Network struct {
+	// Mode is none, proxy, transparent or host. Empty means none.
+	Mode string `toml:"mode" json:"mode"`
+	// Allow lists hosts the proxy lets through: "api.example.com", "*.example.com" (subdomains
+	// only), optionally with ":port". Empty means nothing is reachable. "*" and public suffixes
+	// such as "*.com" are refused.
+	Allow []string `toml:"allow" json:"allow"`
+	// Deny lists hosts refused even when Allow matches. Empty means none.
+	Deny []string `toml:"deny" json:"deny"`
+	// AllowPrivate lists CIDRs of private, loopback or link-local addresses the proxy may
+	// connect to. Empty means every private address is refused (SSRF protection).
+	AllowPrivate []string `toml:"allow_private" json:"allow_private"`
+	// Resolver is the DNS server (ip or ip:port) the proxy resolves with. Empty means the host's.
+	Resolver string `toml:"resolver" json:"resolver"`
+}
+
+// Seccomp adjusts jail's built-in syscall filter.
+type Seccomp struct {
+	// Deny adds syscalls to the filter's deny list. Empty adds none.
+	Deny []string `toml:"deny" json:"deny"`
+	// Allow removes syscalls from the default deny list (e.g. "ptrace" for a debugger).
+	// Empty removes none.
+	Allow []string `toml:"allow" json:"allow"`
+}
+
+// Tools is the global outer bound on tools, for every agent and role.
+type Tools struct {
+	// Profile is minimal, coding or full. Empty means coding.
+	Profile string `toml:"profile" json:"profile"`
+	// Allow, when set, replaces the profile with exactly these tools. Empty means use Profile.
+	Allow []string `toml:"allow" json:"allow"`
+	// AlsoAllow adds tools to the profile. Empty adds none.
+	AlsoAllow []string `toml:"also_allow" json:"also_allow"`
+	// Deny removes tools; it wins over everything. Empty removes none.
+	Deny []string `toml:"deny" json:"deny"`
+	// Security is personal, daemon or public; it strips tools by capability. Empty means personal.
+	Security string `toml:"security" json:"security"`
+}
+
+// RoleSpec is a user-defined role under [roles.NAME]. Built-in roles cannot be redefined.
+type RoleSpec struct {
+	// Description is printed by explain. Empty prints nothing.
+	Description string `toml:"description" json:"description"`
+	// Remit lists the capabilities the role may use. Empty means none: the role can hold nothing.
+	Remit []string `toml:"remit" json:"remit"`
+	// MaxRisk is the highest risk a tool in the remit may carry. Empty means read_only.
+	MaxRisk string `toml:"max_risk" json:"max_risk"`
+	// Defaults are the tools the role holds without grants; each must be inside the remit.
+	// Empty means none.
+	Defaults []string `toml:"defaults" json:"defaults"`
+	// Workspace is "rw" or "ro". Empty means rw if the remit has fs.write, else ro.
+	Workspace string `toml:"workspace" json:"workspace"`
+}
+
+// Agent names one agent's role and adjustments under [agents.NAME].
+type Agent struct {
+	// Role is a built-in or [roles.*] role. Empty means custom (nothing by default).
+	Role string `toml:"role" json:"role"`
+	// Grants add tools from inside the role's remit; a grant outside it is listed as
+	// unavailable and has no effect. Empty grants nothing.
+	Grants []string `toml:"grants" json:"grants"`
+	// Denies remove tools; a deny always wins. Empty denies nothing.
+	Denies []string `toml:"denies" json:"denies"`
+}
+
+// Approval configures the approval gate (see [Gate] for the order).
+type Approval struct {
+	// UnattendedPolicy decides write and exec calls when nobody is watching: "allow" or "deny".
+	// Empty means deny. Read-only calls always pass; dangerous ones are always refused.
+	UnattendedPolicy string `toml:"unattended_policy" json:"unattended_policy"`
+	// AutoApproveReadOnly passes read_only calls without asking. Absent means true.
+	AutoApproveReadOnly *bool `toml:"auto_approve_read_only" json:"auto_approve_read_only"`
+	// AutoApproveWrite passes write calls without asking (the sandbox contains them).
+	// Absent means true.
+	AutoApproveWrite *bool `toml:"auto_approve_write" json:"auto_approve_write"`
+	// AutoApprove lists tools that pass without asking unless a guard or RequireApproval says
+	// otherwise. Empty means none.
+	AutoApprove []string `toml:"auto_approve" json:"auto_approve"`
+	// RequireApproval lists tools that always go to a human (or a persistent grant), whatever
+	// their risk. Empty means none.
+	RequireApproval []string `toml:"require_approval" json:"require_approval"`
+	// GrantsFile is an absolute path to a JSON file of persistent grants. Empty means none.
+	GrantsFile string `toml:"grants_file" json:"grants_file"`
+	// AskTimeout denies a question nobody answered in time. Zero means 2m.
+	AskTimeout time.Duration `toml:"ask_timeout" json:"ask_timeout"`
+}
+
+// GuardConfig adjusts the command guards (see [Guard]).
+type GuardConfig struct {
+	// Disable lists default guard ids to switch off (see [GuardIDs]). Empty keeps all.
+	Disable []string `toml:"disable" json:"disable"`
+	// Hard lists extra regular expressions (RE2) whose match denies a command outright.
+	// Empty adds none.
+	Hard []string `toml:"hard" json:"hard"`
+	// Soft lists extra regular expressions whose match sends a command for approval.
+	// Empty adds none.
+	Soft []string `toml:"soft" json:"soft"`
+}
+
+// Docker configures the Docker-backed tool categories.
+type Docker struct {
+	// Enabled allows the browser and desktop tools to start containers. Absent means false.
+	Enabled bool `toml:"enabled" json:"enabled"`
+	// BrowserImage is the Chromium image. Empty means jail's pinned default.
+	BrowserImage string `toml:"browser_image" json:"browser_image"`
+	// DesktopImage is the Xvfb desktop image. Empty means jail's pinned default.
+	DesktopImage string `toml:"desktop_image" json:"desktop_image"`
+}
+
+// Audit configures the JSON-lines audit log. The log lives outside every sandbox: the
+// confinement layer never binds it, so nothing confined can rewrite history.
+type Audit struct {
+	// Enabled writes a record for every decision. Absent means true.
+	Enabled *bool `toml:"enabled" json:"enabled"`
+	// Path is the absolute log path. Empty means $XDG_STATE_HOME/jail/audit.jsonl
+	// (~/.local/state/jail/audit.jsonl).
+	Path string `toml:"path" json:"path"`
+	// Fsync syncs after every record; slower, survives a crash. Absent means false.
+	Fsync bool `toml:"fsync" json:"fsync"`
+}

@@ -1,0 +1,176 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Risk orders what a tool call can do to the world. The zero value is ReadOnly; a tool that
+// declares nothing is still classified by the static map, which only ever raises it.
+type Risk int
+
+// Risk levels, from the least to the most consequential.
+const (
+	ReadOnly  Risk = iota // no side effects
+	Write                 // changes files inside the confinement
+	Exec                  // runs arbitrary code; anything the sandbox allows may happen
+	Dangerous             // creates persistent or privileged state; never approved unattended
+)
+
+// riskNames is indexed by Risk.
+func riskNames() []string { return []string{"read_only", "write", "exec", "dangerous"} }
+
+func (r Risk) String() string {
+	if r < ReadOnly || r > Dangerous {
+		return fmt.Sprintf("risk(%d)", int(r))
+	}
+	return riskNames()[r]
+}
+
+// ParseRisk accepts read_only, write, exec and dangerous.
+func ParseRisk(s string) (Risk, error) {
+	if i := slices.Index(riskNames(), s); i >= 0 {
+		return Risk(i), nil
+	}
+	return 0, fmt.Errorf("unknown risk level %q (accepted: %s)", s, strings.Join(riskNames(), ", "))
+}
+
+// MarshalText lets risks appear by name in JSON output and audit records.
+func (r Risk) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// Capabilities name what a tool touches. Security profiles and roles work on capabilities, not
+// names, so a tool added later is classified by what it does rather than by what it is called.
+const (
+	CapFSRead          = "fs.read"
+	CapFSWrite         = "fs.write"
+	CapProcessExec     = "process.exec"
+	CapNetworkOutbound = "network.outbound"
+	CapBrowser         = "browser"
+	CapDesktop         = "desktop"
+)
+
+// Capabilities returns every capability jail knows, in a fixed order.
+func Capabilities() []string {
+	return []string{CapFSRead, CapFSWrite, CapProcessExec, CapNetworkOutbound, CapBrowser, CapDesktop}
+}
+
+// ToolInfo is what the policy needs to know about a tool. The tools package owns the tools; it
+// hands their declarations to [Resolve] as a registry slice.
+type ToolInfo struct {
+	Name         string   `json:"name"`
+	Description  string   `json:"description"`
+	Risk         Risk     `json:"risk"`
+	Capabilities []string `json:"capabilities"`
+}
+
+// Catalogue is jail's static risk map: every tool name jail knows, in registry order, with the
+// floor of its risk and its capabilities. A tool's own declaration can raise its risk but never
+// lower it below this map (see [EffectiveRisk]). The browser_* and desktop_* entries are
+// placeholders for the Docker-backed categories still to come; they exist here so a policy can
+// name them today and so their risk is fixed before their code is written.
+func Catalogue() []ToolInfo {
+	r := []string{CapFSRead}
+	return []ToolInfo{
+		{"read", "read a file in the workspace", ReadOnly, r},
+		{"ls", "list a directory", ReadOnly, r},
+		{"glob", "find files by pattern", ReadOnly, r},
+		{"grep", "search file contents", ReadOnly, r},
+		{"write", "create or replace a file atomically", Write, []string{CapFSWrite}},
+		{"edit", "replace one exact match in a file", Write, []string{CapFSRead, CapFSWrite}},
+		{"bash", "run a shell command in the sandbox", Exec, []string{CapProcessExec}},
+		{"web_fetch", "fetch a URL through the egress proxy", ReadOnly, []string{CapNetworkOutbound}},
+		{"browser_navigate", "load a URL in the sandboxed browser", Exec, []string{CapBrowser, CapNetworkOutbound}},
+		{"browser_screenshot", "capture the browser page", ReadOnly, []string{CapBrowser}},
+		{"browser_click", "click an element in the browser", Write, []string{CapBrowser}},
+		{"browser_type", "type into the browser page", Write, []string{CapBrowser}},
+		{"browser_evaluate", "run JavaScript in the browser page", Exec, []string{CapBrowser, CapNetworkOutbound}},
+		{"desktop_screenshot", "capture the virtual desktop", ReadOnly, []string{CapDesktop}},
+		{"desktop_click", "click on the virtual desktop", Exec, []string{CapDesktop}},
+		{"desktop_type", "type on the virtual desktop", Exec, []string{CapDesktop}},
+	}
+}
+
+// catalogueEntry returns the static entry for name.
+func catalogueEntry(name string) (ToolInfo, bool) {
+	for _, t := range Catalogue() {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return ToolInfo{}, false
+}
+
+func catalogueNames() []string {
+	var names []string
+	for _, t := range Catalogue() {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+// EffectiveRisk is the stricter of the static map and the tool's own declaration, so a tool
+// cannot talk itself down, and a tool unknown to the map keeps whatever it declares.
+func EffectiveRisk(t ToolInfo) Risk {
+	if s, ok := catalogueEntry(t.Name); ok && s.Risk > t.Risk {
+		return s.Risk
+	}
+	return t.Risk
+}
+
+// effectiveCaps is the union of the static and declared capabilities, for the same reason.
+func effectiveCaps(t ToolInfo) []string {
+	caps := slices.Clone(t.Capabilities)
+	if s, ok := catalogueEntry(t.Name); ok {
+		for _, c := range s.Capabilities {
+			if !slices.Contains(caps, c) {
+				caps = append(caps, c)
+			}
+		}
+	}
+	return caps
+}
+
+// Tool profiles, from the narrowest to the widest.
+const (
+	ProfileMinimal = "minimal" // read-only file tools
+	ProfileCoding  = "coding"  // minimal + write, edit, bash
+	ProfileFull    = "full"    // every tool in the registry
+)
+
+func profileNames() []string { return []string{ProfileMinimal, ProfileCoding, ProfileFull} }
+
+// profileIncludes reports whether a tool belongs to a profile. minimal and coding are named
+// lists; full is everything, including tools registered later.
+func profileIncludes(profile, tool string) bool {
+	minimal := []string{"read", "ls", "glob", "grep"}
+	switch profile {
+	case ProfileMinimal:
+		return slices.Contains(minimal, tool)
+	case ProfileCoding:
+		return slices.Contains(minimal, tool) || slices.Contains([]string{"write", "edit", "bash"}, tool)
+	case ProfileFull:
+		return true
+	}
+	return false
+}
+
+// Security profiles strip tools by capability on top of everything else.
+const (
+	SecurityPersonal = "personal" // a person at their own machine: nothing extra stripped
+	SecurityDaemon   = "daemon"   // unattended service: no process execution, no desktop
+	SecurityPublic   = "public"   // strangers drive it: only reading is left
+)
+
+func securityNames() []string { return []string{SecurityPersonal, SecurityDaemon, SecurityPublic} }
+
+// securityStrips lists the capabilities a security profile removes.
+func securityStrips(profile string) []string {
+	switch profile {
+	case SecurityDaemon:
+		return []string{CapProcessExec, CapDesktop}
+	case SecurityPublic:
+		return []string{CapProcessExec, CapFSWrite, CapBrowser, CapDesktop, CapNetworkOutbound}
+	}
+	return nil
+}
