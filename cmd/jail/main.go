@@ -1,0 +1,57 @@
+// Command jail runs commands and AI agents' tool calls inside a sandbox
+// made of Linux namespaces, Landlock and seccomp. main only parses flags
+// and wires packages together; the confinement lives in package confine.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/jail-sandbox/jail/confine"
+)
+
+const usage = `jail: run commands inside a Landlock, seccomp and namespace sandbox
+
+usage:
+  jail run [flags] -- CMD [ARG...]   run CMD confined (jail run -h for flags)
+  jail check                         which layers this kernel and user give, and why not
+  jail policy check FILE             validate a policy file
+  jail policy explain [flags]        which tools an agent or role gets, and why
+  jail version
+`
+
+func main() {
+	// The sandbox's init is this same binary, re-executed; it must take
+	// over before anything else runs.
+	if confine.IsChild() {
+		confine.ChildMain()
+	}
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "run":
+		return runMain(args[1:], stdin, stdout, stderr)
+	case "check":
+		return checkMain(args[1:], stdout, stderr)
+	case "policy":
+		return policyMain(args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "jail", version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "jail: unknown command %q\n%s", args[0], usage)
+	return 2
+}
+
+// version is set at link time by the Makefile.
+var version = "dev"

@@ -1,0 +1,407 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jail-sandbox/jail/confine"
+	"golang.org/x/sys/unix"
+)
+
+// listFlag collects a repeatable flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// runOptions is what `jail run` was asked to do.
+type runOptions struct {
+	workdir, policyFile, net string
+	ro, rw, hide, env        listFlag
+	degraded                 listFlag
+	timeout                  time.Duration
+	memory, pids             int64
+	json, capture            bool
+	jsonOut                  string
+	outputLimit              int
+	asRoot                   bool
+	argv                     []string
+}
+
+func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
+	o := &runOptions{}
+	fs := flag.NewFlagSet("jail run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.workdir, "w", "", "workspace `DIR`: read-write and the working directory (default: the current directory)")
+	fs.Var(&o.ro, "ro", "bind host `PATH` read-only (repeatable)")
+	fs.Var(&o.rw, "rw", "bind host `PATH` read-write (repeatable)")
+	fs.Var(&o.hide, "hide", "cover `PATH` with an empty read-only object (repeatable)")
+	fs.Var(&o.env, "env", "pass variable `NAME` from the caller, or set NAME=VALUE (repeatable)")
+	fs.DurationVar(&o.timeout, "timeout", 0, "kill the whole sandbox after `DURATION` (e.g. 30s, 10m) and exit 124")
+	memory := fs.String("memory", "", "memory limit `SIZE` (e.g. 512M, 2G)")
+	fs.Int64Var(&o.pids, "pids", 0, "limit the number of processes to `N`")
+	fs.BoolVar(&o.json, "json", false, "print a JSON result object at the end (see README: Result)")
+	fs.StringVar(&o.jsonOut, "json-out", "", "write the JSON result to `FILE` instead of stdout/stderr")
+	fs.BoolVar(&o.capture, "capture", false, "capture stdout and stderr into the JSON result (implies --json)")
+	fs.IntVar(&o.outputLimit, "output-limit", 30000, "characters of each captured stream to keep")
+	fs.StringVar(&o.policyFile, "policy", "", "policy `FILE` (see policy.toml.example)")
+	fs.StringVar(&o.net, "net", "none", "network: none (loopback only) or host (the host's network; printed as a warning)")
+	fs.Var(&o.degraded, "allow-degraded", "run without `LAYER` (landlock, seccomp, cgroup) when the kernel lacks it; printed on every run")
+	fs.BoolVar(&o.asRoot, "as-root", false, "map the caller to uid 0 inside the sandbox (files keep their host owners)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: jail run [flags] -- CMD [ARG...]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	o.argv = fs.Args()
+	if len(o.argv) == 0 {
+		return nil, errors.New("no command given: jail run [flags] -- CMD [ARG...]")
+	}
+	if *memory != "" {
+		n, err := parseSize(*memory)
+		if err != nil {
+			return nil, fmt.Errorf("--memory %q: %w", *memory, err)
+		}
+		o.memory = n
+	}
+	if o.pids < 0 {
+		return nil, fmt.Errorf("--pids %d: must be positive", o.pids)
+	}
+	if o.timeout < 0 {
+		return nil, fmt.Errorf("--timeout %s: must be positive", o.timeout)
+	}
+	if o.outputLimit < 0 {
+		return nil, fmt.Errorf("--output-limit %d: must be positive", o.outputLimit)
+	}
+	if o.capture {
+		o.json = true
+	}
+	for _, d := range o.degraded {
+		for _, l := range strings.Split(d, ",") {
+			switch confine.Layer(l) {
+			case confine.LayerLandlock, confine.LayerSeccomp, confine.LayerCgroup:
+			default:
+				return nil, fmt.Errorf("--allow-degraded %q: not a layer that may be skipped (landlock, seccomp, cgroup)", l)
+			}
+		}
+	}
+	switch o.net {
+	case "none", "host":
+	default:
+		return nil, fmt.Errorf("--net %q: want none or host", o.net)
+	}
+	return o, nil
+}
+
+// parseSize reads 512M, 2G, 1024K or plain bytes.
+func parseSize(s string) (int64, error) {
+	mult := int64(1)
+	switch strings.ToUpper(s[len(s)-1:]) {
+	case "K":
+		mult = 1 << 10
+	case "M":
+		mult = 1 << 20
+	case "G":
+		mult = 1 << 30
+	}
+	num := s
+	if mult != 1 {
+		num = s[:len(s)-1]
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, errors.New("want a positive size such as 512M, 2G, 1024K or a number of bytes")
+	}
+	return n * mult, nil
+}
+
+// passEnv is the pass-list of the embedded default: what programs need to
+// behave (locale, terminal, identity), never credentials.
+func passEnv() []string {
+	return []string{"PATH", "HOME", "LANG", "LANGUAGE", "LC_*", "TERM", "COLORTERM", "TZ", "USER", "LOGNAME",
+		"SHELL", "EDITOR", "VISUAL", "PAGER", "NO_COLOR", "FORCE_COLOR", "COLUMNS", "LINES"}
+}
+
+// buildEnv keeps the pass-listed variables of the caller and applies
+// --env: NAME passes the caller's value, NAME=VALUE sets one.
+func buildEnv(caller []string, pass []string, extra []string) ([]string, error) {
+	keep := func(name string) bool {
+		for _, p := range pass {
+			if p == name || strings.HasSuffix(p, "*") && strings.HasPrefix(name, strings.TrimSuffix(p, "*")) {
+				return true
+			}
+		}
+		return false
+	}
+	vals := map[string]string{}
+	var order []string
+	set := func(k, v string) {
+		if _, ok := vals[k]; !ok {
+			order = append(order, k)
+		}
+		vals[k] = v
+	}
+	callerVal := map[string]string{}
+	for _, kv := range caller {
+		k, v, _ := strings.Cut(kv, "=")
+		callerVal[k] = v
+		if keep(k) {
+			set(k, v)
+		}
+	}
+	for _, e := range extra {
+		k, v, hasVal := strings.Cut(e, "=")
+		if k == "" || strings.ContainsAny(k, "\x00") {
+			return nil, fmt.Errorf("--env %q: want NAME or NAME=VALUE", e)
+		}
+		if !hasVal {
+			cv, ok := callerVal[k]
+			if !ok {
+				continue // asked to pass what is not set: nothing to pass
+			}
+			v = cv
+		}
+		set(k, v)
+	}
+	if _, ok := vals["PATH"]; !ok {
+		set("PATH", "/usr/local/bin:/usr/bin:/bin")
+	}
+	set("TMPDIR", "/tmp")
+	env := make([]string, 0, len(order))
+	for _, k := range order {
+		env = append(env, k+"="+vals[k])
+	}
+	return env, nil
+}
+
+func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
+	o, err := parseRunFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "jail run:", err)
+		return 2
+	}
+	if o.policyFile != "" {
+		fmt.Fprintln(stderr, "jail run: --policy: see applyPolicy")
+	}
+	ws := o.workdir
+	if ws == "" {
+		if ws, err = os.Getwd(); err != nil {
+			fmt.Fprintln(stderr, "jail run: current directory:", err)
+			return 2
+		}
+	}
+	home, _ := os.UserHomeDir()
+	layout := &confine.Layout{
+		Workspace: ws,
+		Home:      home,
+		System:    confine.DefaultSystem(),
+		Secrets:   confine.DefaultSecrets(),
+		ReadOnly:  o.ro,
+		ReadWrite: o.rw,
+		Hidden:    o.hide,
+		Protected: confine.DefaultProtected(),
+	}
+	return launch(o, layout, passEnv(), confine.SeccompOptions{}, stdin, stdout, stderr)
+}
+
+// launch builds the Spec from the layout and options, runs it and reports.
+func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.SeccompOptions, stdin *os.File, stdout, stderr io.Writer) int {
+	mounts, ph, err := layout.Build()
+	defer ph.Release()
+	if err != nil {
+		fmt.Fprintln(stderr, "jail run:", err)
+		return 2
+	}
+	ph.LockExisting(mounts)
+	ws, _ := confine.ResolvePath(layout.Workspace, "/", "")
+	env, err := buildEnv(os.Environ(), pass, o.env)
+	if err != nil {
+		fmt.Fprintln(stderr, "jail run:", err)
+		return 2
+	}
+	prog, err := confine.CompileSeccomp(sc)
+	if err != nil {
+		fmt.Fprintln(stderr, "jail run:", err)
+		return 2
+	}
+	var degraded []confine.Layer
+	for _, d := range o.degraded {
+		for _, l := range strings.Split(d, ",") {
+			degraded = append(degraded, confine.Layer(l))
+			fmt.Fprintf(stderr, "jail: WARNING: --allow-degraded=%s: the sandbox runs without this layer if the kernel lacks it\n", l)
+		}
+	}
+	if o.net == "host" {
+		fmt.Fprintln(stderr, "jail: WARNING: --net host: the sandbox shares the host's network")
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	if o.asRoot {
+		uid, gid = 0, 0
+	}
+	spec := &confine.Spec{
+		Argv:          o.argv,
+		Env:           env,
+		Dir:           ws,
+		UID:           uid,
+		GID:           gid,
+		Hostname:      "jail",
+		Mounts:        mounts,
+		Net:           confine.NetMode(o.net),
+		Seccomp:       prog,
+		AllowDegraded: degraded,
+		Foreground:    isForeground(stdin),
+	}
+	cmd := &confine.Cmd{Spec: spec, Stdin: stdin, Timeout: o.timeout, Limits: confine.Limits{MemoryBytes: o.memory, Pids: o.pids}}
+	cmd.Stdout, cmd.Stderr = asFile(stdout), asFile(stderr)
+
+	var outCap, errCap *confine.Capture
+	var copies sync.WaitGroup
+	if o.capture {
+		spec.Foreground = false
+		outCap, errCap = &confine.Capture{Limit: o.outputLimit}, &confine.Capture{Limit: o.outputLimit}
+		for _, p := range []struct {
+			dst **os.File
+			c   *confine.Capture
+		}{{&cmd.Stdout, outCap}, {&cmd.Stderr, errCap}} {
+			r, w, err := os.Pipe()
+			if err != nil {
+				fmt.Fprintln(stderr, "jail run: capture pipe:", err)
+				return 2
+			}
+			*p.dst = w
+			copies.Add(1)
+			go func(r *os.File, c *confine.Capture) {
+				defer copies.Done()
+				defer r.Close()
+				io.Copy(c, r)
+			}(r, p.c)
+			defer w.Close()
+		}
+	}
+
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGWINCH, unix.SIGUSR1, unix.SIGUSR2)
+	defer signal.Stop(sigs)
+
+	if err := cmd.Start(); err != nil {
+		var ee *confine.ExecError
+		if errors.As(err, &ee) {
+			fmt.Fprintf(stderr, "jail: %s\n", ee)
+			return ee.ExitCode()
+		}
+		fmt.Fprintf(stderr, "jail: cannot start the sandbox: %s\n", err)
+		return 125
+	}
+	if o.capture {
+		cmd.Stdout.Close()
+		cmd.Stderr.Close()
+	}
+	done := make(chan struct{})
+	go func() {
+		// Lifetime: until the sandbox is waited for (done closes).
+		for {
+			select {
+			case s := <-sigs:
+				cmd.Signal(s)
+			case <-done:
+				return
+			}
+		}
+	}()
+	res, err := cmd.Wait()
+	close(done)
+	copies.Wait()
+	if err != nil {
+		fmt.Fprintln(stderr, "jail:", err)
+		return 125
+	}
+	if res.TimedOut {
+		fmt.Fprintf(stderr, "jail: timed out after %s: the sandbox and every process in it were killed\n", o.timeout)
+	}
+	if res.Limits == confine.LimitRLimit && !o.json {
+		fmt.Fprintf(stderr, "jail: --memory/--pids enforced with rlimits (per process, weaker than a cgroup): %s\n", res.LimitsNote)
+	}
+	if o.json {
+		out := jsonResult{Result: res}
+		if o.capture {
+			s1, s2 := outCap.String(), errCap.String()
+			out.Stdout, out.Stderr = &s1, &s2
+			out.StdoutTruncated, out.StderrTruncated = outCap.Truncated(), errCap.Truncated()
+		}
+		if err := writeJSON(o, out, stdout, stderr); err != nil {
+			fmt.Fprintln(stderr, "jail: write result:", err)
+			return 125
+		}
+	}
+	return res.ExitCode
+}
+
+// jsonResult is the object `jail run --json` prints (README: Result).
+type jsonResult struct {
+	*confine.Result
+	Stdout          *string `json:"stdout,omitempty"`
+	Stderr          *string `json:"stderr,omitempty"`
+	StdoutTruncated int     `json:"stdout_truncated_chars,omitempty"`
+	StderrTruncated int     `json:"stderr_truncated_chars,omitempty"`
+}
+
+// writeJSON puts the result where it cannot mix with the command's output:
+// --json-out FILE; stdout when the output was captured; else stderr, as
+// the last line.
+func writeJSON(o *runOptions, r jsonResult, stdout, stderr io.Writer) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	switch {
+	case o.jsonOut != "":
+		return os.WriteFile(o.jsonOut, b, 0o600)
+	case o.capture:
+		_, err = stdout.Write(b)
+	default:
+		_, err = stderr.Write(b)
+	}
+	return err
+}
+
+// isForeground reports whether stdin is a terminal whose foreground process
+// group is jail's own: only then may the command take the terminal over.
+func isForeground(stdin *os.File) bool {
+	if stdin == nil {
+		return false
+	}
+	pgrp, err := unix.IoctlGetInt(int(stdin.Fd()), unix.TIOCGPGRP)
+	return err == nil && pgrp == unix.Getpgrp()
+}
+
+func asFile(w io.Writer) *os.File {
+	if f, ok := w.(*os.File); ok {
+		return f
+	}
+	return nil
+}
+
+// absOrEmpty is used by policy wiring for optional paths.
+func absOrEmpty(p string) string {
+	if p == "" {
+		return ""
+	}
+	a, _ := filepath.Abs(p)
+	return a
+}

@@ -1,0 +1,62 @@
+package confine
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Capture keeps the first Limit characters written to it and counts the
+// rest, so a command that floods its output costs bounded memory. It is
+// safe for concurrent writers.
+type Capture struct {
+	Limit int
+
+	mu      sync.Mutex
+	buf     []byte
+	kept    int // characters kept
+	dropped int // characters counted but not kept
+}
+
+// isCharStart reports whether b begins a UTF-8 character (anything but a
+// continuation byte), so characters are counted without decoding.
+func isCharStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// Write never fails: output beyond the limit is counted, not stored.
+func (c *Capture) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := 0
+	for ; i < len(p) && c.dropped == 0; i++ {
+		if isCharStart(p[i]) {
+			if c.kept >= c.Limit {
+				break
+			}
+			c.kept++
+		}
+		c.buf = append(c.buf, p[i])
+	}
+	for ; i < len(p); i++ {
+		if isCharStart(p[i]) {
+			c.dropped++
+		}
+	}
+	return len(p), nil
+}
+
+// String is the kept text, followed by the marker
+// "... [N chars truncated]" when anything was dropped.
+func (c *Capture) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dropped == 0 {
+		return string(c.buf)
+	}
+	return fmt.Sprintf("%s... [%d chars truncated]", c.buf, c.dropped)
+}
+
+// Truncated is the number of characters dropped.
+func (c *Capture) Truncated() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dropped
+}

@@ -1,0 +1,348 @@
+//go:build linux
+
+package confine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Layout is the file-system view of a sandbox in host terms. Build turns it
+// into Spec mounts, resolving every path first: containment decisions are
+// made on resolved paths only.
+type Layout struct {
+	// Workspace is the read-write project directory and the command's cwd.
+	Workspace string
+	// Home is the caller's home; it becomes an empty private tmpfs.
+	Home string
+	// System directories are bound read-only and executable; a symlink
+	// among them (merged /usr: /bin -> usr/bin) is recreated as a symlink.
+	System []string
+	// Secrets inside system directories are covered by empty objects.
+	Secrets []string
+	// ReadOnly and ReadWrite are extra host paths (--ro, --rw).
+	ReadOnly, ReadWrite []string
+	// Hidden paths are covered by empty objects (--hide).
+	Hidden []string
+	// Protected paths are relative to the workspace and stay read-only.
+	Protected []string
+}
+
+// DefaultSystem is the read-only, executable part of every sandbox.
+func DefaultSystem() []string {
+	return []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
+}
+
+// DefaultSecrets are the host secrets inside DefaultSystem.
+func DefaultSecrets() []string {
+	return []string{"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d",
+		"/etc/ssh", "/etc/security/opasswd", "/etc/ssl/private", "/etc/libvirt", "/etc/docker/key.json"}
+}
+
+// DefaultProtected are workspace paths that would run code on the host
+// later (git hooks and config, direnv, editor tasks, shell rc files) or
+// change jail's own policy.
+func DefaultProtected() []string {
+	return []string{".git/hooks", ".git/config", ".envrc", ".vscode", ".idea", ".github/hooks", ".jail",
+		".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin"}
+}
+
+// ResolvePath makes p absolute (relative to base), resolves every symlink
+// and "..", and, when within is not empty, refuses a result outside it.
+// It is the one function the supervisor uses before any containment check
+// of a host path.
+func ResolvePath(p, base, within string) (string, error) {
+	if p == "" {
+		return "", errors.New("empty path")
+	}
+	if strings.ContainsRune(p, 0) {
+		return "", fmt.Errorf("path %q contains a NUL byte", p)
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(base, p)
+	}
+	r, err := filepath.EvalSymlinks(filepath.Clean(p))
+	if err != nil {
+		return "", err
+	}
+	if within != "" && !pathWithin(r, within) {
+		return "", fmt.Errorf("%s resolves to %s, outside %s", p, r, within)
+	}
+	return r, nil
+}
+
+func pathWithin(p, root string) bool { return within(p, root) }
+
+// Placeholders are directories jail created in the workspace so a missing
+// protected path has something to be mounted over (a name that does not
+// exist cannot be made read-only). The supervisor removes them after the
+// run if no other sandbox uses them.
+type Placeholders struct {
+	made  []placeholder
+	locks []int
+}
+
+type placeholder struct {
+	path     string
+	dev, ino uint64
+}
+
+// Build turns the layout into mounts for a Spec, creating placeholders for
+// missing protected paths. The caller must call Release on the returned
+// Placeholders after the sandbox exited, even on error.
+func (l *Layout) Build() ([]Mount, *Placeholders, error) {
+	ph := &Placeholders{}
+	ws, err := ResolvePath(l.Workspace, "/", "")
+	if err != nil {
+		return nil, ph, fmt.Errorf("workspace: %w", err)
+	}
+	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
+		return nil, ph, fmt.Errorf("workspace %s is not a directory", ws)
+	}
+	for _, sys := range append([]string{"/"}, l.System...) {
+		if pathWithin(sys, ws) {
+			return nil, ph, fmt.Errorf("workspace %s contains the system directory %s: choose a project directory with -w", ws, sys)
+		}
+	}
+
+	var ms []Mount
+	for _, d := range l.System {
+		fi, err := os.Lstat(d)
+		if err != nil {
+			continue // /lib32 and friends exist on some systems only
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			target, err := os.Readlink(d)
+			if err != nil {
+				return nil, ph, err
+			}
+			// Only links that stay inside the system tree are recreated.
+			if _, err := ResolvePath(d, "/", "/usr"); err != nil {
+				return nil, ph, fmt.Errorf("system directory %s: %w", d, err)
+			}
+			ms = append(ms, Mount{Kind: Symlink, Source: target, Dest: d})
+			continue
+		}
+		ms = append(ms, Mount{Kind: Bind, Source: d, Dest: d, Exec: true})
+	}
+	for _, s := range l.Secrets {
+		ms = append(ms, Mount{Kind: Hide, Dest: s})
+	}
+	ms = append(ms,
+		Mount{Kind: Bind, Source: "/sys", Dest: "/sys"},
+		Mount{Kind: Proc, Dest: "/proc"},
+		Mount{Kind: Dev, Dest: "/dev"},
+		Mount{Kind: Tmpfs, Dest: "/tmp", Writable: true, Exec: true},
+	)
+	home := filepath.Clean(l.Home)
+	if l.Home != "" && filepath.IsAbs(home) && home != "/" && !pathWithin(home, ws) && !pathWithin(home, "/tmp") {
+		ms = append(ms, Mount{Kind: Tmpfs, Dest: home, Writable: true, Exec: true})
+	}
+	ms = append(ms, Mount{Kind: Bind, Source: ws, Dest: ws, Writable: true, Exec: true})
+	for _, p := range l.ReadOnly {
+		m, err := userBind(p, false)
+		if err != nil {
+			return nil, ph, fmt.Errorf("--ro %s: %w", p, err)
+		}
+		ms = append(ms, m)
+	}
+	for _, p := range l.ReadWrite {
+		m, err := userBind(p, true)
+		if err != nil {
+			return nil, ph, fmt.Errorf("--rw %s: %w", p, err)
+		}
+		ms = append(ms, m)
+	}
+	for _, p := range l.Hidden {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(ws, p)
+		}
+		ms = append(ms, Mount{Kind: Hide, Dest: filepath.Clean(p)})
+	}
+	prot, err := protect(ws, l.Protected, ph)
+	if err != nil {
+		return nil, ph, err
+	}
+	ms = append(ms, prot...)
+	sortMounts(ms)
+	return ms, ph, nil
+}
+
+// userBind resolves an extra path given by the user. The source is the
+// resolved path; the destination is the path as given, so the command
+// finds it where the user named it.
+func userBind(p string, writable bool) (Mount, error) {
+	if !filepath.IsAbs(p) {
+		return Mount{}, errors.New("must be an absolute path")
+	}
+	src, err := ResolvePath(p, "/", "")
+	if err != nil {
+		return Mount{}, err
+	}
+	if src == "/" {
+		return Mount{}, errors.New("binding the whole root is not a sandbox")
+	}
+	return Mount{Kind: Bind, Source: src, Dest: filepath.Clean(p), Writable: writable, Exec: true}, nil
+}
+
+// sortMounts orders mounts parents first (by depth), keeping the given
+// order among equals, and covering kinds (hide, protect) after the trees
+// they cover.
+func sortMounts(ms []Mount) {
+	rank := func(m Mount) int {
+		d := strings.Count(m.Dest, "/") * 2
+		if m.Kind == Hide || m.Kind == Protect {
+			d++
+		}
+		return d
+	}
+	sort.SliceStable(ms, func(i, j int) bool { return rank(ms[i]) < rank(ms[j]) })
+}
+
+// protect walks each protected path beneath the workspace without following
+// symlinks and picks what to cover: the path itself if it exists, the first
+// component that is a symlink or a file, or a placeholder created for the
+// first missing component.
+func protect(ws string, rels []string, ph *Placeholders) ([]Mount, error) {
+	wsfd, err := unix.Open(ws, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open workspace: %w", err)
+	}
+	defer unix.Close(wsfd)
+	var dests []string
+	for _, r := range rels {
+		r = filepath.Clean(r)
+		if filepath.IsAbs(r) || r == "." || r == ".." || strings.HasPrefix(r, "../") {
+			return nil, fmt.Errorf("protected path %q must be relative to the workspace and stay inside it", r)
+		}
+		covered := false
+		for _, d := range dests {
+			covered = covered || within(filepath.Join(ws, r), d)
+		}
+		if covered {
+			continue // a protected parent (or its placeholder) covers it
+		}
+		dest, err := protectOne(wsfd, ws, r, ph)
+		if err != nil {
+			return nil, fmt.Errorf("protected path %s: %w", r, err)
+		}
+		dests = append(dests, dest)
+	}
+	sort.Strings(dests)
+	var ms []Mount
+	for _, d := range dests {
+		if n := len(ms); n > 0 && within(d, ms[n-1].Dest) {
+			continue // covered by a protected parent
+		}
+		ms = append(ms, Mount{Kind: Protect, Dest: d})
+	}
+	return ms, nil
+}
+
+func protectOne(wsfd int, ws, r string, ph *Placeholders) (string, error) {
+	parts := strings.Split(r, "/")
+	for i := range parts {
+		prefix := strings.Join(parts[:i+1], "/")
+		fd, err := openIn(wsfd, prefix)
+		if errors.Is(err, unix.ENOENT) {
+			return ph.create(wsfd, ws, prefix)
+		}
+		if err != nil {
+			return "", err
+		}
+		var st unix.Stat_t
+		err = unix.Fstat(fd, &st)
+		unix.Close(fd)
+		if err != nil {
+			return "", err
+		}
+		last := i == len(parts)-1
+		if last || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			// The path itself, or a symlink or file in its way: covering
+			// it covers everything the protected path could become.
+			if !last && st.Mode&unix.S_IFMT != unix.S_IFLNK && st.Mode&unix.S_IFMT != unix.S_IFREG {
+				return "", fmt.Errorf("%s is neither a directory, a file nor a symlink", prefix)
+			}
+			return filepath.Join(ws, prefix), nil
+		}
+	}
+	return filepath.Join(ws, r), nil
+}
+
+// create makes an empty directory at prefix beneath the workspace and keeps
+// a shared lock on it for the run.
+func (ph *Placeholders) create(wsfd int, ws, prefix string) (string, error) {
+	dir, name := filepath.Split(prefix)
+	pfd := wsfd
+	if dir != "" {
+		fd, err := openIn(wsfd, filepath.Clean(dir))
+		if err != nil {
+			return "", err
+		}
+		defer unix.Close(fd)
+		pfd = fd
+	}
+	if err := unix.Mkdirat(pfd, name, 0o555); err != nil {
+		return "", fmt.Errorf("create placeholder: %w", err)
+	}
+	path := filepath.Join(ws, prefix)
+	fd, err := unix.Openat(pfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	var st unix.Stat_t
+	unix.Fstat(fd, &st)
+	unix.Flock(fd, unix.LOCK_SH)
+	ph.locks = append(ph.locks, fd)
+	ph.made = append(ph.made, placeholder{path: path, dev: st.Dev, ino: st.Ino})
+	return path, nil
+}
+
+// Release removes the placeholders this run created, unless another
+// sandbox still holds one (it then protects that path too).
+func (ph *Placeholders) Release() {
+	if ph == nil {
+		return
+	}
+	for i, p := range ph.made {
+		fd := ph.locks[i]
+		if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) == nil {
+			var st unix.Stat_t
+			if unix.Lstat(p.path, &st) == nil && st.Dev == p.dev && st.Ino == p.ino {
+				unix.Rmdir(p.path)
+			}
+		}
+	}
+	for _, fd := range ph.locks {
+		unix.Close(fd)
+	}
+	ph.made, ph.locks = nil, nil
+}
+
+// LockExisting takes shared locks on protected directories that already
+// exist, so a concurrent run's Release does not remove a placeholder this
+// run relies on.
+func (ph *Placeholders) LockExisting(ms []Mount) {
+	mine := map[string]bool{}
+	for _, p := range ph.made {
+		mine[p.path] = true
+	}
+	for _, m := range ms {
+		if m.Kind != Protect || mine[m.Dest] {
+			continue
+		}
+		fd, err := unix.Open(m.Dest, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		unix.Flock(fd, unix.LOCK_SH)
+		ph.locks = append(ph.locks, fd)
+		ph.made = append(ph.made, placeholder{}) // keeps made and locks aligned; empty path is never removed
+	}
+}

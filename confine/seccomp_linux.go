@@ -1,0 +1,132 @@
+//go:build linux && cgo
+
+package confine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+
+	seccomp "github.com/seccomp/libseccomp-golang"
+	"golang.org/x/sys/unix"
+)
+
+// SeccompOptions adjusts the default filter. Names are syscall names as
+// libseccomp knows them; an unknown name is an error, never ignored.
+type SeccompOptions struct {
+	// Deny adds syscalls that always fail with EPERM.
+	Deny []string
+	// Allow removes default rules for these syscalls. It exists for the rare
+	// program that needs one (a debugger needs ptrace) and is printed by
+	// jail check; it cannot allow what another layer forbids.
+	Allow []string
+}
+
+// CompileSeccomp builds the filter in the supervisor, so that a bad rule is
+// an error before any process exists and the program can be inspected by
+// tests. The child only loads the instructions.
+func CompileSeccomp(opts SeccompOptions) ([]SockFilter, error) {
+	f, err := seccomp.NewFilter(seccomp.ActAllow)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: new filter: %w", err)
+	}
+	defer f.Release()
+	// Syscalls from a secondary ABI (i386 through int 0x80, x32) do not
+	// match the native rules at all, so they are refused as a whole.
+	if err := f.SetBadArchAction(seccomp.ActErrno.SetReturnCode(int16(unix.EPERM))); err != nil {
+		return nil, fmt.Errorf("seccomp: bad-arch action: %w", err)
+	}
+	// The child sets no_new_privs itself, at its own step.
+	if err := f.SetNoNewPrivsBit(false); err != nil {
+		return nil, fmt.Errorf("seccomp: no_new_privs attribute: %w", err)
+	}
+	// A binary tree of syscall numbers keeps the cost per syscall flat
+	// however long the list grows.
+	_ = f.SetOptimize(2)
+
+	allowed := map[string]bool{}
+	for _, name := range opts.Allow {
+		if _, err := seccomp.GetSyscallFromName(name); err != nil {
+			return nil, fmt.Errorf("seccomp: allow %q: unknown syscall name", name)
+		}
+		allowed[name] = true
+	}
+	rules := defaultDenyRules()
+	for _, name := range opts.Deny {
+		rules = append(rules, denyRule{Names: []string{name}, Why: "policy"})
+	}
+	for _, r := range rules {
+		errno := r.Errno
+		if errno == 0 {
+			errno = unix.EPERM
+		}
+		act := seccomp.ActErrno.SetReturnCode(int16(errno))
+		var conds []seccomp.ScmpCondition
+		for _, c := range r.Conds {
+			var cond seccomp.ScmpCondition
+			if c.Mask == 0 {
+				cond, err = seccomp.MakeCondition(c.Arg, seccomp.CompareGreater, c.Value)
+			} else {
+				cond, err = seccomp.MakeCondition(c.Arg, seccomp.CompareMaskedEqual, c.Mask, c.Value)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("seccomp: condition for %v: %w", r.Names, err)
+			}
+			conds = append(conds, cond)
+		}
+		for _, name := range r.Names {
+			if allowed[name] {
+				continue
+			}
+			call, err := seccomp.GetSyscallFromName(name)
+			if err != nil {
+				return nil, fmt.Errorf("seccomp: deny %q: unknown syscall name", name)
+			}
+			if len(conds) == 0 {
+				err = f.AddRule(call, act)
+			} else {
+				err = f.AddRuleConditional(call, act, conds)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("seccomp: rule for %s: %w", name, err)
+			}
+		}
+	}
+	return exportBPF(f)
+}
+
+// exportBPF reads the compiled program back through a memfd: libseccomp
+// 2.5 only writes to a descriptor.
+func exportBPF(f *seccomp.ScmpFilter) ([]SockFilter, error) {
+	fd, err := unix.MemfdCreate("jail-seccomp", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: memfd: %w", err)
+	}
+	mf := os.NewFile(uintptr(fd), "jail-seccomp")
+	defer mf.Close()
+	if err := f.ExportBPF(mf); err != nil {
+		return nil, fmt.Errorf("seccomp: export: %w", err)
+	}
+	if _, err := mf.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("seccomp: export: %w", err)
+	}
+	raw, err := io.ReadAll(mf)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: export: %w", err)
+	}
+	if len(raw)%8 != 0 || len(raw) == 0 {
+		return nil, fmt.Errorf("seccomp: export: program of %d bytes is not whole instructions", len(raw))
+	}
+	prog := make([]SockFilter, len(raw)/8)
+	for i := range prog {
+		b := raw[i*8:]
+		prog[i] = SockFilter{
+			Code: binary.NativeEndian.Uint16(b[0:]),
+			Jt:   b[2],
+			Jf:   b[3],
+			K:    binary.NativeEndian.Uint32(b[4:]),
+		}
+	}
+	return prog, nil
+}

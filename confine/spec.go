@@ -1,0 +1,216 @@
+package confine
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// MountKind says how one path of the new root is made.
+type MountKind string
+
+// The mount kinds. Each names one way a path of the sandbox's view is made;
+// the child applies them in Spec order, parents before children.
+const (
+	// Bind binds a host path (Source, already resolved by the supervisor)
+	// at Dest, read-only unless Writable.
+	Bind MountKind = "bind"
+	// Tmpfs mounts an empty private tmpfs at Dest (private /tmp, $HOME).
+	Tmpfs MountKind = "tmpfs"
+	// Hide covers Dest with an empty read-only object of the same type, so a
+	// secret inside a bound tree (/etc/shadow) reads as empty.
+	Hide MountKind = "hide"
+	// Protect covers Dest, inside a writable bind, with a read-only view of
+	// itself; a symlink at Dest is covered by an empty read-only file, so it
+	// can be neither followed nor replaced.
+	Protect MountKind = "protect"
+	// Symlink creates a symlink at Dest pointing to Source (merged /usr
+	// layouts: /bin -> usr/bin).
+	Symlink MountKind = "symlink"
+	// Proc mounts a fresh /proc of the sandbox's pid namespace.
+	Proc MountKind = "proc"
+	// Dev mounts a minimal /dev: null, zero, full, random, urandom, tty,
+	// a private devpts with ptmx, and a private /dev/shm.
+	Dev MountKind = "dev"
+)
+
+// Mount is one entry of the sandbox's file-system view.
+type Mount struct {
+	Kind MountKind `json:"kind"`
+	// Source is the host path for Bind (absolute, no symlink in any
+	// component) and the link target for Symlink.
+	Source string `json:"source,omitempty"`
+	// Dest is the absolute path inside the sandbox.
+	Dest string `json:"dest"`
+	// Writable makes a Bind or Tmpfs writable; everything else is read-only.
+	Writable bool `json:"writable,omitempty"`
+	// Exec allows executing files under Dest (Landlock's execute right);
+	// system directories, the workspace and /tmp have it.
+	Exec bool `json:"exec,omitempty"`
+}
+
+// NetMode is the network the sandbox gets.
+type NetMode string
+
+// Network modes handled by confine. Proxy modes build on NetNone: the
+// supervisor opens its listeners inside the fresh namespace (see Cmd.OnStart).
+const (
+	NetNone NetMode = "none"
+	NetHost NetMode = "host"
+)
+
+// Layer names one confinement layer, for error reports and degraded modes.
+type Layer string
+
+// The layers a launch sets up; each may be named in Spec.AllowDegraded.
+const (
+	LayerUserNS   Layer = "userns"
+	LayerLandlock Layer = "landlock"
+	LayerSeccomp  Layer = "seccomp"
+	LayerCgroup   Layer = "cgroup"
+)
+
+// RLimit is one resource limit applied to the command.
+type RLimit struct {
+	Resource int    `json:"resource"`
+	Cur      uint64 `json:"cur"`
+	Max      uint64 `json:"max"`
+}
+
+// Spec is everything the child needs to become the sandbox. It is built and
+// validated by the supervisor and travels to the child over an inherited
+// pipe, never in argv or the environment.
+type Spec struct {
+	// Argv is the command; Argv[0] is looked up in the sandbox's PATH.
+	Argv []string `json:"argv"`
+	// Env is the command's whole environment (already filtered).
+	Env []string `json:"env"`
+	// Dir is the command's working directory inside the sandbox.
+	Dir string `json:"dir"`
+	// UID and GID are the ids inside the sandbox; the supervisor maps them
+	// to its own ids.
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+	// Hostname is the sandbox's host name (uts namespace).
+	Hostname string `json:"hostname"`
+	// Mounts build the new root, in order.
+	Mounts []Mount `json:"mounts"`
+	// Net is the network mode; anything but NetHost gets a fresh namespace.
+	Net NetMode `json:"net"`
+	// ConnectPorts, when not nil, limits TCP connect to these ports with
+	// Landlock (ABI >= 4); the proxy modes use it.
+	ConnectPorts []uint16 `json:"connect_ports,omitempty"`
+	// Seccomp is the compiled filter (see CompileSeccomp).
+	Seccomp []SockFilter `json:"seccomp"`
+	// RLimits are applied to the command before execve.
+	RLimits []RLimit `json:"rlimits,omitempty"`
+	// AllowDegraded names layers the caller accepts to run without.
+	AllowDegraded []Layer `json:"allow_degraded,omitempty"`
+	// Foreground makes the command the terminal's foreground process group
+	// (set when jail itself is in the foreground of a terminal on stdin).
+	Foreground bool `json:"foreground,omitempty"`
+}
+
+// SockFilter is one classic BPF instruction of a seccomp program.
+type SockFilter struct {
+	Code uint16 `json:"c"`
+	Jt   uint8  `json:"t"`
+	Jf   uint8  `json:"f"`
+	K    uint32 `json:"k"`
+}
+
+// Degraded reports whether the caller accepted running without l.
+func (s *Spec) Degraded(l Layer) bool {
+	for _, d := range s.AllowDegraded {
+		if d == l {
+			return true
+		}
+	}
+	return false
+}
+
+// Validate checks the Spec's shape: absolute clean paths, a known mount kind
+// for every entry, and no mount hidden under a later one.
+func (s *Spec) Validate() error {
+	if len(s.Argv) == 0 || s.Argv[0] == "" {
+		return fmt.Errorf("spec: no command given")
+	}
+	if !isCleanAbs(s.Dir) {
+		return fmt.Errorf("spec: working directory %q must be an absolute clean path", s.Dir)
+	}
+	for i, m := range s.Mounts {
+		if !isCleanAbs(m.Dest) || m.Dest == "/" {
+			return fmt.Errorf("spec: mount %d: destination %q must be an absolute clean path other than /", i, m.Dest)
+		}
+		switch m.Kind {
+		case Bind:
+			if !isCleanAbs(m.Source) {
+				return fmt.Errorf("spec: mount %d: bind source %q must be an absolute clean path", i, m.Source)
+			}
+		case Symlink:
+			if m.Source == "" {
+				return fmt.Errorf("spec: mount %d: symlink %s has no target", i, m.Dest)
+			}
+		case Tmpfs, Hide, Protect, Proc, Dev:
+		default:
+			return fmt.Errorf("spec: mount %d: unknown kind %q", i, m.Kind)
+		}
+		// A later mount at or above an earlier one would cover it: the
+		// earlier entry would silently do nothing.
+		for _, later := range s.Mounts[i+1:] {
+			if later.Kind != Protect && later.Kind != Hide && within(m.Dest, later.Dest) {
+				return fmt.Errorf("spec: mount %s (%s) is covered by the later mount %s (%s): list parents first", m.Dest, m.Kind, later.Dest, later.Kind)
+			}
+		}
+	}
+	switch s.Net {
+	case NetNone, NetHost:
+	default:
+		return fmt.Errorf("spec: unknown network mode %q (want none or host)", s.Net)
+	}
+	return nil
+}
+
+// Encode is the wire form of the Spec, as the child reads it.
+func (s *Spec) Encode() ([]byte, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("spec: encode: %w", err)
+	}
+	return b, nil
+}
+
+// DecodeSpec reads a Spec from its wire form and validates it.
+func DecodeSpec(b []byte) (*Spec, error) {
+	var s Spec
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("spec: decode: %w", err)
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+func isCleanAbs(p string) bool {
+	return p != "" && filepath.IsAbs(p) && filepath.Clean(p) == p && !strings.ContainsRune(p, 0)
+}
+
+// within reports whether p is root or lies beneath it. Both must be clean
+// and absolute.
+func within(p, root string) bool {
+	if root == "/" {
+		return true
+	}
+	return p == root || strings.HasPrefix(p, root+"/")
+}
+
+// More layer names used in error reports.
+const (
+	LayerMount  Layer = "mount"
+	LayerPrivs  Layer = "privileges"
+	LayerNet    Layer = "network"
+	LayerLimits Layer = "limits"
+	LayerExec   Layer = "exec"
+)
