@@ -964,3 +964,14 @@ func (s *scan) redirects(st *syntax.Stmt) {
 		}
 	}
 }
+
+// UnmarshalText reads a level by name.
+func (l *GuardLevel) UnmarshalText(b []byte) error {
+	for i, n := range [...]string{"allow", "soft", "hard"} {
+		if n == string(b) {
+			*l = GuardLevel(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown guard level %q", b)
+}

@@ -228,10 +228,11 @@ func (t *tightener) apply(base *Policy) {
 	}
 	o.Tools.Deny = appendNew(o.Tools.Deny, p.Tools.Deny...)
 
-	if len(p.Roles) > 0 {
-		t.widen("roles", "a project file cannot define roles")
+	for _, name := range slices.Sorted(maps.Keys(p.Roles)) {
+		t.widen("roles."+name, "a project file cannot define roles")
 	}
-	for name, pa := range p.Agents {
+	for _, name := range slices.Sorted(maps.Keys(p.Agents)) {
+		pa := p.Agents[name]
 		key := "agents." + name
 		ba, ok := base.Agents[name]
 		if !ok {

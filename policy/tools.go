@@ -174,3 +174,13 @@ func securityStrips(profile string) []string {
 	}
 	return nil
 }
+
+// UnmarshalText reads a risk by name, so explain's JSON round-trips.
+func (r *Risk) UnmarshalText(b []byte) error {
+	v, err := ParseRisk(string(b))
+	if err != nil {
+		return err
+	}
+	*r = v
+	return nil
+}

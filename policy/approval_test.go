@@ -1,0 +1,166 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+type fakeAsker struct {
+	answer Answer
+	err    error
+	wait   bool
+	asked  []Question
+}
+
+func (f *fakeAsker) Ask(ctx context.Context, q Question) (Answer, error) {
+	f.asked = append(f.asked, q)
+	if f.wait {
+		<-ctx.Done()
+		return Answer{}, ctx.Err()
+	}
+	return f.answer, f.err
+}
+
+func gate(t *testing.T, body string, asker Asker) *Gate {
+	t.Helper()
+	p := mustLoad(t, body)
+	g, err := NewGate(p, Catalogue(), Subject{}, "/home/alice", asker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func bashCall(cmd string) Call { return Call{Tool: "bash", Args: map[string]any{"command": cmd}} }
+
+// TestGateOrder walks every step of the documented approval order.
+func TestGateOrder(t *testing.T) {
+	ctx := context.Background()
+	yes := &fakeAsker{answer: Answer{Approve: true}}
+	cases := []struct {
+		name   string
+		policy string
+		asker  Asker
+		call   Call
+		ok     bool
+		step   string
+		source string
+	}{
+		{"0 toolset: not granted", "[tools]\nprofile = \"minimal\"\n", yes, bashCall("ls"), false, "toolset", SourceNone},
+		{"1 hard guard beats auto_approve and a human", "[approval]\nauto_approve = [\"bash\"]\n", yes, bashCall("rm -rf /"), false, "guard", SourceNone},
+		{"1 hard guard beats unattended allow", "[approval]\nunattended_policy = \"allow\"\n", yes, Call{Tool: "bash", Args: map[string]any{"command": "mkfs.ext4 /dev/sda"}, Unattended: true}, false, "guard", SourceNone},
+		{"1 exec without command", "", yes, Call{Tool: "bash"}, false, "guard", SourceNone},
+		{"3 unattended read_only passes", "", nil, Call{Tool: "read", Unattended: true}, true, "unattended", SourcePolicy},
+		{"3 unattended dangerous denied even if allowed", "[approval]\nunattended_policy = \"allow\"\n", nil, Call{Tool: "read", Declared: Dangerous, Unattended: true}, false, "unattended", SourceNone},
+		{"3 unattended soft guard denied", "[approval]\nunattended_policy = \"allow\"\n", nil, Call{Tool: "bash", Args: map[string]any{"command": "rm -r build"}, Unattended: true}, false, "unattended", SourceNone},
+		{"3 unattended policy allow", "[approval]\nunattended_policy = \"allow\"\n", nil, Call{Tool: "bash", Args: map[string]any{"command": "make"}, Unattended: true}, true, "unattended", SourcePolicy},
+		{"3 unattended policy deny", "", nil, Call{Tool: "write", Unattended: true}, false, "unattended", SourceNone},
+		{"4 read_only auto", "", nil, Call{Tool: "read"}, true, "auto-risk", SourcePolicy},
+		{"4 write auto", "", nil, Call{Tool: "edit"}, true, "auto-risk", SourcePolicy},
+		{"4 write auto off falls to ask", "[approval]\nauto_approve_write = false\n", nil, Call{Tool: "edit"}, false, "ask", SourceNone},
+		{"4 require_approval skips auto", "[approval]\nrequire_approval = [\"read\"]\n", yes, Call{Tool: "read"}, true, "ask", SourceHuman},
+		{"5 auto_approve list", "[approval]\nauto_approve = [\"bash\"]\n", nil, bashCall("go test ./..."), true, "auto-approve", SourcePolicy},
+		{"5 auto_approve does not lift soft guard", "[approval]\nauto_approve = [\"bash\"]\n", nil, bashCall("git push -f"), false, "ask", SourceNone},
+		{"7 ask: nobody", "", nil, bashCall("make"), false, "ask", SourceNone},
+		{"7 ask: human yes", "", yes, bashCall("curl x | sh"), true, "ask", SourceHuman},
+		{"7 ask: human no", "", &fakeAsker{}, bashCall("make"), false, "ask", SourceHuman},
+		{"7 ask: error", "", &fakeAsker{err: errors.New("pipe closed")}, bashCall("make"), false, "ask", SourceNone},
+		{"7 ask: timeout", "[approval]\nask_timeout = \"20ms\"\n", &fakeAsker{wait: true}, bashCall("make"), false, "ask", SourceNone},
+	}
+	for _, c := range cases {
+		g := gate(t, c.policy, c.asker)
+		d := g.Check(ctx, c.call)
+		if d.Allowed != c.ok || d.Step != c.step || d.ApprovalSource != c.source {
+			t.Errorf("%s: got allowed=%v step=%s source=%s reason=%q", c.name, d.Allowed, d.Step, d.ApprovalSource, d.Reason)
+		}
+	}
+}
+
+func TestGateReasons(t *testing.T) {
+	ctx := context.Background()
+	d := gate(t, "", nil).Check(ctx, bashCall("make"))
+	if !strings.Contains(d.Reason, "no one to ask") || d.Outcome != OutcomeRefused {
+		t.Errorf("nil asker: %+v", d)
+	}
+	d = gate(t, "[approval]\nask_timeout = \"10ms\"\n", &fakeAsker{wait: true}).Check(ctx, bashCall("make"))
+	if !strings.Contains(d.Reason, "no answer within 10ms") {
+		t.Errorf("timeout reason: %q", d.Reason)
+	}
+	g, _ := NewGate(mustLoad(t, "[agents.r]\nrole = \"review\"\ngrants = [\"bash\"]\n"), Catalogue(), Subject{Agent: "r"}, "", nil)
+	if d := g.Check(ctx, bashCall("ls")); d.Outcome != OutcomeUnavailable || !strings.Contains(d.Reason, "remit") {
+		t.Errorf("grant outside remit at run time: %+v", d)
+	}
+}
+
+func TestGatePersistentGrants(t *testing.T) {
+	dir := t.TempDir()
+	grants := filepath.Join(dir, "grants.json")
+	if err := os.WriteFile(grants, []byte(`[{"tool":"bash","command":"git push -f origin wip"},{"tool":"edit"}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := gate(t, "[approval]\nauto_approve_write = false\ngrants_file = \""+grants+"\"\n", nil)
+	ctx := context.Background()
+	if d := g.Check(ctx, bashCall("git push -f origin wip")); !d.Allowed || d.Step != "grant" || d.ApprovalSource != SourcePolicy || d.Outcome != OutcomeApproved {
+		t.Errorf("exact grant: %+v", d)
+	}
+	if d := g.Check(ctx, bashCall("git push -f origin main")); d.Allowed {
+		t.Errorf("grant for another command applied: %+v", d)
+	}
+	if d := g.Check(ctx, Call{Tool: "edit"}); !d.Allowed || d.Step != "grant" {
+		t.Errorf("tool-wide grant: %+v", d)
+	}
+	// A human "always" answer lets the same call through next time without asking.
+	a := &fakeAsker{answer: Answer{Approve: true, Remember: true}}
+	g2 := gate(t, "", a)
+	g2.Check(ctx, bashCall("make deploy"))
+	if d := g2.Check(ctx, bashCall("make deploy")); !d.Allowed || d.Step != "grant" || len(a.asked) != 1 {
+		t.Errorf("remembered grant: %+v (asked %d)", d, len(a.asked))
+	}
+	if _, err := LoadGrants(filepath.Join(dir, "missing.json")); err != nil {
+		t.Errorf("missing grants file: %v", err)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte("{"), 0o600)
+	if _, err := LoadGrants(bad); err == nil {
+		t.Error("corrupt grants file accepted")
+	}
+}
+
+func TestGateAskerSeesRedactedArgs(t *testing.T) {
+	a := &fakeAsker{}
+	gate(t, "", a).Check(context.Background(), Call{Tool: "bash", Args: map[string]any{"command": "make", "api_token": "hunter2"}})
+	if len(a.asked) != 1 || a.asked[0].Args["api_token"] != Redacted {
+		t.Errorf("asker saw %+v", a.asked)
+	}
+}
+
+func TestTerminalAsker(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want Answer
+	}{{"y\n", Answer{Approve: true}}, {"always\n", Answer{Approve: true, Remember: true}}, {"\n", Answer{}}, {"nope\n", Answer{}}} {
+		r, w, _ := os.Pipe()
+		w.WriteString(c.in)
+		var out strings.Builder
+		got, err := (&TerminalAsker{In: r, Out: &out}).Ask(context.Background(), Question{Tool: "bash", Reason: "soft block"})
+		r.Close()
+		w.Close()
+		if err != nil || got != c.want || !strings.Contains(out.String(), "wants bash") {
+			t.Errorf("answer %q: %+v %v, prompt %q", c.in, got, err, out.String())
+		}
+	}
+	r, w, _ := os.Pipe()
+	defer w.Close()
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := (&TerminalAsker{In: r, Out: &strings.Builder{}}).Ask(ctx, Question{}); err == nil || time.Since(start) > 2*time.Second {
+		t.Errorf("silent terminal: err %v after %v", err, time.Since(start))
+	}
+}
