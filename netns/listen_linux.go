@@ -96,7 +96,13 @@ func inNamespace(pid int, fn func() error) error {
 			// namespace back to the scheduler, and any later socket the supervisor opens on
 			// it (a dial to the real Internet, the audit sink) would silently be made inside
 			// the sandbox instead.
-			errc <- fmt.Errorf("setns back to the supervisor namespace: %w", err)
+			//
+			// This is expected, not a fault, for a supervisor that runs in a user namespace
+			// of its own but in the host's network namespace: it may enter the sandbox's
+			// namespace (owned by its user namespace) but not return to the host's (owned
+			// by the initial one). The sockets fn made are fine, so they are returned; the
+			// cost is one OS thread per call.
+			errc <- ferr
 			return
 		}
 		runtime.UnlockOSThread()
@@ -139,4 +145,102 @@ func loopbackUp() error {
 		return fmt.Errorf("SIOCSIFFLAGS: %w", err)
 	}
 	return nil
+}
+
+// OpenSockets opens each socket in the calling thread's network namespace, after bringing lo
+// up, and returns their files in order. It is the child's half of the path for a supervisor
+// that may not setns (unprivileged, in the initial user namespace): the sandbox's first
+// process calls it before it drops its capabilities and execs the command, and hands the files
+// to the supervisor with SendFiles. The supervisor turns them back into sockets with
+// net.FileListener and net.FilePacketConn.
+func OpenSockets(specs []Socket) ([]*os.File, error) {
+	if err := LoopbackUp(); err != nil {
+		return nil, err
+	}
+	var files []*os.File
+	fail := func(err error) ([]*os.File, error) {
+		for _, f := range files {
+			f.Close()
+		}
+		return nil, err
+	}
+	for _, s := range specs {
+		if _, err := netip.ParseAddrPort(s.Address); err != nil {
+			return fail(fmt.Errorf("netns: open %s: address must be ip:port: %w", s.Address, err))
+		}
+		var f *os.File
+		var err error
+		switch s.Network {
+		case "tcp", "tcp4", "tcp6":
+			var ln net.Listener
+			if ln, err = net.Listen(s.Network, s.Address); err == nil {
+				f, err = ln.(*net.TCPListener).File()
+				ln.Close() // File dup'ed the descriptor
+			}
+		case "udp", "udp4", "udp6":
+			var pc net.PacketConn
+			if pc, err = net.ListenPacket(s.Network, s.Address); err == nil {
+				f, err = pc.(*net.UDPConn).File()
+				pc.Close()
+			}
+		default:
+			err = fmt.Errorf("unsupported network %q", s.Network)
+		}
+		if err != nil {
+			return fail(fmt.Errorf("netns: open %s %s: %w", s.Network, s.Address, err))
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+// SendFiles passes files over a Unix socket in one SCM_RIGHTS message.
+func SendFiles(uc *net.UnixConn, files []*os.File) error {
+	fds := make([]int, len(files))
+	for i, f := range files {
+		fds[i] = int(f.Fd())
+	}
+	n, oobn, err := uc.WriteMsgUnix([]byte{byte(len(files))}, unix.UnixRights(fds...), nil)
+	if err == nil && (n != 1 || oobn == 0) {
+		err = errors.New("short write")
+	}
+	if err != nil {
+		return fmt.Errorf("netns: send %d files: %w", len(files), err)
+	}
+	return nil
+}
+
+// ReceiveFiles receives the files one SendFiles call sent.
+func ReceiveFiles(uc *net.UnixConn) ([]*os.File, error) {
+	buf := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(255*4))
+	n, oobn, flags, _, err := uc.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return nil, fmt.Errorf("netns: receive files: %w", err)
+	}
+	if n != 1 || flags&unix.MSG_CTRUNC != 0 {
+		return nil, errors.New("netns: receive files: truncated message")
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil {
+		return nil, fmt.Errorf("netns: receive files: %w", err)
+	}
+	var files []*os.File
+	for _, m := range msgs {
+		fds, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			return nil, fmt.Errorf("netns: receive files: %w", err)
+		}
+		for _, fd := range fds {
+			unix.CloseOnExec(fd)
+			files = append(files, os.NewFile(uintptr(fd), "netns-socket"))
+		}
+	}
+	if len(files) != int(buf[0]) {
+		for _, f := range files {
+			f.Close()
+		}
+		return nil, fmt.Errorf("netns: receive files: got %d, sender said %d", len(files), buf[0])
+	}
+	return files, nil
 }

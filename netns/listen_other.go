@@ -5,6 +5,7 @@ package netns
 import (
 	"errors"
 	"net"
+	"os"
 )
 
 // errNotLinux is returned off Linux: network namespaces are a Linux feature.
@@ -20,3 +21,12 @@ func ListenPacket(pid int, network, address string) (net.PacketConn, error) {
 
 // LoopbackUp is not available off Linux.
 func LoopbackUp() error { return errNotLinux }
+
+// OpenSockets is not available off Linux.
+func OpenSockets(specs []Socket) ([]*os.File, error) { return nil, errNotLinux }
+
+// SendFiles is not available off Linux.
+func SendFiles(uc *net.UnixConn, files []*os.File) error { return errNotLinux }
+
+// ReceiveFiles is not available off Linux.
+func ReceiveFiles(uc *net.UnixConn) ([]*os.File, error) { return nil, errNotLinux }
