@@ -234,7 +234,16 @@ func (s *scan) argv(words []*syntax.Word) []arg {
 		// SplitBraces rewrites the word it is given; work on a copy so the tree being walked
 		// keeps only node types syntax.Walk knows.
 		if cp := (&syntax.Word{Parts: slices.Clone(w.Parts)}); syntax.SplitBraces(cp) {
-			ws = expand.Braces(cp)
+			ws = nil
+			// BracesSeq stops with an error on huge sequences ({1..99999999}); a word that
+			// expands that far is checked as written.
+			for bw, err := range expand.BracesSeq(nil, cp) {
+				if err != nil || len(ws) > 1000 {
+					ws = []*syntax.Word{w}
+					break
+				}
+				ws = append(ws, bw)
+			}
 		}
 		for _, w := range ws {
 			v, dyn := s.word(w)
@@ -948,7 +957,7 @@ func (s *scan) redirects(st *syntax.Stmt) {
 		}
 		target, _ := s.word(r.Word)
 		switch r.Op {
-		case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.ClbOut, syntax.RdrInOut, syntax.DplOut:
+		case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob, syntax.RdrInOut, syntax.DplOut:
 			if isBlockDevice(target) {
 				s.hit(GuardBlockDevice, "> "+target, "redirects output to block device "+target)
 			}
