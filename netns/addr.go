@@ -43,23 +43,26 @@ func blockedV6() []blockedRange {
 	}
 }
 
-// Embedded-IPv4 forms: an address here reaches (or names) an IPv4 host, so it is only as good
-// as the IPv4 address inside it.
-var (
-	v4CompatPrefix = netip.MustParsePrefix("::/96")
-	nat64Prefix    = netip.MustParsePrefix("64:ff9b::/96")
-	sixToFour      = netip.MustParsePrefix("2002::/16")
-	globalUnicast6 = netip.MustParsePrefix("2000::/3")
-)
-
 // classifier decides whether an address is public. It is built once per Rules so the range
 // tables are not package globals.
 type classifier struct {
 	v4, v6 []blockedRange
+	// Embedded-IPv4 forms: an address here reaches (or names) an IPv4 host, so it is only as
+	// good as the IPv4 address inside it.
+	v4Compat, nat64, sixToFour netip.Prefix
+	globalUnicast, ula         netip.Prefix
 }
 
 func newClassifier() classifier {
-	return classifier{v4: blockedV4(), v6: blockedV6()}
+	return classifier{
+		v4:            blockedV4(),
+		v6:            blockedV6(),
+		v4Compat:      netip.MustParsePrefix("::/96"),
+		nat64:         netip.MustParsePrefix("64:ff9b::/96"),
+		sixToFour:     netip.MustParsePrefix("2002::/16"),
+		globalUnicast: netip.MustParsePrefix("2000::/3"),
+		ula:           netip.MustParsePrefix("fc00::/7"),
+	}
 }
 
 // blockedReason returns why addr is not a public unicast address, or "" if it is. IPv4-mapped
@@ -91,25 +94,25 @@ func (c classifier) blockedReason(addr netip.Addr) string {
 		return "multicast address"
 	case addr.IsLinkLocalUnicast():
 		return "link-local address"
-	case v4CompatPrefix.Contains(addr), nat64Prefix.Contains(addr):
+	case c.v4Compat.Contains(addr), c.nat64.Contains(addr):
 		b := addr.As16()
 		if r := c.blockedReason(netip.AddrFrom4([4]byte(b[12:16]))); r != "" {
 			return "IPv6 form of " + r
 		}
-		if v4CompatPrefix.Contains(addr) {
+		if c.v4Compat.Contains(addr) {
 			return "deprecated IPv4-compatible IPv6 address"
 		}
 		return ""
-	case sixToFour.Contains(addr):
+	case c.sixToFour.Contains(addr):
 		b := addr.As16()
 		if r := c.blockedReason(netip.AddrFrom4([4]byte(b[2:6]))); r != "" {
 			return "6to4 form of " + r
 		}
 		return ""
-	case !globalUnicast6.Contains(addr):
+	case !c.globalUnicast.Contains(addr):
 		// Covers ULA fc00::/7, site-local fec0::/10, discard 100::/64, local NAT64
 		// 64:ff9b:1::/48 and everything IANA has not allocated for global unicast.
-		if netip.MustParsePrefix("fc00::/7").Contains(addr) {
+		if c.ula.Contains(addr) {
 			return "private address (unique local, fc00::/7)"
 		}
 		return "reserved IPv6 address"

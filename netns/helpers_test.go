@@ -30,7 +30,7 @@ type testDNS struct {
 	counts  map[string]int
 }
 
-func startTestDNS(t *testing.T) *testDNS {
+func startTestDNS(t testing.TB) *testDNS {
 	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
@@ -181,7 +181,7 @@ func originHandler() http.Handler {
 // testEnv is a proxy on loopback in front of an HTTP and an HTTPS origin on 127.0.0.1, with
 // names served by a test DNS server.
 type testEnv struct {
-	t          *testing.T
+	t          testing.TB
 	dns        *testDNS
 	audit      *auditLog
 	proxy      *Proxy
@@ -216,7 +216,7 @@ func (h *hitCounter) count() int {
 
 // newTestEnv starts the origins and DNS, then calls rules with their ports to build the rule
 // config, and serves the proxy until the test ends.
-func newTestEnv(t *testing.T, rules func(originPort, tlsPort int) RulesConfig, tweak func(*Config)) *testEnv {
+func newTestEnv(t testing.TB, rules func(originPort, tlsPort int) RulesConfig, tweak func(*Config)) *testEnv {
 	t.Helper()
 	e := &testEnv{t: t, dns: startTestDNS(t), audit: &auditLog{}, hits: &hitCounter{}}
 	e.origin = httptest.NewServer(e.hits.wrap(originHandler()))
@@ -260,13 +260,13 @@ func newTestEnv(t *testing.T, rules func(originPort, tlsPort int) RulesConfig, t
 	return e
 }
 
-func checkServe(t *testing.T, err error) {
+func checkServe(t testing.TB, err error) {
 	if err != nil {
 		t.Errorf("serve: %v", err)
 	}
 }
 
-func portOf(t *testing.T, a net.Addr) int {
+func portOf(t testing.TB, a net.Addr) int {
 	t.Helper()
 	ap, err := netip.ParseAddrPort(a.String())
 	if err != nil {

@@ -62,8 +62,6 @@ func (p *Proxy) handleHTTP(ctx context.Context, c net.Conn) {
 	}
 }
 
-var errHeaderTooLarge = errors.New("header too large")
-
 // readHeaderBlock reads the request line and headers up to and including the empty line,
 // skipping blank lines before the request line as RFC 9112 section 2.2 allows.
 func readHeaderBlock(br *bufio.Reader) ([]byte, error) {
@@ -183,13 +181,8 @@ func writeConnectError(c net.Conn, err error) {
 	writeHTTPError(c, http.StatusBadGateway, "connect failed: "+errReason(errors.Unwrap(err)))
 }
 
-// hopByHop are the headers that describe one connection, not the message (RFC 9110 section
-// 7.6.1); a proxy must not pass them on.
-var hopByHop = []string{
-	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
-	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
-}
-
+// stripHopByHop removes the headers that describe one connection, not the message (RFC 9110
+// section 7.6.1), including any the Connection header names; a proxy must not pass them on.
 func stripHopByHop(h http.Header) {
 	for _, f := range h.Values("Connection") {
 		for _, name := range strings.Split(f, ",") {
@@ -198,7 +191,10 @@ func stripHopByHop(h http.Header) {
 			}
 		}
 	}
-	for _, name := range hopByHop {
+	for _, name := range []string{
+		"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+		"Te", "Trailer", "Transfer-Encoding", "Upgrade",
+	} {
 		h.Del(name)
 	}
 }

@@ -3,30 +3,26 @@
 package netns
 
 import (
-	"errors"
 	"net"
 	"os"
 )
 
-// errNotLinux is returned off Linux: network namespaces are a Linux feature.
-var errNotLinux = errors.New("netns: network namespaces need Linux")
-
 // Listen is not available off Linux.
-func Listen(pid int, network, address string) (net.Listener, error) { return nil, errNotLinux }
+func Listen(pid int, network, address string) (net.Listener, error) { return nil, ErrNotLinux }
 
 // ListenPacket is not available off Linux.
 func ListenPacket(pid int, network, address string) (net.PacketConn, error) {
-	return nil, errNotLinux
+	return nil, ErrNotLinux
 }
 
 // LoopbackUp is not available off Linux.
-func LoopbackUp() error { return errNotLinux }
+func LoopbackUp() error { return ErrNotLinux }
 
 // OpenSockets is not available off Linux.
-func OpenSockets(specs []Socket) ([]*os.File, error) { return nil, errNotLinux }
+func OpenSockets(specs []Socket) ([]*os.File, error) { return nil, ErrNotLinux }
 
 // SendFiles is not available off Linux.
-func SendFiles(uc *net.UnixConn, files []*os.File) error { return errNotLinux }
+func SendFiles(uc *net.UnixConn, files []*os.File) error { return ErrNotLinux }
 
 // ReceiveFiles is not available off Linux.
-func ReceiveFiles(uc *net.UnixConn) ([]*os.File, error) { return nil, errNotLinux }
+func ReceiveFiles(uc *net.UnixConn) ([]*os.File, error) { return nil, ErrNotLinux }

@@ -330,8 +330,6 @@ type trackedConn struct {
 	reason    atomic.Pointer[string]
 }
 
-var errByteLimit = errors.New("netns: connection byte limit reached")
-
 func (c *trackedConn) over() bool {
 	return c.limit > 0 && c.in.Load()+c.out.Load() > c.limit
 }
@@ -339,7 +337,7 @@ func (c *trackedConn) over() bool {
 func (c *trackedConn) Read(b []byte) (int, error) {
 	if c.over() {
 		c.setReason("byte limit reached")
-		return 0, errByteLimit
+		return 0, ErrByteLimit
 	}
 	n, err := c.Conn.Read(b)
 	c.in.Add(int64(n))
@@ -349,7 +347,7 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 func (c *trackedConn) Write(b []byte) (int, error) {
 	if c.over() {
 		c.setReason("byte limit reached")
-		return 0, errByteLimit
+		return 0, ErrByteLimit
 	}
 	n, err := c.Conn.Write(b)
 	c.out.Add(int64(n))

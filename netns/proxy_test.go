@@ -34,7 +34,7 @@ func loopbackRules(op, tp int) RulesConfig {
 	}
 }
 
-func newLoopbackEnv(t *testing.T, tweak func(*Config)) *testEnv {
+func newLoopbackEnv(t testing.TB, tweak func(*Config)) *testEnv {
 	e := newTestEnv(t, loopbackRules, tweak)
 	e.dns.static("web.jail.test", "127.0.0.1")
 	e.dns.static("secure.jail.test", "127.0.0.1")
@@ -400,7 +400,7 @@ func TestAuditByteCounts(t *testing.T) {
 	}
 }
 
-func waitEvent(t *testing.T, l *auditLog, match func(Event) bool) Event {
+func waitEvent(t testing.TB, l *auditLog, match func(Event) bool) Event {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if evs := l.find(match); len(evs) > 0 {

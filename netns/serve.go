@@ -79,11 +79,11 @@ func (p *Proxy) pipe(ctx context.Context, client net.Conn, up *trackedConn) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		p.copyHalf(client, up, &last) // upstream -> sandbox
+		p.copyHalf(client, up, up, &up.in, &last) // upstream -> sandbox
 	}()
 	go func() {
 		defer wg.Done()
-		p.copyHalf(up, client, &last) // sandbox -> upstream
+		p.copyHalf(up, client, up, &up.out, &last) // sandbox -> upstream
 	}()
 
 	// The watchdog lives until both copies end: done closes when wg finishes.
@@ -91,6 +91,7 @@ func (p *Proxy) pipe(ctx context.Context, client net.Conn, up *trackedConn) {
 	go func() { wg.Wait(); close(done) }()
 	idle := p.cfg.IdleTimeout
 	tick := time.NewTicker(min(idle/4+time.Millisecond, time.Second))
+	var seen uint64
 	defer tick.Stop()
 	for {
 		select {
@@ -102,6 +103,12 @@ func (p *Proxy) pipe(ctx context.Context, client net.Conn, up *trackedConn) {
 			<-done
 			return
 		case now := <-tick.C:
+			// Spliced bytes never pass through this process, so the kernel's per-socket
+			// counters are what tells a slow transfer from an idle one.
+			if a := tcpActivity(client) + tcpActivity(up.Conn); a != seen {
+				seen = a
+				last.Store(now.UnixNano())
+			}
 			if now.Sub(time.Unix(0, last.Load())) > idle {
 				up.setReason("idle timeout")
 				client.Close()
@@ -113,9 +120,61 @@ func (p *Proxy) pipe(ctx context.Context, client net.Conn, up *trackedConn) {
 	}
 }
 
-// copyHalf copies src to dst with a large buffer, recording activity, then passes EOF on with
-// a half-close so request/response protocols finish cleanly.
-func (p *Proxy) copyHalf(dst, src net.Conn, last *atomic.Int64) {
+// spliceChunk is how much one splice round moves before the byte limit and activity are
+// brought up to date.
+const spliceChunk = 1 << 20
+
+// copyHalf copies src to dst, adding the bytes to count, then passes EOF on with a half-close
+// so request/response protocols finish cleanly. Between two TCP sockets it lets the kernel
+// splice (io.CopyN into a *net.TCPConn), which keeps the bytes out of this process; otherwise
+// it copies through a large buffer.
+func (p *Proxy) copyHalf(dst, src net.Conn, up *trackedConn, count *atomic.Int64, last *atomic.Int64) {
+	dtcp, dok := unwrapTCP(dst)
+	stcp, sok := unwrapTCP(src)
+	if !dok || !sok {
+		p.copyBuffered(dst, src, last)
+		return
+	}
+	for {
+		chunk := int64(spliceChunk)
+		if up.limit > 0 {
+			rem := up.limit - up.in.Load() - up.out.Load()
+			if rem <= 0 {
+				up.setReason("byte limit reached")
+				dst.Close()
+				src.Close()
+				return
+			}
+			chunk = min(chunk, rem)
+		}
+		n, err := io.CopyN(dtcp, stcp, chunk)
+		count.Add(n)
+		if n > 0 {
+			last.Store(time.Now().UnixNano())
+		}
+		if err == io.EOF {
+			dtcp.CloseWrite()
+			return
+		}
+		if err != nil {
+			dst.Close()
+			src.Close()
+			return
+		}
+	}
+}
+
+func unwrapTCP(c net.Conn) (*net.TCPConn, bool) {
+	if t, ok := c.(*trackedConn); ok {
+		c = t.Conn
+	}
+	tc, ok := c.(*net.TCPConn)
+	return tc, ok
+}
+
+// copyBuffered is copyHalf for connections that cannot splice; dst or src counts the bytes
+// (trackedConn).
+func (p *Proxy) copyBuffered(dst, src net.Conn, last *atomic.Int64) {
 	bp := p.bufs.Get().(*[]byte)
 	defer p.bufs.Put(bp)
 	buf := *bp
