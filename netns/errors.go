@@ -14,9 +14,6 @@ var (
 	// ErrDenied: the rules, the address checks or the approval gate refused a connection. The
 	// wrapping *DenyError carries the reason.
 	ErrDenied = errors.New("connection denied")
-	// ErrNeedPrivilege: entering another process's network namespace needs CAP_SYS_ADMIN both
-	// over that namespace and in the caller's own user namespace (the kernel's netns_install);
-	// an unprivileged supervisor in the initial user namespace does not have the second.
 	// ErrByteLimit: a connection carried Config.MaxBytes and was cut.
 	ErrByteLimit = errors.New("connection byte limit reached")
 	// ErrNotLinux: network namespaces, and so Listen, LoopbackUp and socket passing, need
@@ -24,7 +21,10 @@ var (
 	ErrNotLinux = errors.New("network namespaces need Linux")
 	// errHeaderTooLarge: a proxy request's header block passed maxHeaderBytes.
 	errHeaderTooLarge = errors.New("header too large")
-	ErrNeedPrivilege  = errors.New("setns into the sandbox network namespace needs CAP_SYS_ADMIN in the supervisor's user namespace")
+	// ErrNeedPrivilege: entering another process's network namespace needs CAP_SYS_ADMIN both
+	// over that namespace and in the caller's own user namespace (the kernel's netns_install);
+	// an unprivileged supervisor in the initial user namespace does not have the second.
+	ErrNeedPrivilege = errors.New("setns into the sandbox network namespace needs CAP_SYS_ADMIN in the supervisor's user namespace")
 )
 
 // DenyError is a refused connection and why. Reason is short and safe to put in a header.
