@@ -58,7 +58,7 @@ func Check() []LayerStatus {
 		sc.Detail = "filter does not compile: " + err.Error()
 	} else {
 		sc.Available = true
-		sc.Detail = fmt.Sprintf("default filter: %d instructions", len(prog))
+		sc.Detail = fmt.Sprintf("default filter: %d + %d instructions", len(prog[0]), len(prog[1]))
 	}
 	out = append(out, sc)
 

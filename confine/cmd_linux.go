@@ -85,10 +85,6 @@ func (c *Cmd) Start() error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
-	wire, err := s.Encode()
-	if err != nil {
-		return err
-	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return fmt.Errorf("spec pipe: %w", err)
@@ -104,6 +100,11 @@ func (c *Cmd) Start() error {
 	c.cg = newCgroup(c.Limits, "jail-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
 	if c.cg.method == LimitRLimit {
 		s.RLimits = append(s.RLimits, rlimitsFor(c.Limits)...)
+	}
+	wire, err := s.Encode()
+	if err != nil {
+		c.cg.cleanup()
+		return err
 	}
 
 	uid, gid := os.Getuid(), os.Getgid()
@@ -126,7 +127,9 @@ func (c *Cmd) Start() error {
 	}
 	files := []*os.File{orNull(c.Stdin), orNull(c.Stdout), orNull(c.Stderr), specR, statusW}
 	c.start = time.Now()
-	proc, err := os.StartProcess("/proc/self/exe", []string{childArg0}, &os.ProcAttr{Env: []string{}, Files: files, Sys: attr})
+	// pid 1 mostly waits: one P keeps the runtime from starting threads
+	// and spinning that would only add to every launch.
+	proc, err := os.StartProcess("/proc/self/exe", []string{childArg0}, &os.ProcAttr{Env: []string{"GOMAXPROCS=1"}, Files: files, Sys: attr})
 	if err != nil {
 		c.cg.cleanup()
 		return userNSError(err)

@@ -120,12 +120,10 @@ func childRun(enc *json.Encoder) (int, *report) {
 		}
 	}
 
-	// 3. Resource limits are per process; the command inherits them.
-	for _, rl := range s.RLimits {
-		if err := unix.Setrlimit(rl.Resource, &unix.Rlimit{Cur: rl.Cur, Max: rl.Max}); err != nil {
-			return fail(LayerLimits, fmt.Sprintf("set rlimit %d", rl.Resource), err, "")
-		}
-	}
+	// 3. Resource limits (the fallback where no cgroup is usable) are set
+	//    on the command right after the fork (lockRLimits), not here: pid
+	//    1's own Go runtime already maps more than a small RLIMIT_DATA and
+	//    would die creating its next thread.
 
 	// 4. Only stdin, stdout and stderr reach the command.
 	if err := markFdsCloexec(); err != nil {
@@ -168,8 +166,27 @@ func childRun(enc *json.Encoder) (int, *report) {
 	if err != nil {
 		return 126, &report{Stage: "error", ExecPath: path, Err: &LayerError{Layer: LayerExec, Stage: "exec", Errno: errnoOf(err), Msg: path}}
 	}
+	if err := lockRLimits(proc.Pid, s.RLimits); err != nil {
+		proc.Kill()
+		return fail(LayerLimits, "lock rlimits", err, "")
+	}
 	enc.Encode(report{Stage: "started"})
 	return reap(proc.Pid, sigs)
+}
+
+// lockRLimits sets the limits on the command as soon as its execve
+// returned (the fork is a vfork: pid 1 resumes only then). The command runs
+// unbounded for those microseconds; the rlimit fallback is per process
+// anyway (a tree of processes each under the limit is not bounded), which
+// is why jail reports when it is in use.
+func lockRLimits(pid int, rls []RLimit) error {
+	for _, rl := range rls {
+		lim := unix.Rlimit{Cur: rl.Cur, Max: rl.Max}
+		if err := unix.Prlimit(pid, rl.Resource, &lim, nil); err != nil {
+			return fmt.Errorf("prlimit %d on the command: %w", rl.Resource, err)
+		}
+	}
+	return nil
 }
 
 // reap is pid 1's loop: forward signals to the command, reap every zombie

@@ -70,9 +70,21 @@ func dropPrivileges(last int) error {
 // loadSeccomp installs prog on every thread of the process (TSYNC), so no
 // thread of jail's pid 1 is left unfiltered either. no_new_privs is set
 // already by dropPrivileges.
-func loadSeccomp(prog []SockFilter) error {
+func loadSeccomp(progs [][]SockFilter) error {
+	if len(progs) == 0 {
+		return fmt.Errorf("seccomp: no filter program")
+	}
+	for i, p := range progs {
+		if err := loadSeccompProgram(p); err != nil {
+			return fmt.Errorf("seccomp: program %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func loadSeccompProgram(prog []SockFilter) error {
 	if len(prog) == 0 {
-		return fmt.Errorf("seccomp: empty program")
+		return fmt.Errorf("empty program")
 	}
 	insns := make([]unix.SockFilter, len(prog))
 	for i, p := range prog {
@@ -81,10 +93,10 @@ func loadSeccomp(prog []SockFilter) error {
 	fprog := unix.SockFprog{Len: uint16(len(insns)), Filter: &insns[0]}
 	r, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
 	if errno != 0 {
-		return fmt.Errorf("seccomp: load filter: %w", errno)
+		return fmt.Errorf("load filter: %w", errno)
 	}
 	if r != 0 {
-		return fmt.Errorf("seccomp: thread %d could not be synchronised", r)
+		return fmt.Errorf("thread %d could not be synchronised", r)
 	}
 	return nil
 }

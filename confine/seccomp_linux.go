@@ -26,7 +26,7 @@ type SeccompOptions struct {
 // CompileSeccomp builds the filter in the supervisor, so that a bad rule is
 // an error before any process exists and the program can be inspected by
 // tests. The child only loads the instructions.
-func CompileSeccomp(opts SeccompOptions) ([]SockFilter, error) {
+func CompileSeccomp(opts SeccompOptions) ([][]SockFilter, error) {
 	f, err := seccomp.NewFilter(seccomp.ActAllow)
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: new filter: %w", err)
@@ -65,8 +65,8 @@ func CompileSeccomp(opts SeccompOptions) ([]SockFilter, error) {
 		var conds []seccomp.ScmpCondition
 		for _, c := range r.Conds {
 			var cond seccomp.ScmpCondition
-			if c.Mask == 0 {
-				cond, err = seccomp.MakeCondition(c.Arg, seccomp.CompareGreater, c.Value)
+			if c.Op == opNE {
+				cond, err = seccomp.MakeCondition(c.Arg, seccomp.CompareNotEqual, c.Value)
 			} else {
 				cond, err = seccomp.MakeCondition(c.Arg, seccomp.CompareMaskedEqual, c.Mask, c.Value)
 			}
@@ -93,7 +93,11 @@ func CompileSeccomp(opts SeccompOptions) ([]SockFilter, error) {
 			}
 		}
 	}
-	return exportBPF(f)
+	prog, err := exportBPF(f)
+	if err != nil {
+		return nil, err
+	}
+	return [][]SockFilter{prog, argFilter()}, nil
 }
 
 // exportBPF reads the compiled program back through a memfd: libseccomp

@@ -8,9 +8,18 @@ import "golang.org/x/sys/unix"
 // must still match TIOCSTI.
 type argCond struct {
 	Arg   uint
-	Mask  uint64 // compare (arg & Mask) == Value; Mask 0 means "arg > Value"
+	Op    argOp
+	Mask  uint64 // for opMaskedEQ: (arg & Mask) == Value
 	Value uint64
 }
+
+// argOp is the comparison of an argCond.
+type argOp int
+
+const (
+	opMaskedEQ argOp = iota
+	opNE
+)
 
 // denyRule is one entry of the default deny-list: the calls it matches, the
 // conditions (all must hold; none means always), the errno returned, and the
@@ -70,11 +79,11 @@ func defaultDenyRules() []denyRule {
 		// CVE-2017-5226: TIOCSTI pushes characters into the terminal's input
 		// queue, so a sandboxed process sharing the caller's terminal could
 		// type commands into the caller's shell after jail exits.
-		{Names: []string{"ioctl"}, Conds: []argCond{{Arg: 1, Mask: mask32, Value: unix.TIOCSTI}},
+		{Names: []string{"ioctl"}, Conds: []argCond{{Arg: 1, Op: opMaskedEQ, Mask: mask32, Value: unix.TIOCSTI}},
 			Why: "TIOCSTI injects input into the controlling terminal (CVE-2017-5226)"},
 		// CVE-2023-1523 class: TIOCLINUX subcode 2/3 (selection paste) types
 		// into a virtual console the same way.
-		{Names: []string{"ioctl"}, Conds: []argCond{{Arg: 1, Mask: mask32, Value: unix.TIOCLINUX}},
+		{Names: []string{"ioctl"}, Conds: []argCond{{Arg: 1, Op: opMaskedEQ, Mask: mask32, Value: unix.TIOCLINUX}},
 			Why: "TIOCLINUX can paste the console selection into the terminal's input"},
 		{Names: []string{"clone3"}, Errno: unix.ENOSYS,
 			Why: "clone3 passes its flags in memory the filter cannot read; ENOSYS makes libc fall back to clone, whose flags are checked"},
@@ -84,51 +93,16 @@ func defaultDenyRules() []denyRule {
 	// masked compare matches one exact pattern.
 	for _, f := range []uint64{unix.CLONE_NEWNS, unix.CLONE_NEWUSER, unix.CLONE_NEWPID, unix.CLONE_NEWNET,
 		unix.CLONE_NEWIPC, unix.CLONE_NEWUTS, unix.CLONE_NEWCGROUP, unix.CLONE_NEWTIME} {
-		rules = append(rules, denyRule{Names: []string{"clone"}, Conds: []argCond{{Arg: 0, Mask: f, Value: f}},
+		rules = append(rules, denyRule{Names: []string{"clone"}, Conds: []argCond{{Arg: 0, Op: opMaskedEQ, Mask: f, Value: f}},
 			Why: "clone with a namespace flag is unshare by another name"})
 	}
 
-	// personality: only the values ordinary programs use are allowed (the
-	// query 0xffffffff, PER_LINUX, and the flags that glibc and setarch -R
-	// use); others switch on legacy behaviour such as READ_IMPLIES_EXEC.
-	allowedPersona := map[uint64]bool{0x0: true, 0x8: true, 0x20000: true, 0x20008: true, 0xffffffff: true,
-		0x0040000: true /* ADDR_NO_RANDOMIZE, used by debuggers */}
-	// personality takes an unsigned long but the kernel keeps 32 bits; a
-	// deny-list cannot say "not in set" directly, so the rule denies the
-	// well-known dangerous bits one by one.
-	for _, bit := range []uint64{0x0400000 /* READ_IMPLIES_EXEC */, 0x0100000 /* ADDR_COMPAT_LAYOUT */, 0x0200000, /* MMAP_PAGE_ZERO */
-		0x0800000 /* ADDR_LIMIT_32BIT */, 0x1000000 /* SHORT_INODE */, 0x2000000 /* WHOLE_SECONDS */, 0x4000000 /* STICKY_TIMEOUTS */, 0x8000000 /* ADDR_LIMIT_3GB */} {
-		if allowedPersona[bit] {
-			continue
-		}
-		rules = append(rules, denyRule{Names: []string{"personality"}, Conds: []argCond{{Arg: 0, Mask: bit, Value: bit}},
-			Why: "non-default personality flags re-enable legacy behaviour (executable data, fixed mappings at address 0)"})
-	}
-	// Execution domains other than PER_LINUX (the low byte) are foreign
-	// ABIs; deny any non-zero low byte except the 0xff of the query.
-	for v := uint64(1); v < 0xff; v++ {
-		if allowedPersona[v] {
-			continue
-		}
-		rules = append(rules, denyRule{Names: []string{"personality"}, Conds: []argCond{{Arg: 0, Mask: 0xff, Value: v}},
-			Why: "non-Linux execution domains"})
-	}
-
-	// Socket families: unix, inet and inet6 are what programs need, and
-	// netlink route (ip addr, getifaddrs); every other family (packet, raw
-	// vsock, bluetooth, alg, ...) is old, rarely used kernel code.
-	for fam := uint64(0); fam < unix.AF_MAX; fam++ {
-		switch fam {
-		case unix.AF_UNIX, unix.AF_INET, unix.AF_INET6, unix.AF_NETLINK:
-			continue
-		}
-		rules = append(rules, denyRule{Names: []string{"socket"}, Conds: []argCond{{Arg: 0, Mask: mask32, Value: fam}},
-			Errno: unix.EAFNOSUPPORT, Why: "socket families other than unix, inet, inet6 and netlink route"})
-	}
+	// Socket families and personality values are allow-lists, which
+	// libseccomp cannot express as a deny rule (one compare per argument);
+	// argFilter checks them in a second, hand-assembled program. Netlink
+	// protocols other than route are refused here.
 	rules = append(rules,
-		denyRule{Names: []string{"socket"}, Conds: []argCond{{Arg: 0, Mask: 0, Value: unix.AF_MAX - 1}},
-			Errno: unix.EAFNOSUPPORT, Why: "socket families beyond AF_MAX"},
-		denyRule{Names: []string{"socket"}, Conds: []argCond{{Arg: 0, Mask: mask32, Value: unix.AF_NETLINK}, {Arg: 2, Mask: 0, Value: unix.NETLINK_ROUTE}},
+		denyRule{Names: []string{"socket"}, Conds: []argCond{{Arg: 0, Op: opMaskedEQ, Mask: mask32, Value: unix.AF_NETLINK}, {Arg: 2, Op: opNE, Value: unix.NETLINK_ROUTE}},
 			Errno: unix.EAFNOSUPPORT, Why: "netlink protocols other than route (audit, netfilter, uevents, ...)"},
 	)
 	return rules

@@ -101,8 +101,9 @@ type Spec struct {
 	// ConnectPorts, when not nil, limits TCP connect to these ports with
 	// Landlock (ABI >= 4); the proxy modes use it.
 	ConnectPorts []uint16 `json:"connect_ports,omitempty"`
-	// Seccomp is the compiled filter (see CompileSeccomp).
-	Seccomp []SockFilter `json:"seccomp"`
+	// Seccomp are the compiled filter programs (see CompileSeccomp),
+	// installed in order.
+	Seccomp [][]SockFilter `json:"seccomp"`
 	// RLimits are applied to the command before execve.
 	RLimits []RLimit `json:"rlimits,omitempty"`
 	// AllowDegraded names layers the caller accepts to run without.

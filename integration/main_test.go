@@ -1,0 +1,244 @@
+// Package integration builds the jail binary once and attacks it as a user
+// would: every escape class jail defends against is attempted for real, as
+// root and as an unprivileged user, and judged by evidence on the host side
+// (the canary file untouched, the listener silent, the host process alive).
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// testUser is the unprivileged account the suite runs jail as when it is
+// started as root. It is created if missing.
+const testUser = "jailtest"
+
+// env is what TestMain prepared: the binary and the unprivileged identity.
+type env struct {
+	bin      string // world-executable jail binary
+	root     bool   // the suite runs as root
+	uid, gid int    // the unprivileged user's ids
+}
+
+var suite env
+
+func TestMain(m *testing.M) {
+	code, err := setup()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration setup:", err)
+		os.Exit(1)
+	}
+	os.Exit(code(m))
+}
+
+func setup() (func(*testing.M) int, error) {
+	dir, err := os.MkdirTemp("", "jail-it-bin-")
+	if err != nil {
+		return nil, err
+	}
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "jail")
+	build := exec.Command("go", "build", "-tags", "osusergo,netgo", "-ldflags", `-linkmode external -extldflags "-static"`, "-o", bin, "../cmd/jail")
+	build.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("build jail: %v\n%s", err, out)
+	}
+	suite.bin = bin
+	suite.root = os.Geteuid() == 0
+	if suite.root {
+		if _, err := user.Lookup(testUser); err != nil {
+			if out, err := exec.Command("useradd", "--create-home", "--shell", "/bin/sh", testUser).CombinedOutput(); err != nil {
+				return nil, fmt.Errorf("useradd %s: %v: %s", testUser, err, out)
+			}
+		}
+		u, err := user.Lookup(testUser)
+		if err != nil {
+			return nil, err
+		}
+		suite.uid, _ = strconv.Atoi(u.Uid)
+		suite.gid, _ = strconv.Atoi(u.Gid)
+	} else {
+		suite.uid, suite.gid = os.Getuid(), os.Getgid()
+	}
+	return func(m *testing.M) int {
+		defer os.RemoveAll(dir)
+		return m.Run()
+	}, nil
+}
+
+// runner is one identity jail is run as.
+type runner struct {
+	name     string
+	uid, gid int
+}
+
+// runners are root (when the suite is root) and the unprivileged user, so
+// both the root path and the user-namespace path are attacked.
+func runners(t *testing.T) []runner {
+	var rs []runner
+	if suite.root {
+		rs = append(rs, runner{"root", 0, 0})
+	}
+	return append(rs, runner{"user", suite.uid, suite.gid})
+}
+
+// forEach runs f once per identity.
+func forEach(t *testing.T, f func(t *testing.T, r runner)) {
+	for _, r := range runners(t) {
+		t.Run(r.name, func(t *testing.T) { f(t, r) })
+	}
+}
+
+// dir makes a fresh directory owned by r, readable by everyone.
+func (r runner) dir(t *testing.T, pattern string) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	os.Chmod(d, 0o755)
+	r.own(t, d)
+	return d
+}
+
+// own gives path (recursively) to r.
+func (r runner) own(t *testing.T, path string) {
+	t.Helper()
+	filepath.Walk(path, func(p string, _ os.FileInfo, err error) error {
+		if err == nil {
+			os.Lchown(p, r.uid, r.gid)
+		}
+		return nil
+	})
+}
+
+// writeFile creates a file owned by r.
+func (r runner) writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.own(t, filepath.Dir(path))
+}
+
+// result is one finished jail invocation.
+type result struct {
+	stdout, stderr string
+	code           int
+	elapsed        time.Duration
+}
+
+// call describes one invocation of the binary.
+type call struct {
+	args  []string
+	dir   string
+	env   []string // added to a minimal environment
+	stdin string
+	limit time.Duration // the test's own bound; default 60s
+}
+
+// jail runs the binary as r and returns what happened. The environment is
+// minimal and explicit so a test sees exactly what it passes.
+func (r runner) jail(t *testing.T, c call) result {
+	t.Helper()
+	if c.limit == 0 {
+		c.limit = 60 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, suite.bin, c.args...)
+	cmd.Dir = c.dir
+	home := "/root"
+	if r.uid != 0 {
+		if u, err := user.LookupId(strconv.Itoa(r.uid)); err == nil {
+			home = u.HomeDir
+		}
+	}
+	cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "LANG=C.UTF-8"}, c.env...)
+	if r.uid != os.Geteuid() {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}}
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Stdin = strings.NewReader(c.stdin)
+	start := time.Now()
+	err := cmd.Run()
+	res := result{stdout: out.String(), stderr: errb.String(), elapsed: time.Since(start)}
+	if ctx.Err() != nil {
+		t.Fatalf("jail %v did not finish within %s (the test's bound)\nstderr: %s", c.args, c.limit, res.stderr)
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		res.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run jail: %v", err)
+	}
+	return res
+}
+
+// sh runs a shell script inside the default sandbox with ws as workspace.
+func (r runner) sh(t *testing.T, ws, script string, extra ...string) result {
+	t.Helper()
+	args := append([]string{"run", "-w", ws}, extra...)
+	args = append(args, "--", "/bin/sh", "-c", script)
+	return r.jail(t, call{args: args, dir: ws})
+}
+
+// mustExit fails the test unless res ended with code.
+func mustExit(t *testing.T, res result, code int) {
+	t.Helper()
+	if res.code != code {
+		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", res.code, code, res.stdout, res.stderr)
+	}
+}
+
+// hostProcessesWith lists host pids whose command line contains marker.
+func hostProcessesWith(marker string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(marker)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// canary creates a secret file outside any workspace, owned by r, and
+// returns its path; a test checks it is unchanged afterwards.
+func (r runner) canary(t *testing.T) (path, content string) {
+	t.Helper()
+	d := r.dir(t, "jail-it-canary-")
+	path = filepath.Join(d, "canary")
+	content = "CANARY-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	r.writeFile(t, path, content)
+	return path, content
+}
+
+func checkCanary(t *testing.T, path, content string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil || string(b) != content {
+		t.Fatalf("host canary %s changed: %q, %v", path, b, err)
+	}
+	ents, _ := os.ReadDir(filepath.Dir(path))
+	if len(ents) != 1 {
+		t.Fatalf("host canary directory gained entries: %v", ents)
+	}
+}
