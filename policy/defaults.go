@@ -8,9 +8,12 @@ import (
 // The defaults. They are documented in policy.toml.example and README-section.md; change them
 // together.
 const (
-	DefaultTimeout     = 10 * time.Minute
-	DefaultMemory      = Bytes(2 << 30)
-	DefaultPids        = 512
+	// No timeout, memory or process limit by default: `jail run -- claude`
+	// is an interactive session that may last hours. A policy sets them
+	// for CI; tool calls carry their own per-call timeouts.
+	DefaultTimeout     = time.Duration(0)
+	DefaultMemory      = Bytes(0)
+	DefaultPids        = 0
 	DefaultOutputChars = 100000
 	DefaultTmp         = Bytes(256 << 20)
 	DefaultAskTimeout  = 2 * time.Minute
@@ -27,7 +30,7 @@ func DefaultRO() []string {
 // and jail's own project policy.
 func DefaultProtected() []string {
 	return []string{".git/hooks", ".git/config", ".envrc", ".vscode", ".idea", ".github/hooks",
-		".bashrc", ".bash_profile", ".profile", ".zshrc", ".zprofile", ".bash_login", ".jail"}
+		".bashrc", ".bash_profile", ".profile", ".zshrc", ".zprofile", ".bash_login", ".zshenv", ".zlogin", ".jail"}
 }
 
 // DefaultEnv returns the variables passed through when the file names none. Everything else,

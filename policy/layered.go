@@ -318,10 +318,11 @@ func (t *tightener) narrow(key string, proj, base []string, why string) []string
 
 // smaller takes the project value when it is lower; zero in the project means "not set".
 func (t *tightener) smaller(key string, proj, base Bytes) Bytes {
-	if proj == 0 || proj <= base {
-		if proj == 0 {
-			return base
-		}
+	// Zero means "no limit": a project value tightens an unlimited base.
+	if proj == 0 {
+		return base
+	}
+	if base == 0 || proj <= base {
 		return proj
 	}
 	t.widen(key, "%v is above the user policy's %v", proj, base)

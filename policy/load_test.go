@@ -33,7 +33,7 @@ func TestExampleParses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("policy.toml.example does not load: %v", err)
 	}
-	if p.Limits.Timeout != 10*time.Minute || p.Limits.Memory != 2<<30 || p.Sandbox.Workspace != "/home/alice/src/project" {
+	if p.Limits.Timeout != 0 || p.Limits.Memory != 0 || p.Limits.OutputChars != 100000 || p.Sandbox.Workspace != "/home/alice/src/project" {
 		t.Errorf("example values not as documented: %+v %+v", p.Limits, p.Sandbox.Workspace)
 	}
 	if p.Agents["claude"].Role != "build" || p.Roles["docs"].MaxRisk != "write" {
@@ -264,7 +264,7 @@ func FuzzLoad(f *testing.F) {
 		if _, err := Resolve(p, Catalogue(), Subject{}); err != nil {
 			t.Fatalf("loaded policy does not resolve: %v", err)
 		}
-		if p.Network.Mode == "" || p.Limits.Timeout <= 0 {
+		if p.Network.Mode == "" || p.Limits.Timeout < 0 {
 			t.Fatalf("defaults not applied: %+v", p)
 		}
 	})

@@ -44,7 +44,7 @@ func TestPolicyExplain(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "cfg")) // no user file: the default applies
 	file := filepath.Join(dir, "p.toml")
-	os.WriteFile(file, []byte("[agents.rev]\nrole = \"review\"\ngrants = [\"bash\"]\ndenies = [\"grep\"]\n[limits]\ntimeout = \"90s\"\n"), 0o644)
+	os.WriteFile(file, []byte("[agents.rev]\nrole = \"review\"\ngrants = [\"bash\"]\ndenies = [\"grep\"]\n[limits]\ntimeout = \"90s\"\npids = 512\n"), 0o644)
 	os.MkdirAll(filepath.Join(dir, "ws", ".jail"), 0o755)
 	os.WriteFile(filepath.Join(dir, "ws", ".jail", "policy.toml"), []byte("[limits]\nmemory = \"1G\"\npids = 100000\n"), 0o644)
 

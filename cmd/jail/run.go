@@ -9,12 +9,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jail-sandbox/jail/confine"
+	"github.com/jail-sandbox/jail/policy"
 	"golang.org/x/sys/unix"
 )
 
@@ -35,6 +37,8 @@ type runOptions struct {
 	jsonOut                  string
 	outputLimit              int
 	asRoot                   bool
+	outputLimitSet           bool
+	policyHash               string
 	argv                     []string
 }
 
@@ -55,7 +59,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 	fs.BoolVar(&o.capture, "capture", false, "capture stdout and stderr into the JSON result (implies --json)")
 	fs.IntVar(&o.outputLimit, "output-limit", 30000, "characters of each captured stream to keep")
 	fs.StringVar(&o.policyFile, "policy", "", "policy `FILE` (see policy.toml.example)")
-	fs.StringVar(&o.net, "net", "none", "network: none (loopback only) or host (the host's network; printed as a warning)")
+	fs.StringVar(&o.net, "net", "", "network: none (loopback only) or host (the host's network; printed as a warning); default from the policy, none")
 	fs.Var(&o.degraded, "allow-degraded", "run without `LAYER` (landlock, seccomp, cgroup) when the kernel lacks it; printed on every run")
 	fs.BoolVar(&o.asRoot, "as-root", false, "map the caller to uid 0 inside the sandbox (files keep their host owners)")
 	fs.Usage = func() {
@@ -66,6 +70,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 		return nil, err
 	}
 	o.argv = fs.Args()
+	fs.Visit(func(f *flag.Flag) { o.outputLimitSet = o.outputLimitSet || f.Name == "output-limit" })
 	if len(o.argv) == 0 {
 		return nil, errors.New("no command given: jail run [flags] -- CMD [ARG...]")
 	}
@@ -98,7 +103,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 		}
 	}
 	switch o.net {
-	case "none", "host":
+	case "", "none", "host":
 	default:
 		return nil, fmt.Errorf("--net %q: want none or host", o.net)
 	}
@@ -125,13 +130,6 @@ func parseSize(s string) (int64, error) {
 		return 0, errors.New("want a positive size such as 512M, 2G, 1024K or a number of bytes")
 	}
 	return n * mult, nil
-}
-
-// passEnv is the pass-list of the embedded default: what programs need to
-// behave (locale, terminal, identity), never credentials.
-func passEnv() []string {
-	return []string{"PATH", "HOME", "LANG", "LANGUAGE", "LC_*", "TERM", "COLORTERM", "TZ", "USER", "LOGNAME",
-		"SHELL", "EDITOR", "VISUAL", "PAGER", "NO_COLOR", "FORCE_COLOR", "COLUMNS", "LINES"}
 }
 
 // buildEnv keeps the pass-listed variables of the caller and applies
@@ -195,28 +193,109 @@ func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "jail run:", err)
 		return 2
 	}
-	if o.policyFile != "" {
-		fmt.Fprintln(stderr, "jail run: --policy: see applyPolicy")
+	// The same loader as `jail policy explain`: what an operator reads
+	// there is what this run gets.
+	penv, err := policyEnv(o.workdir)
+	if err != nil {
+		fmt.Fprintln(stderr, "jail run:", err)
+		return 2
 	}
-	ws := o.workdir
-	if ws == "" {
-		if ws, err = os.Getwd(); err != nil {
-			fmt.Fprintln(stderr, "jail run: current directory:", err)
-			return 2
+	p, widenings, err := policy.LoadEffective(o.policyFile, penv)
+	if err != nil {
+		printPolicyErrors(stderr, err)
+		fmt.Fprintln(stderr, "jail run: refusing to run with a policy that does not load")
+		return 2
+	}
+	for _, w := range widenings {
+		fmt.Fprintln(stderr, "jail: warning:", w)
+	}
+	layout, pass, sc, err := applyPolicy(o, p, penv)
+	if err != nil {
+		fmt.Fprintln(stderr, "jail run:", err)
+		return 2
+	}
+	o.policyHash = p.Hash()
+	return launch(o, layout, pass, sc, stdin, stdout, stderr)
+}
+
+// applyPolicy turns the effective policy and the flags (which win for this
+// run) into a layout, an environment pass-list and seccomp options.
+func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Layout, []string, confine.SeccompOptions, error) {
+	sb, err := p.Sandbox.Expand("/")
+	if err != nil {
+		return nil, nil, confine.SeccompOptions{}, err
+	}
+	ws := sb.Workspace
+	if o.workdir != "" {
+		ws = penv.Workspace
+	}
+	system := map[string]bool{}
+	for _, d := range confine.DefaultSystem() {
+		system[d] = true
+	}
+	layout := &confine.Layout{Workspace: ws, Home: penv.Home, Secrets: confine.DefaultSecrets()}
+	for _, d := range sb.RO {
+		switch {
+		case system[d] || d == "/nix/store":
+			layout.System = append(layout.System, d)
+		default:
+			layout.ReadOnly = append(layout.ReadOnly, d)
 		}
 	}
-	home, _ := os.UserHomeDir()
-	layout := &confine.Layout{
-		Workspace: ws,
-		Home:      home,
-		System:    confine.DefaultSystem(),
-		Secrets:   confine.DefaultSecrets(),
-		ReadOnly:  o.ro,
-		ReadWrite: o.rw,
-		Hidden:    o.hide,
-		Protected: confine.DefaultProtected(),
+	layout.ReadOnly = append(layout.ReadOnly, o.ro...)
+	layout.ReadWrite = append(append(layout.ReadWrite, sb.RW...), o.rw...)
+	for _, h := range sb.Hide {
+		// $HOME is hidden by the layout itself (an empty private tmpfs).
+		if h != penv.Home {
+			layout.Hidden = append(layout.Hidden, h)
+		}
 	}
-	return launch(o, layout, passEnv(), confine.SeccompOptions{}, stdin, stdout, stderr)
+	layout.Hidden = append(layout.Hidden, o.hide...)
+	wsAbs, err := filepath.Abs(ws)
+	if err != nil {
+		return nil, nil, confine.SeccompOptions{}, err
+	}
+	for _, pp := range sb.Protected {
+		if filepath.IsAbs(pp) {
+			rel, err := filepath.Rel(wsAbs, pp)
+			if err != nil || strings.HasPrefix(rel, "..") {
+				return nil, nil, confine.SeccompOptions{}, fmt.Errorf("protected path %s is outside the workspace %s", pp, wsAbs)
+			}
+			pp = rel
+		}
+		layout.Protected = append(layout.Protected, pp)
+	}
+
+	switch p.Network.Mode {
+	case policy.NetNone, policy.NetHost:
+		if o.net == "" {
+			o.net = p.Network.Mode
+		}
+	default:
+		if o.net == "" {
+			return nil, nil, confine.SeccompOptions{}, fmt.Errorf("network.mode %q is not available to jail run yet: use none or host", p.Network.Mode)
+		}
+	}
+	if o.timeout == 0 {
+		o.timeout = p.Limits.Timeout
+	}
+	if o.memory == 0 {
+		o.memory = int64(p.Limits.Memory)
+	}
+	if o.pids == 0 {
+		o.pids = p.Limits.Pids
+	}
+	if !o.outputLimitSet && p.Limits.OutputChars > 0 {
+		o.outputLimit = int(p.Limits.OutputChars)
+	}
+	pass := append([]string{}, sb.Env...)
+	var extra []string
+	for k, v := range sb.EnvSet {
+		extra = append(extra, k+"="+v)
+	}
+	sort.Strings(extra)
+	o.env = append(extra, o.env...)
+	return layout, pass, confine.SeccompOptions{Deny: p.Seccomp.Deny, Allow: p.Seccomp.Allow}, nil
 }
 
 // launch builds the Spec from the layout and options, runs it and reports.
@@ -337,7 +416,7 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 		fmt.Fprintf(stderr, "jail: --memory/--pids enforced with rlimits (per process, weaker than a cgroup): %s\n", res.LimitsNote)
 	}
 	if o.json {
-		out := jsonResult{Result: res}
+		out := jsonResult{Result: res, PolicySHA256: o.policyHash}
 		if o.capture {
 			s1, s2 := outCap.String(), errCap.String()
 			out.Stdout, out.Stderr = &s1, &s2
@@ -354,6 +433,8 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 // jsonResult is the object `jail run --json` prints (README: Result).
 type jsonResult struct {
 	*confine.Result
+	// PolicySHA256 names the effective policy that produced the result.
+	PolicySHA256    string  `json:"policy_sha256"`
 	Stdout          *string `json:"stdout,omitempty"`
 	Stderr          *string `json:"stderr,omitempty"`
 	StdoutTruncated int     `json:"stdout_truncated_chars,omitempty"`
@@ -395,13 +476,4 @@ func asFile(w io.Writer) *os.File {
 		return f
 	}
 	return nil
-}
-
-// absOrEmpty is used by policy wiring for optional paths.
-func absOrEmpty(p string) string {
-	if p == "" {
-		return ""
-	}
-	a, _ := filepath.Abs(p)
-	return a
 }
