@@ -270,12 +270,19 @@ func TestSecondaryABI(t *testing.T) {
 	forEach(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		src := `#include <stdio.h>
-int main(void){ long ret; __asm__ volatile("int $0x80" : "=a"(ret) : "a"(20L) : "memory"); printf("ret=%ld\n", ret); return 0; }`
+int main(void){
+  long ret, x32;
+  __asm__ volatile("int $0x80" : "=a"(ret) : "a"(20L) : "memory");
+  __asm__ volatile("syscall" : "=a"(x32) : "a"(0x40000000L | 39L) : "rcx", "r11", "memory");
+  printf("ret=%ld\nx32=%ld\n", ret, x32); return 0; }`
 		r.writeFile(t, filepath.Join(ws, "abi.c"), src)
 		res := r.sh(t, ws, "gcc -o abi abi.c && ./abi")
 		mustExit(t, res, 0)
 		if !strings.Contains(res.stdout, "ret=-1\n") { // -EPERM
 			t.Fatalf("i386 getpid was not refused with EPERM: %s %s", res.stdout, res.stderr)
+		}
+		if !strings.Contains(res.stdout, "x32=-1\n") { // -EPERM, not the kernel's -ENOSYS
+			t.Fatalf("x32 getpid was not refused by the filter: %s %s", res.stdout, res.stderr)
 		}
 	})
 }
