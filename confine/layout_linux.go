@@ -79,20 +79,6 @@ func ResolvePath(p, base, within string) (string, error) {
 
 func pathWithin(p, root string) bool { return within(p, root) }
 
-// Placeholders are directories jail created in the workspace so a missing
-// protected path has something to be mounted over (a name that does not
-// exist cannot be made read-only). The supervisor removes them after the
-// run if no other sandbox uses them.
-type Placeholders struct {
-	made  []placeholder
-	locks []int
-}
-
-type placeholder struct {
-	path     string
-	dev, ino uint64
-}
-
 // Build turns the layout into mounts for a Spec, creating placeholders for
 // missing protected paths. The caller must call Release on the returned
 // Placeholders after the sandbox exited, even on error.
@@ -232,7 +218,9 @@ func protect(ws string, rels []string, ph *Placeholders) ([]Mount, error) {
 		if err != nil {
 			return nil, fmt.Errorf("protected path %s: %w", r, err)
 		}
-		dests = append(dests, dest)
+		if dest != "" {
+			dests = append(dests, dest)
+		}
 	}
 	sort.Strings(dests)
 	var ms []Mount
@@ -262,6 +250,9 @@ func protectOne(wsfd int, ws, r string, ph *Placeholders) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		if ph.removeStale(wsfd, prefix, &st) {
+			return ph.create(wsfd, ws, prefix)
+		}
 		last := i == len(parts)-1
 		if last || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			// The path itself, or a symlink or file in its way: covering
@@ -275,74 +266,12 @@ func protectOne(wsfd int, ws, r string, ph *Placeholders) (string, error) {
 	return filepath.Join(ws, r), nil
 }
 
-// create makes an empty directory at prefix beneath the workspace and keeps
-// a shared lock on it for the run.
-func (ph *Placeholders) create(wsfd int, ws, prefix string) (string, error) {
-	dir, name := filepath.Split(prefix)
-	pfd := wsfd
-	if dir != "" {
-		fd, err := openIn(wsfd, filepath.Clean(dir))
-		if err != nil {
-			return "", err
-		}
-		defer unix.Close(fd)
-		pfd = fd
+// isShellRC reports whether r is a shell start-up file at the workspace
+// root.
+func isShellRC(r string) bool {
+	switch r {
+	case ".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".kshrc", ".cshrc", ".tcshrc", ".mkshrc":
+		return true
 	}
-	if err := unix.Mkdirat(pfd, name, 0o555); err != nil {
-		return "", fmt.Errorf("create placeholder: %w", err)
-	}
-	path := filepath.Join(ws, prefix)
-	fd, err := unix.Openat(pfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return "", err
-	}
-	var st unix.Stat_t
-	unix.Fstat(fd, &st)
-	unix.Flock(fd, unix.LOCK_SH)
-	ph.locks = append(ph.locks, fd)
-	ph.made = append(ph.made, placeholder{path: path, dev: st.Dev, ino: st.Ino})
-	return path, nil
-}
-
-// Release removes the placeholders this run created, unless another
-// sandbox still holds one (it then protects that path too).
-func (ph *Placeholders) Release() {
-	if ph == nil {
-		return
-	}
-	for i, p := range ph.made {
-		fd := ph.locks[i]
-		if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) == nil {
-			var st unix.Stat_t
-			if unix.Lstat(p.path, &st) == nil && st.Dev == p.dev && st.Ino == p.ino {
-				unix.Rmdir(p.path)
-			}
-		}
-	}
-	for _, fd := range ph.locks {
-		unix.Close(fd)
-	}
-	ph.made, ph.locks = nil, nil
-}
-
-// LockExisting takes shared locks on protected directories that already
-// exist, so a concurrent run's Release does not remove a placeholder this
-// run relies on.
-func (ph *Placeholders) LockExisting(ms []Mount) {
-	mine := map[string]bool{}
-	for _, p := range ph.made {
-		mine[p.path] = true
-	}
-	for _, m := range ms {
-		if m.Kind != Protect || mine[m.Dest] {
-			continue
-		}
-		fd, err := unix.Open(m.Dest, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			continue
-		}
-		unix.Flock(fd, unix.LOCK_SH)
-		ph.locks = append(ph.locks, fd)
-		ph.made = append(ph.made, placeholder{}) // keeps made and locks aligned; empty path is never removed
-	}
+	return false
 }

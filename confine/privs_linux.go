@@ -70,7 +70,7 @@ func dropPrivileges(last int) error {
 // loadSeccomp installs prog on every thread of the process (TSYNC), so no
 // thread of jail's pid 1 is left unfiltered either. no_new_privs is set
 // already by dropPrivileges.
-func loadSeccomp(progs [][]SockFilter) error {
+func loadSeccomp(progs []Program) error {
 	if len(progs) == 0 {
 		return fmt.Errorf("seccomp: no filter program")
 	}
@@ -82,7 +82,7 @@ func loadSeccomp(progs [][]SockFilter) error {
 	return nil
 }
 
-func loadSeccompProgram(prog []SockFilter) error {
+func loadSeccompProgram(prog Program) error {
 	if len(prog) == 0 {
 		return fmt.Errorf("empty program")
 	}

@@ -41,7 +41,7 @@ func auditArch() (uint32, bool) {
 // and the strictest answer wins, so this program only ever narrows the
 // libseccomp one. Other architectures pass here; the libseccomp program
 // refuses them as a whole.
-func argFilter() []SockFilter {
+func argFilter() Program {
 	arch, ok := auditArch()
 	if !ok {
 		return nil
@@ -53,7 +53,7 @@ func argFilter() []SockFilter {
 	// MMAP_PAGE_ZERO) or a foreign execution domain.
 	personaOK := []uint32{0x0, 0x8, 0x0040000, 0x0040008, 0xffffffff}
 
-	var p []SockFilter
+	var p Program
 	stmt := func(code uint16, k uint32) { p = append(p, SockFilter{Code: code, K: k}) }
 	jeq := func(k uint32, jt, jf uint8) { p = append(p, SockFilter{Code: bpfJeqK, Jt: jt, Jf: jf, K: k}) }
 	allowList := func(ok []uint32, errno unix.Errno) {

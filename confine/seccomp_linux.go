@@ -3,7 +3,6 @@
 package confine
 
 import (
-	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -26,7 +25,7 @@ type SeccompOptions struct {
 // CompileSeccomp builds the filter in the supervisor, so that a bad rule is
 // an error before any process exists and the program can be inspected by
 // tests. The child only loads the instructions.
-func CompileSeccomp(opts SeccompOptions) ([][]SockFilter, error) {
+func CompileSeccomp(opts SeccompOptions) ([]Program, error) {
 	f, err := seccomp.NewFilter(seccomp.ActAllow)
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: new filter: %w", err)
@@ -97,12 +96,12 @@ func CompileSeccomp(opts SeccompOptions) ([][]SockFilter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return [][]SockFilter{prog, argFilter()}, nil
+	return []Program{prog, argFilter()}, nil
 }
 
 // exportBPF reads the compiled program back through a memfd: libseccomp
 // 2.5 only writes to a descriptor.
-func exportBPF(f *seccomp.ScmpFilter) ([]SockFilter, error) {
+func exportBPF(f *seccomp.ScmpFilter) (Program, error) {
 	fd, err := unix.MemfdCreate("jail-seccomp", unix.MFD_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: memfd: %w", err)
@@ -119,18 +118,12 @@ func exportBPF(f *seccomp.ScmpFilter) ([]SockFilter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: export: %w", err)
 	}
-	if len(raw)%8 != 0 || len(raw) == 0 {
-		return nil, fmt.Errorf("seccomp: export: program of %d bytes is not whole instructions", len(raw))
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("seccomp: export: empty program")
 	}
-	prog := make([]SockFilter, len(raw)/8)
-	for i := range prog {
-		b := raw[i*8:]
-		prog[i] = SockFilter{
-			Code: binary.NativeEndian.Uint16(b[0:]),
-			Jt:   b[2],
-			Jf:   b[3],
-			K:    binary.NativeEndian.Uint32(b[4:]),
-		}
+	prog, err := programFromBytes(raw)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: export: %w", err)
 	}
 	return prog, nil
 }

@@ -10,6 +10,6 @@ type SeccompOptions struct {
 
 // CompileSeccomp needs libseccomp through cgo; without it jail cannot build
 // a filter and says so rather than running unfiltered.
-func CompileSeccomp(opts SeccompOptions) ([][]SockFilter, error) {
+func CompileSeccomp(opts SeccompOptions) ([]Program, error) {
 	return nil, ErrUnsupported
 }

@@ -1,6 +1,7 @@
 package confine
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -103,7 +104,7 @@ type Spec struct {
 	ConnectPorts []uint16 `json:"connect_ports,omitempty"`
 	// Seccomp are the compiled filter programs (see CompileSeccomp),
 	// installed in order.
-	Seccomp [][]SockFilter `json:"seccomp"`
+	Seccomp []Program `json:"seccomp"`
 	// RLimits are applied to the command before execve.
 	RLimits []RLimit `json:"rlimits,omitempty"`
 	// AllowDegraded names layers the caller accepts to run without.
@@ -111,6 +112,50 @@ type Spec struct {
 	// Foreground makes the command the terminal's foreground process group
 	// (set when jail itself is in the foreground of a terminal on stdin).
 	Foreground bool `json:"foreground,omitempty"`
+}
+
+// Program is one seccomp program. On the wire it is the kernel's own
+// 8-byte instructions, base64-encoded: decoding a few hundred JSON objects
+// in the child cost more than the rest of its setup.
+type Program []SockFilter
+
+// MarshalJSON encodes the instructions in their kernel layout.
+func (p Program) MarshalJSON() ([]byte, error) {
+	raw := make([]byte, 8*len(p))
+	for i, f := range p {
+		b := raw[i*8:]
+		binary.NativeEndian.PutUint16(b[0:], f.Code)
+		b[2], b[3] = f.Jt, f.Jf
+		binary.NativeEndian.PutUint32(b[4:], f.K)
+	}
+	return json.Marshal(raw)
+}
+
+// UnmarshalJSON decodes what MarshalJSON wrote.
+func (p *Program) UnmarshalJSON(data []byte) error {
+	var raw []byte
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	prog, err := programFromBytes(raw)
+	if err != nil {
+		return err
+	}
+	*p = prog
+	return nil
+}
+
+// programFromBytes reads instructions in the kernel's layout.
+func programFromBytes(raw []byte) (Program, error) {
+	if len(raw)%8 != 0 {
+		return nil, fmt.Errorf("seccomp program of %d bytes is not whole instructions", len(raw))
+	}
+	p := make(Program, len(raw)/8)
+	for i := range p {
+		b := raw[i*8:]
+		p[i] = SockFilter{Code: binary.NativeEndian.Uint16(b[0:]), Jt: b[2], Jf: b[3], K: binary.NativeEndian.Uint32(b[4:])}
+	}
+	return p, nil
 }
 
 // SockFilter is one classic BPF instruction of a seccomp program.
