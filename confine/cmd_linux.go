@@ -34,6 +34,7 @@ type Cmd struct {
 	OnStart func(pid int) error
 
 	proc      *os.Process
+	sockets   []*os.File
 	status    *bufio.Reader
 	statusF   *os.File
 	cg        *cgroup
@@ -125,7 +126,14 @@ func (c *Cmd) Start() error {
 		attr.UseCgroupFD = true
 		attr.CgroupFD = c.cg.fd
 	}
-	files := []*os.File{orNull(c.Stdin), orNull(c.Stdout), orNull(c.Stderr), specR, statusW}
+	sockPair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socket pair: %w", err)
+	}
+	sockMine, sockChild := os.NewFile(uintptr(sockPair[0]), "sockets"), os.NewFile(uintptr(sockPair[1]), "sockets-child")
+	defer sockMine.Close()
+	defer sockChild.Close()
+	files := []*os.File{orNull(c.Stdin), orNull(c.Stdout), orNull(c.Stderr), specR, statusW, sockChild}
 	c.start = time.Now()
 	// pid 1 mostly waits: one P keeps the runtime from starting threads
 	// and spinning that would only add to every launch.
@@ -159,6 +167,19 @@ func (c *Cmd) Start() error {
 		return abort(fmt.Errorf("send spec: %w", err))
 	}
 	specW.Close()
+	sockChild.Close()
+	if len(s.Sockets) > 0 {
+		socks, err := receiveSockets(sockMine, len(s.Sockets))
+		if err != nil {
+			// The child's own report says why, if it failed first.
+			var r report
+			if line, rerr := c.status.ReadBytes('\n'); rerr == nil && json.Unmarshal(line, &r) == nil && r.Err != nil {
+				return abort(r.Err)
+			}
+			return abort(fmt.Errorf("receive proxy sockets: %w", err))
+		}
+		c.sockets = socks
+	}
 
 	var r report
 	line, err := c.status.ReadBytes('\n')
@@ -192,6 +213,39 @@ func (c *Cmd) Start() error {
 		})
 	}
 	return nil
+}
+
+// Sockets are the listening sockets of Spec.Sockets, in order, opened in
+// the sandbox's network namespace. The caller owns them.
+func (c *Cmd) Sockets() []*os.File { return c.sockets }
+
+// receiveSockets reads the one message carrying n descriptors.
+func receiveSockets(f *os.File, n int) ([]*os.File, error) {
+	buf := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(4*n))
+	_, oobn, _, _, err := unix.Recvmsg(int(f.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return nil, fmt.Errorf("no descriptors received")
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil {
+		return nil, err
+	}
+	if len(fds) != n {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return nil, fmt.Errorf("received %d descriptors, want %d", len(fds), n)
+	}
+	out := make([]*os.File, n)
+	for i, fd := range fds {
+		out[i] = os.NewFile(uintptr(fd), "sandbox-socket")
+	}
+	return out, nil
 }
 
 // Pid is the host pid of the sandbox's init.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -23,6 +24,7 @@ const (
 	childArg0 = "jail-init"
 	specFd    = 3
 	statusFd  = 4
+	socketFd  = 5 // a unix socket for handing Spec.Sockets to the supervisor
 )
 
 // IsChild reports whether this process is the sandbox's init, started by a
@@ -90,6 +92,11 @@ func childRun(enc *json.Encoder) (int, *report) {
 	if s.Net != NetHost {
 		if err := LoopbackUp(); err != nil {
 			return fail(LayerNet, "bring loopback up", err, "")
+		}
+	}
+	if len(s.Sockets) > 0 {
+		if err := sendSockets(s.Sockets); err != nil {
+			return fail(LayerNet, "open proxy sockets", err, "")
 		}
 	}
 	last, err := lastCap()
@@ -266,6 +273,45 @@ func lookPath(argv0 string, env []string, dir string) (string, error) {
 		return p, nil
 	}
 	return "", found
+}
+
+// sendSockets opens each listening socket in this (the sandbox's) network
+// namespace and passes them to the supervisor in one message.
+func sendSockets(socks []Socket) error {
+	var fds []int
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	for _, so := range socks {
+		ap, err := netip.ParseAddrPort(so.Addr)
+		if err != nil {
+			return err
+		}
+		typ := unix.SOCK_STREAM
+		if so.Network == "udp" {
+			typ = unix.SOCK_DGRAM
+		}
+		fd, err := unix.Socket(unix.AF_INET, typ|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("socket %s: %w", so.Addr, err)
+		}
+		fds = append(fds, fd)
+		sa := &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+		if err := unix.Bind(fd, sa); err != nil {
+			return fmt.Errorf("bind %s: %w", so.Addr, err)
+		}
+		if typ == unix.SOCK_STREAM {
+			if err := unix.Listen(fd, 128); err != nil {
+				return fmt.Errorf("listen %s: %w", so.Addr, err)
+			}
+		}
+	}
+	if err := unix.Sendmsg(socketFd, []byte{1}, unix.UnixRights(fds...), nil, 0); err != nil {
+		return fmt.Errorf("send sockets: %w", err)
+	}
+	return nil
 }
 
 // LoopbackUp brings the loopback interface of the current network

@@ -32,6 +32,9 @@ type Layout struct {
 	Hidden []string
 	// Protected paths are relative to the workspace and stay read-only.
 	Protected []string
+	// Extra are further mounts made by jail itself (a resolv.conf for the
+	// transparent network mode); Bind sources are resolved like the rest.
+	Extra []Mount
 }
 
 // DefaultSystem is the read-only, executable part of every sandbox.
@@ -150,6 +153,16 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 			p = filepath.Join(ws, p)
 		}
 		ms = append(ms, Mount{Kind: Hide, Dest: filepath.Clean(p)})
+	}
+	for _, m := range l.Extra {
+		if m.Kind == Bind {
+			src, err := ResolvePath(m.Source, "/", "")
+			if err != nil {
+				return nil, ph, fmt.Errorf("mount %s: %w", m.Dest, err)
+			}
+			m.Source = src
+		}
+		ms = append(ms, m)
 	}
 	prot, err := protect(ws, l.Protected, ph)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"strings"
 )
@@ -105,6 +106,11 @@ type Spec struct {
 	// Seccomp are the compiled filter programs (see CompileSeccomp),
 	// installed in order.
 	Seccomp []Program `json:"seccomp"`
+	// Sockets are listening sockets the child opens inside the sandbox's
+	// network namespace (after loopback is up) and hands to the supervisor
+	// (Cmd.Sockets): the egress proxy of the network modes serves on them,
+	// with no process of its own inside.
+	Sockets []Socket `json:"sockets,omitempty"`
 	// RLimits are applied to the command before execve.
 	RLimits []RLimit `json:"rlimits,omitempty"`
 	// AllowDegraded names layers the caller accepts to run without.
@@ -156,6 +162,16 @@ func programFromBytes(raw []byte) (Program, error) {
 		p[i] = SockFilter{Code: binary.NativeEndian.Uint16(b[0:]), Jt: b[2], Jf: b[3], K: binary.NativeEndian.Uint32(b[4:])}
 	}
 	return p, nil
+}
+
+// Socket is one listening socket of Spec.Sockets.
+type Socket struct {
+	// Network is "tcp" or "udp".
+	Network string `json:"network"`
+	// Addr is a loopback address with a fixed port ("127.0.0.1:3128"): the
+	// namespace is the sandbox's own, so no port can be taken already, and
+	// the command's environment can name it before the sandbox exists.
+	Addr string `json:"addr"`
 }
 
 // SockFilter is one classic BPF instruction of a seccomp program.
@@ -214,6 +230,18 @@ func (s *Spec) Validate() error {
 	case NetNone, NetHost:
 	default:
 		return fmt.Errorf("spec: unknown network mode %q (want none or host)", s.Net)
+	}
+	for _, so := range s.Sockets {
+		if so.Network != "tcp" && so.Network != "udp" {
+			return fmt.Errorf("spec: socket %s: network %q (want tcp or udp)", so.Addr, so.Network)
+		}
+		ap, err := netip.ParseAddrPort(so.Addr)
+		if err != nil || !ap.Addr().IsLoopback() || ap.Port() == 0 {
+			return fmt.Errorf("spec: socket %q: want a loopback address with a fixed port", so.Addr)
+		}
+		if s.Net == NetHost {
+			return fmt.Errorf("spec: sockets need the sandbox's own network namespace, not the host's")
+		}
 	}
 	return nil
 }
