@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Startup cost of `jail run -- /bin/true` against bare /bin/true and a
+# comparable bubblewrap sandbox, in one hyperfine invocation (the three
+# commands measured one after another, same warm-up, same run count), plus
+# jail's peak RSS from /usr/bin/time. As root it measures again as the
+# unprivileged user jailtest when that user exists: the unprivileged launch
+# takes a different path (no cgroup delegation, user namespace required).
+#
+# usage: bench/run.sh [JAIL_BINARY]   (default ./jail; `make bench` builds it)
+set -euo pipefail
+
+jail_in=${1:-./jail}
+if [ ! -x "$jail_in" ]; then
+  echo "bench: $jail_in is not an executable jail binary (build it with: make build)" >&2
+  exit 1
+fi
+jail_in=$(realpath "$jail_in")
+
+warmup=5 runs=50 rss_runs=5
+
+# Tools: hyperfine, bwrap, GNU time (and python3 to read hyperfine's JSON).
+missing=()
+command -v hyperfine >/dev/null || missing+=(hyperfine)
+command -v bwrap >/dev/null || missing+=(bubblewrap)
+[ -x /usr/bin/time ] || missing+=(time)
+command -v python3 >/dev/null || missing+=(python3)
+command -v setpriv >/dev/null || missing+=(util-linux)
+if ((${#missing[@]})); then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "bench: missing ${missing[*]}; install with: apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+  log=$(mktemp)
+  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; } >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    exit 1
+  fi
+  rm -f "$log"
+fi
+
+tmp=$(mktemp -d /tmp/jail-bench.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+chmod 755 "$tmp"
+# A world-readable copy, so the unprivileged user can run the same binary.
+mkdir -m 755 "$tmp/bin"
+cp "$jail_in" "$tmp/bin/jail"
+chmod 755 "$tmp/bin/jail"
+jail="$tmp/bin/jail"
+cd "$tmp"
+me=$(id -un)
+
+# as USER CMD... runs CMD as USER (root: directly).
+as() {
+  local who=$1
+  shift
+  if [ "$who" = "$me" ]; then
+    "$@"
+  else
+    setpriv --reuid="$who" --regid="$who" --clear-groups --reset-env -- "$@"
+  fi
+}
+
+# bench_as USER: prints the table rows for one identity.
+bench_as() {
+  local who=$1 ws="$tmp/ws-$1" out="$tmp/out-$1"
+  mkdir -m 755 "$ws" "$out"
+  [ "$who" = "$me" ] || chown "$who:" "$ws" "$out"
+
+  local jail_cmd="$jail run -w $ws -- /bin/true"
+  local bwrap_cmd="bwrap --unshare-all --ro-bind / / --bind $ws $ws --dev /dev --proc /proc --die-with-parent /bin/true"
+  # Each command must work before it is timed; a failing one is reported
+  # and left out rather than timed as a fast failure.
+  local -a names=() cmds=()
+  local name cmd
+  for name in jail bare bwrap; do
+    case $name in
+      jail) cmd=$jail_cmd ;;
+      bare) cmd=/bin/true ;;
+      bwrap) cmd=$bwrap_cmd ;;
+    esac
+    # shellcheck disable=SC2086 # the commands are word lists, as hyperfine -N splits them
+    if ! as "$who" $cmd >"$out/probe-$name.log" 2>&1; then
+      printf '%-8s %-6s fails, not timed: %s\n' "$who" "$name" "$(head -c 300 "$out/probe-$name.log" | tr '\n' ' ')"
+      [ "$name" = jail ] && return 1
+      continue
+    fi
+    names+=(-n "$name")
+    cmds+=("$cmd")
+  done
+
+  if ! as "$who" hyperfine -N --warmup "$warmup" --runs "$runs" --style none \
+    --export-json "$out/hyperfine.json" "${names[@]}" "${cmds[@]}" >"$out/hyperfine.log" 2>&1; then
+    echo "bench: hyperfine failed as $who:" >&2
+    cat "$out/hyperfine.log" >&2
+    return 1
+  fi
+
+  local rss max_rss=0 i
+  for ((i = 0; i < rss_runs; i++)); do
+    # shellcheck disable=SC2086
+    rss=$(as "$who" /usr/bin/time -f %M -o "$out/rss" $jail_cmd >/dev/null 2>&1 && cat "$out/rss")
+    if ((rss > max_rss)); then max_rss=$rss; fi
+  done
+
+  python3 - "$who" "$out/hyperfine.json" "$max_rss" "$rss_runs" <<'PY'
+import json, sys
+who, path, rss, rss_runs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+res = {r["command"]: r for r in json.load(open(path))["results"]}
+ms = lambda s: f"{s * 1000:8.2f} ms"
+for name in ("jail", "bare", "bwrap"):
+    r = res.get(name)
+    if r:
+        print(f"{who:<8} {name:<6} {ms(r['mean'])} {ms(r['median'])} {ms(r['stddev'] or 0)} {ms(r['min'])} {ms(r['max'])}")
+j = res["jail"]
+for other in ("bare", "bwrap"):
+    if other in res:
+        o = res[other]
+        print(f"{who:<8} jail/{other:<6} mean {j['mean'] / o['mean']:7.1f}x   median {j['median'] / o['median']:7.1f}x")
+print(f"{who:<8} jail peak RSS: {rss} KiB ({rss / 1024:.1f} MiB), max of {rss_runs} runs")
+PY
+}
+
+echo "jail startup: $jail_in"
+echo "hyperfine $(hyperfine --version | awk '{print $2}'), -N, $warmup warm-up + $runs runs per command; bwrap $(bwrap --version | awk '{print $2}'); kernel $(uname -r)"
+printf '%-8s %-6s %11s %11s %11s %11s %11s\n' user cmd mean median stddev min max
+users=("$me")
+if [ "$(id -u)" -eq 0 ] && id jailtest >/dev/null 2>&1; then
+  users+=(jailtest)
+fi
+status=0
+for u in "${users[@]}"; do
+  bench_as "$u" || status=1
+done
+exit $status

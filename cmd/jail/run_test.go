@@ -1,0 +1,154 @@
+package main
+
+import (
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseSize(t *testing.T) {
+	cases := []struct {
+		in   string
+		want int64 // 0 means refused
+	}{
+		{"1", 1},
+		{"4096", 4096},
+		{"1024K", 1024 << 10},
+		{"1k", 1 << 10},
+		{"512M", 512 << 20},
+		{"512m", 512 << 20},
+		{"2G", 2 << 30},
+		{"8g", 8 << 30},
+		{"0", 0},
+		{"0M", 0},
+		{"-1", 0},
+		{"-5G", 0},
+		{"M", 0},
+		{"G", 0},
+		{"1.5G", 0},
+		{"2GB", 0},
+		{"2T", 0},
+		{" 2G", 0},
+		{"abc", 0},
+	}
+	for _, c := range cases {
+		got, err := parseSize(c.in)
+		switch {
+		case c.want == 0 && err == nil:
+			t.Errorf("parseSize(%q) = %d, want an error", c.in, got)
+		case c.want != 0 && (err != nil || got != c.want):
+			t.Errorf("parseSize(%q) = %d, %v; want %d", c.in, got, err, c.want)
+		}
+	}
+}
+
+func TestBuildEnv(t *testing.T) {
+	caller := []string{
+		"PATH=/opt/bin:/usr/bin",
+		"HOME=/home/u",
+		"LANG=C.UTF-8",
+		"LC_ALL=de_DE.UTF-8",
+		"LC_CTYPE=C",
+		"LCX=not-a-locale",
+		"LC=no-underscore",
+		"AWS_SECRET_ACCESS_KEY=hunter2",
+		"GITHUB_TOKEN=ghp_x",
+		"TMPDIR=/var/tmp/u",
+		"EQ=a=b",
+		"EMPTY=",
+	}
+	pass := []string{"PATH", "HOME", "LANG", "LC_*", "EMPTY", "NOT_SET"}
+	cases := []struct {
+		name   string
+		caller []string
+		extra  []string
+		want   []string
+	}{
+		{"pass-list and LC_* wildcard", caller, nil, []string{
+			"PATH=/opt/bin:/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "LC_ALL=de_DE.UTF-8", "LC_CTYPE=C",
+			"EMPTY=", "TMPDIR=/tmp",
+		}},
+		{"--env NAME passes the caller's value", caller, []string{"GITHUB_TOKEN", "EQ"}, []string{
+			"PATH=/opt/bin:/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "LC_ALL=de_DE.UTF-8", "LC_CTYPE=C",
+			"EMPTY=", "GITHUB_TOKEN=ghp_x", "EQ=a=b", "TMPDIR=/tmp",
+		}},
+		{"--env NAME=VALUE sets, and overrides a passed value in place", caller, []string{"FOO=bar", "LANG=C", "X=a=b", "Y="}, []string{
+			"PATH=/opt/bin:/usr/bin", "HOME=/home/u", "LANG=C", "LC_ALL=de_DE.UTF-8", "LC_CTYPE=C",
+			"EMPTY=", "FOO=bar", "X=a=b", "Y=", "TMPDIR=/tmp",
+		}},
+		{"--env NAME not set in the caller passes nothing", caller, []string{"NOT_SET", "ALSO_NOT_SET"}, []string{
+			"PATH=/opt/bin:/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "LC_ALL=de_DE.UTF-8", "LC_CTYPE=C",
+			"EMPTY=", "TMPDIR=/tmp",
+		}},
+		{"no PATH gets a default", []string{"HOME=/h"}, nil, []string{
+			"HOME=/h", "PATH=/usr/local/bin:/usr/bin:/bin", "TMPDIR=/tmp",
+		}},
+		{"a later duplicate in the caller wins", []string{"HOME=/a", "HOME=/b"}, nil, []string{
+			"HOME=/b", "PATH=/usr/local/bin:/usr/bin:/bin", "TMPDIR=/tmp",
+		}},
+		{"empty caller", nil, nil, []string{"PATH=/usr/local/bin:/usr/bin:/bin", "TMPDIR=/tmp"}},
+	}
+	for _, c := range cases {
+		got, err := buildEnv(c.caller, pass, c.extra)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
+		}
+	}
+	for _, bad := range []string{"", "=value", "A\x00B=c"} {
+		if env, err := buildEnv(caller, pass, []string{bad}); err == nil {
+			t.Errorf("--env %q accepted: %q", bad, env)
+		}
+	}
+	// A prefix wildcard matches the prefix only, not a name equal to the
+	// pattern without its star, nor names that merely contain it.
+	got, _ := buildEnv([]string{"XDG_=1", "XDG_DATA_HOME=/d", "MY_XDG_X=2"}, []string{"XDG_*"}, nil)
+	if want := []string{"XDG_=1", "XDG_DATA_HOME=/d", "PATH=/usr/local/bin:/usr/bin:/bin", "TMPDIR=/tmp"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("XDG_* wildcard: got %q, want %q", got, want)
+	}
+}
+
+func TestParseRunFlags(t *testing.T) {
+	o, err := parseRunFlags([]string{"-w", "ws", "--ro", "/a", "--ro", "/b", "--env", "X", "--env", "Y=1",
+		"--memory", "1G", "--pids", "64", "--timeout", "30s", "--capture", "--output-limit", "10",
+		"--allow-degraded", "landlock,cgroup", "--net", "host", "--", "make", "-j4"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.workdir != "ws" || !reflect.DeepEqual([]string(o.ro), []string{"/a", "/b"}) ||
+		!reflect.DeepEqual([]string(o.env), []string{"X", "Y=1"}) || o.memory != 1<<30 || o.pids != 64 ||
+		o.timeout != 30*time.Second || !o.capture || !o.json || o.outputLimit != 10 || !o.outputLimitSet ||
+		o.net != "host" || !reflect.DeepEqual(o.argv, []string{"make", "-j4"}) {
+		t.Errorf("parsed %+v", o)
+	}
+	if o, err := parseRunFlags([]string{"true"}, io.Discard); err != nil || o.outputLimitSet || o.outputLimit != 30000 || o.json {
+		t.Errorf("defaults: %+v, %v", o, err)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "no command given"},
+		{[]string{"--"}, "no command given"},
+		{[]string{"--memory", "lots", "--", "true"}, "--memory"},
+		{[]string{"--memory", "0", "--", "true"}, "--memory"},
+		{[]string{"--pids", "-1", "--", "true"}, "--pids"},
+		{[]string{"--timeout", "-1s", "--", "true"}, "--timeout"},
+		{[]string{"--output-limit", "-1", "--", "true"}, "--output-limit"},
+		{[]string{"--allow-degraded", "userns", "--", "true"}, `--allow-degraded "userns"`},
+		{[]string{"--allow-degraded", "landlock,mount", "--", "true"}, `--allow-degraded "mount"`},
+		{[]string{"--net", "bridge", "--", "true"}, `--net "bridge"`},
+		{[]string{"--no-such-flag", "--", "true"}, "no-such-flag"},
+	} {
+		_, err := parseRunFlags(c.args, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want an error containing %q", c.args, err, c.want)
+		}
+	}
+}

@@ -1,0 +1,661 @@
+//go:build linux
+
+package confine
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// tempDir is t.TempDir with symlinks resolved, so it compares equal to
+// what Build and ResolvePath return.
+func tempDir(t *testing.T) string {
+	t.Helper()
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func mkdirs(t *testing.T, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func symlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// build runs Build and registers Release; tests that check Release call
+// it themselves (Release is idempotent).
+func build(t *testing.T, l *Layout) ([]Mount, *Placeholders, error) {
+	t.Helper()
+	ms, ph, err := l.Build()
+	if ph == nil {
+		t.Fatal("Build returned nil Placeholders")
+	}
+	t.Cleanup(ph.Release)
+	return ms, ph, err
+}
+
+func mustBuild(t *testing.T, l *Layout) ([]Mount, *Placeholders) {
+	t.Helper()
+	ms, ph, err := build(t, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms, ph
+}
+
+func findMount(ms []Mount, dest string) (Mount, bool) {
+	for _, m := range ms {
+		if m.Dest == dest {
+			return m, true
+		}
+	}
+	return Mount{}, false
+}
+
+func mountsOfKind(ms []Mount, k MountKind) []Mount {
+	var out []Mount
+	for _, m := range ms {
+		if m.Kind == k {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func TestBuildWorkspace(t *testing.T) {
+	dir := tempDir(t)
+	real := filepath.Join(dir, "real")
+	mkdirs(t, real)
+	symlink(t, real, filepath.Join(dir, "link"))
+	writeFile(t, filepath.Join(dir, "file"), "")
+	symlink(t, "/", filepath.Join(dir, "rootlink"))
+
+	ms, _ := mustBuild(t, &Layout{Workspace: filepath.Join(dir, "link")})
+	want := Mount{Kind: Bind, Source: real, Dest: real, Writable: true, Exec: true}
+	if m, ok := findMount(ms, real); !ok || m != want {
+		t.Errorf("workspace mount: got %+v (found %v), want %+v", m, ok, want)
+	}
+	if _, ok := findMount(ms, filepath.Join(dir, "link")); ok {
+		t.Error("the workspace is mounted at its unresolved path")
+	}
+
+	refused := []struct {
+		name string
+		l    Layout
+		want string
+	}{
+		{"missing", Layout{Workspace: filepath.Join(dir, "missing")}, "workspace"},
+		{"a file", Layout{Workspace: filepath.Join(dir, "file")}, "is not a directory"},
+		{"-w /", Layout{Workspace: "/", System: DefaultSystem()}, "contains the system directory /"},
+		{"-w / without system dirs", Layout{Workspace: "/"}, "contains the system directory /"},
+		{"a symlink to /", Layout{Workspace: filepath.Join(dir, "rootlink")}, "contains the system directory /"},
+		{"a parent of a system dir", Layout{Workspace: dir, System: []string{filepath.Join(real, "usr")}}, "contains the system directory " + filepath.Join(real, "usr")},
+		{"a system dir itself", Layout{Workspace: real, System: []string{real}}, "contains the system directory"},
+	}
+	for _, c := range refused {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := build(t, &c.l)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestBuildSystemSymlinks(t *testing.T) {
+	dir := tempDir(t)
+	ws := filepath.Join(dir, "ws")
+	sys := filepath.Join(dir, "sys")
+	mkdirs(t, ws, filepath.Join(sys, "usr"), filepath.Join(dir, "elsewhere"))
+	// Merged /usr: the link targets are in the host's /usr, where the
+	// check requires them to stay.
+	symlink(t, "/usr/bin", filepath.Join(sys, "bin"))
+	symlink(t, "/usr/../usr/lib", filepath.Join(sys, "lib"))
+	symlink(t, filepath.Join(dir, "elsewhere"), filepath.Join(sys, "opt"))
+
+	ms, _ := mustBuild(t, &Layout{Workspace: ws, System: []string{
+		filepath.Join(sys, "usr"), filepath.Join(sys, "bin"), filepath.Join(sys, "lib"), filepath.Join(sys, "lib32"),
+	}})
+	for _, want := range []Mount{
+		{Kind: Bind, Source: filepath.Join(sys, "usr"), Dest: filepath.Join(sys, "usr"), Exec: true},
+		// The target is recreated as written, not resolved: inside the
+		// sandbox it is read against the sandbox's root.
+		{Kind: Symlink, Source: "/usr/bin", Dest: filepath.Join(sys, "bin")},
+		{Kind: Symlink, Source: "/usr/../usr/lib", Dest: filepath.Join(sys, "lib")},
+	} {
+		if m, ok := findMount(ms, want.Dest); !ok || m != want {
+			t.Errorf("got %+v (found %v), want %+v", m, ok, want)
+		}
+	}
+	if _, ok := findMount(ms, filepath.Join(sys, "lib32")); ok {
+		t.Error("a missing system directory was mounted")
+	}
+
+	_, _, err := build(t, &Layout{Workspace: ws, System: []string{filepath.Join(sys, "opt")}})
+	if err == nil || !strings.Contains(err.Error(), "outside /usr") {
+		t.Errorf("a system symlink leaving /usr: got %v, want it refused", err)
+	}
+}
+
+// TestBuildDefaultOrder builds the view jail run builds on this host and
+// checks it is one the child can apply: parents first, every covering
+// entry after what it covers, and Validate accepts it.
+func TestBuildDefaultOrder(t *testing.T) {
+	dir := tempDir(t)
+	ws := filepath.Join(dir, "ws")
+	ro, rw := filepath.Join(dir, "ro"), filepath.Join(dir, "rw")
+	mkdirs(t, ws, ro, rw)
+	home := "/home/jail-test-home" // need not exist: it becomes a tmpfs
+	ms, ph := mustBuild(t, &Layout{
+		Workspace: ws,
+		Home:      home,
+		System:    DefaultSystem(),
+		Secrets:   DefaultSecrets(),
+		ReadOnly:  []string{ro},
+		ReadWrite: []string{rw},
+		Hidden:    []string{"secret.txt", "/etc/hostname"},
+		Protected: DefaultProtected(),
+	})
+	s := &Spec{Argv: []string{"/bin/true"}, Dir: ws, Net: NetNone, Mounts: ms}
+	if err := s.Validate(); err != nil {
+		t.Fatalf("Build's mounts fail Validate: %v", err)
+	}
+	for i, m := range ms {
+		for _, later := range ms[i+1:] {
+			if later.Kind != Hide && later.Kind != Protect && within(m.Dest, later.Dest) {
+				t.Errorf("%s (%s) comes before its parent %s (%s)", m.Dest, m.Kind, later.Dest, later.Kind)
+			}
+		}
+		if m.Kind == Hide || m.Kind == Protect {
+			for _, later := range ms[i+1:] {
+				if later.Kind != Hide && later.Kind != Protect && within(m.Dest, later.Dest) {
+					t.Errorf("%s %s is mounted before the tree %s it covers", m.Kind, m.Dest, later.Dest)
+				}
+			}
+		}
+	}
+	for _, want := range []Mount{
+		{Kind: Bind, Source: "/usr", Dest: "/usr", Exec: true},
+		{Kind: Hide, Dest: "/etc/shadow"},
+		{Kind: Bind, Source: "/sys", Dest: "/sys"},
+		{Kind: Proc, Dest: "/proc"},
+		{Kind: Dev, Dest: "/dev"},
+		{Kind: Tmpfs, Dest: "/tmp", Writable: true, Exec: true},
+		{Kind: Tmpfs, Dest: home, Writable: true, Exec: true},
+		{Kind: Bind, Source: ws, Dest: ws, Writable: true, Exec: true},
+		{Kind: Bind, Source: ro, Dest: ro, Exec: true},
+		{Kind: Bind, Source: rw, Dest: rw, Writable: true, Exec: true},
+		{Kind: Hide, Dest: filepath.Join(ws, "secret.txt")},
+		{Kind: Hide, Dest: "/etc/hostname"},
+		{Kind: Protect, Dest: filepath.Join(ws, ".git")},
+		{Kind: Protect, Dest: filepath.Join(ws, ".jail")},
+	} {
+		if m, ok := findMount(ms, want.Dest); !ok || m != want {
+			t.Errorf("got %+v (found %v), want %+v", m, ok, want)
+		}
+	}
+	// .git/hooks and .git/config are covered by the .git placeholder.
+	if _, ok := findMount(ms, filepath.Join(ws, ".git", "hooks")); ok {
+		t.Error(".git/hooks is protected beneath the protected .git")
+	}
+	ph.Release()
+	if ents, err := os.ReadDir(ws); err != nil || len(ents) != 0 {
+		t.Errorf("Release left %d entries in the workspace (%v)", len(ents), err)
+	}
+}
+
+func TestBuildHome(t *testing.T) {
+	dir := tempDir(t)
+	ws := filepath.Join(dir, "ws")
+	mkdirs(t, ws)
+	for _, c := range []struct {
+		home  string
+		tmpfs bool
+	}{
+		{"/home/someone", true},
+		{ws, false},                       // the workspace is the home
+		{filepath.Join(ws, "sub"), false}, // inside the workspace
+		{"/tmp/home", false},              // inside the private /tmp
+		{"/", false},                      // nonsense homes are ignored
+		{"relative/home", false},
+		{"", false},
+	} {
+		ms, _ := mustBuild(t, &Layout{Workspace: ws, Home: c.home})
+		n := 0
+		for _, m := range mountsOfKind(ms, Tmpfs) {
+			if m.Dest != "/tmp" {
+				n++
+				if m.Dest != c.home {
+					t.Errorf("home %q: tmpfs at %s", c.home, m.Dest)
+				}
+			}
+		}
+		if (n == 1) != c.tmpfs || n > 1 {
+			t.Errorf("home %q: %d home tmpfs mounts, want tmpfs=%v", c.home, n, c.tmpfs)
+		}
+	}
+}
+
+func TestBuildUserBinds(t *testing.T) {
+	dir := tempDir(t)
+	ws := filepath.Join(dir, "ws")
+	data := filepath.Join(dir, "data")
+	mkdirs(t, ws, data)
+	link := filepath.Join(dir, "datalink")
+	symlink(t, data, link)
+
+	ms, _ := mustBuild(t, &Layout{Workspace: ws, ReadOnly: []string{link + "/"}, ReadWrite: []string{data},
+		Extra: []Mount{{Kind: Bind, Source: link, Dest: "/etc/resolv.conf"}, {Kind: Tmpfs, Dest: "/run"}}})
+	// The source is resolved, the destination is where the user named it.
+	for _, want := range []Mount{
+		{Kind: Bind, Source: data, Dest: link, Exec: true},
+		{Kind: Bind, Source: data, Dest: data, Writable: true, Exec: true},
+		{Kind: Bind, Source: data, Dest: "/etc/resolv.conf"},
+		{Kind: Tmpfs, Dest: "/run"},
+	} {
+		if m, ok := findMount(ms, want.Dest); !ok || m != want {
+			t.Errorf("got %+v (found %v), want %+v", m, ok, want)
+		}
+	}
+
+	for _, c := range []struct {
+		l    Layout
+		want string
+	}{
+		{Layout{ReadOnly: []string{"data"}}, "--ro data: must be an absolute path"},
+		{Layout{ReadOnly: []string{"./data"}}, "--ro ./data: must be an absolute path"},
+		{Layout{ReadWrite: []string{"../data"}}, "--rw ../data: must be an absolute path"},
+		{Layout{ReadOnly: []string{"/"}}, "binding the whole root"},
+		{Layout{ReadWrite: []string{"/usr/.."}}, "binding the whole root"},
+		{Layout{ReadWrite: []string{filepath.Join(dir, "missing")}}, "--rw " + filepath.Join(dir, "missing")},
+		{Layout{Extra: []Mount{{Kind: Bind, Source: filepath.Join(dir, "missing"), Dest: "/x"}}}, "mount /x"},
+	} {
+		c.l.Workspace = ws
+		_, _, err := build(t, &c.l)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: got %v, want an error containing %q", c.l, err, c.want)
+		}
+	}
+}
+
+func TestSortMounts(t *testing.T) {
+	ms := []Mount{
+		{Kind: Hide, Dest: "/etc/shadow"},
+		{Kind: Protect, Dest: "/w/.git"},
+		{Kind: Bind, Source: "/w", Dest: "/w/sub"},
+		{Kind: Bind, Source: "/etc", Dest: "/etc"},
+		{Kind: Hide, Dest: "/opt"},
+		{Kind: Bind, Source: "/w", Dest: "/w"},
+		{Kind: Tmpfs, Dest: "/tmp"},
+	}
+	sortMounts(ms)
+	var got []string
+	for _, m := range ms {
+		got = append(got, m.Dest)
+	}
+	// Depth first; equal depth keeps the given order; a covering entry
+	// sorts after the plain entries of its own depth.
+	want := []string{"/etc", "/w", "/tmp", "/opt", "/w/sub", "/etc/shadow", "/w/.git"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("sortMounts: got %v, want %v", got, want)
+	}
+}
+
+func TestResolvePath(t *testing.T) {
+	dir := tempDir(t)
+	ws := filepath.Join(dir, "ws")
+	mkdirs(t, filepath.Join(ws, "sub"), filepath.Join(dir, "outside"), filepath.Join(dir, "wsx"))
+	writeFile(t, filepath.Join(ws, "file"), "")
+	symlink(t, "sub", filepath.Join(ws, "in"))
+	symlink(t, "/etc", filepath.Join(ws, "out"))
+	symlink(t, "../outside", filepath.Join(ws, "escape"))
+	symlink(t, "in/../../outside", filepath.Join(ws, "sneaky"))
+	symlink(t, "../ws/sub", filepath.Join(ws, "roundtrip"))
+	symlink(t, "nowhere", filepath.Join(ws, "dangling"))
+
+	cases := []struct {
+		p, base, within string
+		want            string // "" means refused
+	}{
+		{"sub", ws, ws, filepath.Join(ws, "sub")},
+		{"sub/../file", ws, ws, filepath.Join(ws, "file")},
+		{filepath.Join(ws, "sub") + "/", "/", ws, filepath.Join(ws, "sub")},
+		{".", ws, ws, ws},
+		{"in", ws, ws, filepath.Join(ws, "sub")},
+		{"roundtrip", ws, ws, filepath.Join(ws, "sub")},
+		{"../outside", ws, ws, ""},
+		{"sub/../../outside", ws, ws, ""},
+		{"out", ws, ws, ""},
+		{"escape", ws, ws, ""},
+		{"sneaky", ws, ws, ""},
+		{"escape", ws, "", filepath.Join(dir, "outside")},
+		{"out", ws, "", "/etc"},
+		{"/etc", ws, ws, ""},
+		{filepath.Join(dir, "wsx"), ws, ws, ""}, // shares a prefix, not a parent
+		{"missing", ws, ws, ""},
+		{"dangling", ws, ws, ""},
+		{"", ws, ws, ""},
+		{"su\x00b", ws, ws, ""},
+	}
+	for _, c := range cases {
+		got, err := ResolvePath(c.p, c.base, c.within)
+		switch {
+		case c.want == "" && err == nil:
+			t.Errorf("ResolvePath(%q, %q, %q) = %q, want it refused", c.p, c.base, c.within, got)
+		case c.want != "" && (err != nil || got != c.want):
+			t.Errorf("ResolvePath(%q, %q, %q) = %q, %v; want %q", c.p, c.base, c.within, got, err, c.want)
+		}
+	}
+}
+
+// protectLayout is a workspace with nothing but the given protected paths.
+func protectLayout(ws string, rels ...string) *Layout {
+	return &Layout{Workspace: ws, Protected: rels}
+}
+
+func protectDests(ms []Mount) []string {
+	var d []string
+	for _, m := range mountsOfKind(ms, Protect) {
+		d = append(d, m.Dest)
+	}
+	return d
+}
+
+func isDir(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.IsDir()
+}
+
+// looksLikePlaceholder reports whether path is read-only: a command can
+// neither write to it nor create anything beneath it.
+func looksLikePlaceholder(t *testing.T, path string) bool {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Errorf("placeholder %s: %v", path, err)
+		return false
+	}
+	if fi.Mode().Perm()&0o222 != 0 || fi.Mode()&os.ModeSymlink != 0 {
+		t.Errorf("placeholder %s is %v, want a read-only file or directory", path, fi.Mode())
+		return false
+	}
+	return true
+}
+
+func inode(t *testing.T, path string) uint64 {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+func TestProtect(t *testing.T) {
+	t.Run("existing dir is protected in place", func(t *testing.T) {
+		ws := tempDir(t)
+		mkdirs(t, filepath.Join(ws, ".git", "hooks"))
+		ms, ph := mustBuild(t, protectLayout(ws, ".git/hooks"))
+		if got, want := protectDests(ms), []string{filepath.Join(ws, ".git/hooks")}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("protected %v, want %v", got, want)
+		}
+		ph.Release()
+		if !isDir(filepath.Join(ws, ".git", "hooks")) {
+			t.Error("Release removed a directory jail did not create")
+		}
+	})
+
+	t.Run("missing path gets a placeholder that Release removes", func(t *testing.T) {
+		ws := tempDir(t)
+		ms, ph := mustBuild(t, protectLayout(ws, ".envrc"))
+		p := filepath.Join(ws, ".envrc")
+		if got := protectDests(ms); !reflect.DeepEqual(got, []string{p}) {
+			t.Fatalf("protected %v, want [%s]", got, p)
+		}
+		if !looksLikePlaceholder(t, p) {
+			t.Fatal("no placeholder")
+		}
+		ph.Release()
+		if exists(p) {
+			t.Error("Release left the placeholder")
+		}
+		ph.Release() // idempotent
+	})
+
+	t.Run("missing parent gets the placeholder", func(t *testing.T) {
+		ws := tempDir(t)
+		ms, ph := mustBuild(t, protectLayout(ws, ".github/hooks"))
+		p := filepath.Join(ws, ".github")
+		if got := protectDests(ms); !reflect.DeepEqual(got, []string{p}) {
+			t.Fatalf("protected %v, want [%s]", got, p)
+		}
+		if !looksLikePlaceholder(t, p) || exists(filepath.Join(p, "hooks")) {
+			t.Fatal("want a placeholder at .github and nothing beneath it")
+		}
+		ph.Release()
+		if exists(p) {
+			t.Error("Release left the placeholder")
+		}
+	})
+
+	t.Run("symlink in the way is protected, never followed", func(t *testing.T) {
+		dir := tempDir(t)
+		ws, outside := filepath.Join(dir, "ws"), filepath.Join(dir, "outside")
+		mkdirs(t, ws, outside)
+		symlink(t, outside, filepath.Join(ws, ".github"))
+		symlink(t, outside, filepath.Join(ws, ".vscode"))
+		symlink(t, filepath.Join(dir, "nowhere"), filepath.Join(ws, ".envrc"))
+		ms, ph := mustBuild(t, protectLayout(ws, ".github/hooks", ".vscode", ".envrc"))
+		want := []string{filepath.Join(ws, ".envrc"), filepath.Join(ws, ".github"), filepath.Join(ws, ".vscode")}
+		if got := protectDests(ms); !reflect.DeepEqual(got, want) {
+			t.Fatalf("protected %v, want %v", got, want)
+		}
+		ph.Release()
+		if exists(filepath.Join(outside, "hooks")) || exists(filepath.Join(dir, "nowhere")) {
+			t.Error("a placeholder was created through a symlink, outside the workspace")
+		}
+		for _, l := range want {
+			if fi, err := os.Lstat(l); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				t.Errorf("%s is no longer the symlink it was", l)
+			}
+		}
+	})
+
+	t.Run("a file in the way is protected (git worktree)", func(t *testing.T) {
+		ws := tempDir(t)
+		gitFile := filepath.Join(ws, ".git")
+		writeFile(t, gitFile, "gitdir: /elsewhere/.git/worktrees/ws\n")
+		ms, ph := mustBuild(t, protectLayout(ws, ".git/hooks", ".git/config"))
+		if got := protectDests(ms); !reflect.DeepEqual(got, []string{gitFile}) {
+			t.Fatalf("protected %v, want [%s]", got, gitFile)
+		}
+		ph.Release()
+		if b, err := os.ReadFile(gitFile); err != nil || !strings.HasPrefix(string(b), "gitdir:") {
+			t.Errorf(".git file changed: %q, %v", b, err)
+		}
+	})
+
+	t.Run("a protected parent covers its children in any order", func(t *testing.T) {
+		ws := tempDir(t)
+		mkdirs(t, filepath.Join(ws, ".git", "hooks"))
+		for _, rels := range [][]string{{".git", ".git/hooks"}, {".git/hooks", ".git"}} {
+			ms, _ := mustBuild(t, protectLayout(ws, rels...))
+			if got := protectDests(ms); !reflect.DeepEqual(got, []string{filepath.Join(ws, ".git")}) {
+				t.Errorf("%v: protected %v, want only .git", rels, got)
+			}
+		}
+	})
+
+	t.Run("paths leaving the workspace are refused", func(t *testing.T) {
+		ws := tempDir(t)
+		for _, r := range []string{"/etc", "..", "../x", ".", "a/../../x", ""} {
+			_, _, err := build(t, protectLayout(ws, r))
+			if err == nil || !strings.Contains(err.Error(), "must be relative to the workspace") {
+				t.Errorf("%q: got %v, want it refused", r, err)
+			}
+		}
+	})
+
+	t.Run("placeholders made before an error are released", func(t *testing.T) {
+		ws := tempDir(t)
+		_, ph, err := build(t, protectLayout(ws, ".envrc", "../x"))
+		if err == nil {
+			t.Fatal("../x accepted")
+		}
+		if !looksLikePlaceholder(t, filepath.Join(ws, ".envrc")) {
+			t.Fatal("the placeholder made before the error is missing (test premise)")
+		}
+		ph.Release()
+		if exists(filepath.Join(ws, ".envrc")) {
+			t.Error("Release after a failed Build left the placeholder")
+		}
+	})
+
+	t.Run("Release removes only the object it made", func(t *testing.T) {
+		ws := tempDir(t)
+		_, ph := mustBuild(t, protectLayout(ws, ".jail"))
+		p := filepath.Join(ws, ".jail")
+		// Replace the placeholder while the old inode still exists, so the
+		// new file cannot reuse its inode number.
+		if err := os.Rename(p, filepath.Join(ws, "moved")); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, p, "")
+		ph.Release()
+		if !exists(p) {
+			t.Error("Release removed a file that is not its placeholder")
+		}
+		if !exists(filepath.Join(ws, "moved")) {
+			t.Error("Release removed a name it did not create")
+		}
+	})
+
+	t.Run("an empty file of the user is not taken for a placeholder", func(t *testing.T) {
+		ws := tempDir(t)
+		p := filepath.Join(ws, ".envrc")
+		writeFile(t, p, "")
+		ms, ph := mustBuild(t, protectLayout(ws, ".envrc"))
+		if got := protectDests(ms); !reflect.DeepEqual(got, []string{p}) {
+			t.Fatalf("protected %v, want [%s]", got, p)
+		}
+		ph.Release()
+		if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o644 {
+			t.Errorf("the user's file changed: %v, %v", fi, err)
+		}
+	})
+
+	t.Run("own LockExisting does not keep the placeholder", func(t *testing.T) {
+		ws := tempDir(t)
+		mkdirs(t, filepath.Join(ws, ".vscode"))
+		writeFile(t, filepath.Join(ws, ".envrc"), "use nix\n")
+		ms, ph := mustBuild(t, protectLayout(ws, ".jail", ".vscode", ".envrc"))
+		ph.LockExisting(ms) // what jail run does right after Build
+		ph.Release()
+		if exists(filepath.Join(ws, ".jail")) {
+			t.Error("the run's own lock kept its placeholder")
+		}
+		if !isDir(filepath.Join(ws, ".vscode")) || !exists(filepath.Join(ws, ".envrc")) {
+			t.Error("an existing protected object was removed")
+		}
+	})
+
+	t.Run("a concurrent holder keeps the placeholder", func(t *testing.T) {
+		ws := tempDir(t)
+		p := filepath.Join(ws, ".jail")
+		l := protectLayout(ws, ".jail")
+		_, first := mustBuild(t, l)
+		before := inode(t, p)
+		// A second run starting now finds the placeholder, keeps it (the
+		// first run holds it) and protects it.
+		ms2, second := mustBuild(t, l)
+		if !reflect.DeepEqual(protectDests(ms2), []string{p}) || inode(t, p) != before {
+			t.Fatalf("second run: protected %v; placeholder replaced: %v", protectDests(ms2), inode(t, p) != before)
+		}
+		second.LockExisting(ms2)
+		first.Release()
+		if !exists(p) {
+			t.Fatal("the first run removed a placeholder the second run still uses")
+		}
+		second.Release()
+		// Every lock is gone: an exclusive lock can be taken again.
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		unix.Close(fd)
+		if err != nil {
+			t.Fatalf("a lock survived Release: %v", err)
+		}
+
+		// The placeholder outlived both runs. The next run takes it over
+		// as its own and removes it when it ends, if the file system keeps
+		// the user.jail mark that identifies it.
+		probe := filepath.Join(ws, "xattr-probe")
+		writeFile(t, probe, "")
+		if err := unix.Setxattr(probe, "user.probe", []byte("1"), 0); errors.Is(err, unix.ENOTSUP) {
+			t.Skipf("requires user xattrs on %s to recognise a leftover placeholder: %v", ws, err)
+		}
+		_, third := mustBuild(t, l)
+		third.Release()
+		if exists(p) {
+			t.Error("a placeholder no run holds any more was not cleaned up by the next run")
+		}
+	})
+
+	t.Run("a placeholder carries the mark that identifies a leftover", func(t *testing.T) {
+		ws := tempDir(t)
+		probe := filepath.Join(ws, "xattr-probe")
+		writeFile(t, probe, "")
+		if err := unix.Setxattr(probe, "user.probe", []byte("1"), 0); errors.Is(err, unix.ENOTSUP) {
+			t.Skipf("requires user xattrs on %s: %v", ws, err)
+		}
+		_, ph := mustBuild(t, protectLayout(ws, ".envrc"))
+		defer ph.Release()
+		fd, err := unix.Open(filepath.Join(ws, ".envrc"), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		if !isPlaceholder(fd) {
+			buf := make([]byte, 64)
+			_, err := unix.Fgetxattr(fd, placeholderXattr, buf)
+			t.Errorf("the placeholder has no %s mark (%v): a copy left by a killed run is never cleaned up", placeholderXattr, err)
+		}
+	})
+
+	t.Run("nil Placeholders", func(t *testing.T) {
+		var ph *Placeholders
+		ph.Release() // must not panic: Build's callers defer it before checking err
+	})
+}

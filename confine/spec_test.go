@@ -1,0 +1,168 @@
+package confine
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// validSpec is the smallest Spec Validate accepts, with one mount of every
+// kind in an order a Layout would produce.
+func validSpec() *Spec {
+	return &Spec{
+		Argv: []string{"/bin/true"},
+		Dir:  "/work",
+		Net:  NetNone,
+		Mounts: []Mount{
+			{Kind: Bind, Source: "/usr", Dest: "/usr", Exec: true},
+			{Kind: Symlink, Source: "usr/bin", Dest: "/bin"},
+			{Kind: Proc, Dest: "/proc"},
+			{Kind: Dev, Dest: "/dev"},
+			{Kind: Tmpfs, Dest: "/tmp", Writable: true, Exec: true},
+			{Kind: Bind, Source: "/srv/work", Dest: "/work", Writable: true, Exec: true},
+			{Kind: Hide, Dest: "/usr/secret"},
+			{Kind: Protect, Dest: "/work/.git"},
+		},
+	}
+}
+
+func TestValidate(t *testing.T) {
+	if err := validSpec().Validate(); err != nil {
+		t.Fatalf("the valid spec was refused: %v", err)
+	}
+	cases := []struct {
+		name   string
+		modify func(s *Spec)
+		want   string // substring of the error; "" means valid
+	}{
+		{"nil argv", func(s *Spec) { s.Argv = nil }, "no command"},
+		{"empty argv0", func(s *Spec) { s.Argv = []string{"", "x"} }, "no command"},
+		{"empty dir", func(s *Spec) { s.Dir = "" }, "working directory"},
+		{"relative dir", func(s *Spec) { s.Dir = "work" }, "working directory"},
+		{"unclean dir", func(s *Spec) { s.Dir = "/work/../etc" }, "working directory"},
+		{"trailing slash dir", func(s *Spec) { s.Dir = "/work/" }, "working directory"},
+		{"relative dest", func(s *Spec) { s.Mounts[0].Dest = "usr" }, "destination"},
+		{"unclean dest", func(s *Spec) { s.Mounts[0].Dest = "/usr/./lib" }, "destination"},
+		{"dest is root", func(s *Spec) { s.Mounts = []Mount{{Kind: Tmpfs, Dest: "/"}} }, "destination"},
+		{"NUL in dest", func(s *Spec) { s.Mounts[2].Dest = "/pro\x00c" }, "destination"},
+		{"relative bind source", func(s *Spec) { s.Mounts[0].Source = "usr" }, "bind source"},
+		{"empty bind source", func(s *Spec) { s.Mounts[0].Source = "" }, "bind source"},
+		{"unclean bind source", func(s *Spec) { s.Mounts[0].Source = "/usr/../etc" }, "bind source"},
+		{"symlink without target", func(s *Spec) { s.Mounts[1].Source = "" }, "no target"},
+		{"relative symlink target is fine", func(s *Spec) { s.Mounts[1].Source = "../usr/bin" }, ""},
+		{"unknown kind", func(s *Spec) { s.Mounts[0].Kind = "overlay" }, `unknown kind "overlay"`},
+		{"empty kind", func(s *Spec) { s.Mounts[0].Kind = "" }, "unknown kind"},
+		{"child before parent", func(s *Spec) {
+			s.Mounts = []Mount{{Kind: Bind, Source: "/usr/lib", Dest: "/usr/lib"}, {Kind: Bind, Source: "/usr", Dest: "/usr"}}
+		}, "covered by the later mount /usr"},
+		{"same dest twice", func(s *Spec) {
+			s.Mounts = []Mount{{Kind: Tmpfs, Dest: "/tmp"}, {Kind: Bind, Source: "/var/tmp", Dest: "/tmp"}}
+		}, "covered by the later mount /tmp"},
+		{"tmpfs over the workspace after it", func(s *Spec) {
+			s.Mounts = append(s.Mounts, Mount{Kind: Tmpfs, Dest: "/work"})
+		}, "covered by the later mount /work"},
+		{"protect at the same path is not a cover", func(s *Spec) {
+			s.Mounts = append(s.Mounts, Mount{Kind: Protect, Dest: "/work"})
+		}, ""},
+		{"hide above an earlier mount is not a cover", func(s *Spec) {
+			s.Mounts = append(s.Mounts, Mount{Kind: Hide, Dest: "/usr"})
+		}, ""},
+		{"sibling with a common prefix is not covered", func(s *Spec) {
+			s.Mounts = []Mount{{Kind: Bind, Source: "/usr/lib", Dest: "/usr/lib"}, {Kind: Bind, Source: "/usr/li", Dest: "/usr/li"}}
+		}, ""},
+		{"empty net", func(s *Spec) { s.Net = "" }, "unknown network mode"},
+		{"bridge net", func(s *Spec) { s.Net = "bridge" }, `unknown network mode "bridge"`},
+		{"host net", func(s *Spec) { s.Net = NetHost }, ""},
+		{"tcp and udp sockets on loopback", func(s *Spec) {
+			s.Sockets = []Socket{{Network: "tcp", Addr: "127.0.0.1:3128"}, {Network: "udp", Addr: "[::1]:53"}}
+		}, ""},
+		{"socket network", func(s *Spec) { s.Sockets = []Socket{{Network: "unix", Addr: "127.0.0.1:1"}} }, `network "unix"`},
+		{"socket off loopback", func(s *Spec) { s.Sockets = []Socket{{Network: "tcp", Addr: "0.0.0.0:3128"}} }, "loopback address"},
+		{"socket without a port", func(s *Spec) { s.Sockets = []Socket{{Network: "tcp", Addr: "127.0.0.1:0"}} }, "fixed port"},
+		{"socket by name", func(s *Spec) { s.Sockets = []Socket{{Network: "tcp", Addr: "localhost:80"}} }, "loopback address"},
+		{"socket in the host's namespace", func(s *Spec) {
+			s.Net = NetHost
+			s.Sockets = []Socket{{Network: "tcp", Addr: "127.0.0.1:3128"}}
+		}, "own network namespace"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := validSpec()
+			c.modify(s)
+			err := s.Validate()
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.want != "" && err == nil:
+				t.Fatalf("accepted, want an error containing %q", c.want)
+			case c.want != "" && !strings.Contains(err.Error(), c.want):
+				t.Fatalf("error %q does not contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestDegraded(t *testing.T) {
+	s := &Spec{AllowDegraded: []Layer{LayerCgroup, LayerSeccomp}}
+	if !s.Degraded(LayerSeccomp) || !s.Degraded(LayerCgroup) {
+		t.Error("a listed layer is not reported as degraded")
+	}
+	if s.Degraded(LayerLandlock) || (&Spec{}).Degraded(LayerLandlock) {
+		t.Error("an unlisted layer is reported as degraded")
+	}
+}
+
+// TestSpecWireRoundTrip: what the supervisor encodes is exactly what the
+// child decodes, every field set, extreme values included.
+func TestSpecWireRoundTrip(t *testing.T) {
+	s := validSpec()
+	s.Argv = []string{"/bin/sh", "-c", "echo \"$1\" 'é' \x01", "--", ""}
+	s.Env = []string{"PATH=/usr/bin:/bin", "EMPTY=", "EQ=a=b", "UTF8=日本語"}
+	s.UID, s.GID = 1000, 1001
+	s.Hostname = "jail"
+	s.ConnectPorts = []uint16{0, 443, 65535}
+	s.Sockets = []Socket{{Network: "tcp", Addr: "127.0.0.1:3128"}, {Network: "udp", Addr: "[::1]:53"}}
+	s.Seccomp = []Program{
+		{{Code: 0x20, Jt: 0, Jf: 0, K: 4}, {Code: 0x15, Jt: 1, Jf: 0, K: 0xC000003E}, {Code: 0x06, K: 0x7fff0000}},
+		{{Code: 0xffff, Jt: 255, Jf: 255, K: 0xffffffff}},
+	}
+	s.RLimits = []RLimit{{Resource: 9, Cur: 1 << 20, Max: ^uint64(0)}}
+	s.AllowDegraded = []Layer{LayerCgroup}
+	s.Foreground = true
+
+	// A field added to Spec must be added here, or the wire could drop it
+	// unnoticed.
+	v := reflect.ValueOf(*s)
+	for i := 0; i < v.NumField(); i++ {
+		if v.Field(i).IsZero() {
+			t.Errorf("the round trip does not set Spec.%s", v.Type().Field(i).Name)
+		}
+	}
+
+	b, err := s.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeSpec(b)
+	if err != nil {
+		t.Fatalf("decode: %v\nwire: %s", err, b)
+	}
+	if !reflect.DeepEqual(got, s) {
+		t.Fatalf("the spec changed on the wire:\n got %+v\nwant %+v", got, s)
+	}
+}
+
+func TestDecodeSpecRefuses(t *testing.T) {
+	for name, wire := range map[string]string{
+		"not json":       `{"argv":`,
+		"wrong type":     `{"argv":"/bin/true","dir":"/","net":"none"}`,
+		"invalid spec":   `{"argv":["/bin/true"],"dir":"relative","net":"none"}`,
+		"unknown kind":   `{"argv":["/bin/true"],"dir":"/","net":"none","mounts":[{"kind":"overlay","dest":"/x"}]}`,
+		"bad filter":     `{"argv":["/bin/true"],"dir":"/","net":"none","seccomp":[[{"c":65536}]]}`,
+		"partial filter": `{"argv":["/bin/true"],"dir":"/","net":"none","seccomp":["AAAA"]}`,
+	} {
+		if s, err := DecodeSpec([]byte(wire)); err == nil {
+			t.Errorf("%s: decoded %+v", name, s)
+		}
+	}
+}
