@@ -102,7 +102,8 @@ func (c *Cmd) Start() error {
 	if c.cg.method == LimitRLimit {
 		s.RLimits = append(s.RLimits, rlimitsFor(c.Limits)...)
 	}
-	wire, err := s.Encode()
+	abi, _ := landlockABI()
+	wire, err := compilePlan(s, abi)
 	if err != nil {
 		c.cg.cleanup()
 		return err
@@ -135,9 +136,7 @@ func (c *Cmd) Start() error {
 	defer sockChild.Close()
 	files := []*os.File{orNull(c.Stdin), orNull(c.Stdout), orNull(c.Stderr), specR, statusW, sockChild}
 	c.start = time.Now()
-	// pid 1 mostly waits: one P keeps the runtime from starting threads
-	// and spinning that would only add to every launch.
-	proc, err := os.StartProcess("/proc/self/exe", []string{childArg0}, &os.ProcAttr{Env: []string{"GOMAXPROCS=1"}, Files: files, Sys: attr})
+	proc, err := os.StartProcess("/proc/self/exe", []string{childArg0}, &os.ProcAttr{Env: []string{}, Files: files, Sys: attr})
 	if err != nil {
 		c.cg.cleanup()
 		return userNSError(err)
@@ -174,7 +173,7 @@ func (c *Cmd) Start() error {
 			// The child's own report says why, if it failed first.
 			var r report
 			if line, rerr := c.status.ReadBytes('\n'); rerr == nil && json.Unmarshal(line, &r) == nil && r.Err != nil {
-				return abort(r.Err)
+				return abort(withFix(r.Err))
 			}
 			return abort(fmt.Errorf("receive proxy sockets: %w", err))
 		}
@@ -194,7 +193,7 @@ func (c *Cmd) Start() error {
 		case r.Err != nil && r.Err.Layer == LayerExec:
 			return &ExecError{Path: r.Err.Msg, Errno: r.Err.Errno}
 		case r.Err != nil:
-			return r.Err
+			return withFix(r.Err)
 		case errors.Is(err, io.EOF):
 			return &LayerError{Layer: LayerMount, Stage: "start", Msg: "the sandbox's init exited before reporting"}
 		default:

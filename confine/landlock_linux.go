@@ -3,10 +3,7 @@
 package confine
 
 import (
-	"fmt"
-
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
-	"golang.org/x/sys/unix"
 )
 
 // landlockRule grants Access beneath Path (a path of the new root).
@@ -78,6 +75,13 @@ func landlockRules(s *Spec) []landlockRule {
 	return rules
 }
 
+// Network and scope rights, as the plan passes them.
+const (
+	llConnectTCP        = ll.AccessNetConnectTCP
+	llScopeAbstractUnix = ll.ScopeAbstractUnixSocket
+	llScopeSignal       = ll.ScopeSignal
+)
+
 // landlockABI is the kernel's Landlock ABI version, 0 when unavailable.
 func landlockABI() (int, error) {
 	v, err := ll.LandlockGetABIVersion()
@@ -85,54 +89,4 @@ func landlockABI() (int, error) {
 		return 0, err
 	}
 	return v, nil
-}
-
-// applyLandlock restricts the calling thread (and what it forks) to rules.
-// The caller holds the OS thread locked and has set no_new_privs.
-func applyLandlock(s *Spec, abi int) error {
-	handled := landlockFSRights(abi)
-	attr := ll.RulesetAttr{HandledAccessFS: handled}
-	if abi >= 4 && s.ConnectPorts != nil {
-		attr.HandledAccessNet = ll.AccessNetConnectTCP
-	}
-	if abi >= 6 {
-		// Abstract unix sockets have no path, so mounts cannot hide the
-		// host's (an X server's @/tmp/.X11-unix, dbus); scoping stops them,
-		// and stops signals to processes outside the sandbox's domain.
-		attr.Scoped = ll.ScopeAbstractUnixSocket | ll.ScopeSignal
-	}
-	fd, err := ll.LandlockCreateRuleset(&attr, 0)
-	if err != nil {
-		return fmt.Errorf("landlock: create ruleset: %w", err)
-	}
-	defer unix.Close(fd)
-	for _, r := range landlockRules(s) {
-		pfd, err := unix.Open(r.Path, unix.O_PATH|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return fmt.Errorf("landlock: open %s: %w", r.Path, err)
-		}
-		access := r.Access & handled
-		// A rule on a file (not a directory) may only carry file rights.
-		var st unix.Stat_t
-		if unix.Fstat(pfd, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			access &= ll.AccessFSExecute | ll.AccessFSWriteFile | ll.AccessFSReadFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
-		}
-		err = ll.LandlockAddPathBeneathRule(fd, &ll.PathBeneathAttr{AllowedAccess: access, ParentFd: pfd}, 0)
-		unix.Close(pfd)
-		if err != nil {
-			return fmt.Errorf("landlock: rule for %s: %w", r.Path, err)
-		}
-	}
-	if attr.HandledAccessNet != 0 {
-		for _, p := range s.ConnectPorts {
-			if err := ll.LandlockAddNetPortRule(fd, &ll.NetPortAttr{AllowedAccess: ll.AccessNetConnectTCP, Port: uint64(p)}, 0); err != nil {
-				return fmt.Errorf("landlock: port rule %d: %w", p, err)
-			}
-		}
-	}
-	// No TSYNC flag: only this thread, from which the command is forked.
-	if err := ll.LandlockRestrictSelf(fd, 0); err != nil {
-		return fmt.Errorf("landlock: restrict self: %w", err)
-	}
-	return nil
 }

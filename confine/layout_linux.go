@@ -288,3 +288,15 @@ func isShellRC(r string) bool {
 	}
 	return false
 }
+
+// devNodes are the device files of the minimal /dev.
+func devNodes() []string { return []string{"null", "zero", "full", "random", "urandom", "tty"} }
+
+// openIn opens rel beneath dirfd without following any symlink, the final
+// component included: a symlink there is returned as itself.
+func openIn(dirfd int, rel string) (int, error) {
+	return unix.Openat2(dirfd, rel, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+}

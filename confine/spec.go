@@ -125,8 +125,8 @@ type Spec struct {
 // in the child cost more than the rest of its setup.
 type Program []SockFilter
 
-// MarshalJSON encodes the instructions in their kernel layout.
-func (p Program) MarshalJSON() ([]byte, error) {
+// MarshalBinary is the program in the kernel's struct sock_filter layout.
+func (p Program) MarshalBinary() ([]byte, error) {
 	raw := make([]byte, 8*len(p))
 	for i, f := range p {
 		b := raw[i*8:]
@@ -134,6 +134,12 @@ func (p Program) MarshalJSON() ([]byte, error) {
 		b[2], b[3] = f.Jt, f.Jf
 		binary.NativeEndian.PutUint32(b[4:], f.K)
 	}
+	return raw, nil
+}
+
+// MarshalJSON encodes the instructions in their kernel layout.
+func (p Program) MarshalJSON() ([]byte, error) {
+	raw, _ := p.MarshalBinary()
 	return json.Marshal(raw)
 }
 

@@ -1,0 +1,793 @@
+// The sandbox's init: pid 1 of the sandbox, executing a plan compiled by
+// the Go supervisor (plan_linux.go).
+//
+// Why C: the child is the jail binary re-executed through /proc/self/exe.
+// A Go child would start a second Go runtime (threads, package
+// initialisers, page faults: more than the rest of the launch together).
+// This constructor runs before the Go runtime, as runc's nsexec does, and
+// never returns when it is the child. Every decision (which paths, in what
+// order, which rights, which filter) is made and tested in Go; this file
+// only carries out the plan, one operation per function, and reports the
+// first failure as {stage, errno, msg}.
+//
+// Protocol (see doc.go): fd 3 carries the plan (read to EOF), fd 4 takes
+// JSON-lines reports, fd 5 takes the listening sockets of OP_SOCKETS.
+
+//go:build linux && cgo
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+
+// Syscall numbers of the new mount API, openat2 and Landlock are the same
+// on every architecture jail supports (the unified table from Linux 5.1).
+#define NR_open_tree 428
+#define NR_move_mount 429
+#define NR_fsopen 430
+#define NR_fsconfig 431
+#define NR_fsmount 432
+#define NR_openat2 437
+#define NR_mount_setattr 442
+#define NR_landlock_create_ruleset 444
+#define NR_landlock_add_rule 445
+#define NR_landlock_restrict_self 446
+
+#define J_OPEN_TREE_CLONE 1
+#define J_OPEN_TREE_CLOEXEC O_CLOEXEC
+#define J_AT_RECURSIVE 0x8000
+#define J_MOVE_MOUNT_F_EMPTY_PATH 0x04
+#define J_MOVE_MOUNT_T_EMPTY_PATH 0x40
+#define J_MOUNT_ATTR_RDONLY 0x1
+#define J_FSOPEN_CLOEXEC 0x1
+#define J_FSMOUNT_CLOEXEC 0x1
+#define J_FSCONFIG_SET_STRING 1
+#define J_FSCONFIG_CMD_CREATE 6
+#define J_RESOLVE_NO_MAGICLINKS 0x02
+#define J_RESOLVE_NO_SYMLINKS 0x04
+#define J_RESOLVE_BENEATH 0x08
+#define J_LANDLOCK_RULE_PATH_BENEATH 1
+#define J_LANDLOCK_RULE_NET_PORT 2
+#define J_SECBITS 0xEF /* NOROOT, NO_SETUID_FIXUP, KEEP_CAPS_LOCKED, NO_CAP_AMBIENT_RAISE, and their locks */
+
+struct j_open_how { uint64_t flags, mode, resolve; };
+struct j_mount_attr { uint64_t attr_set, attr_clr, propagation, userns_fd; };
+struct j_ruleset_attr { uint64_t handled_fs, handled_net, scoped; };
+struct j_path_beneath { uint64_t allowed; int32_t parent_fd; } __attribute__((packed));
+struct j_net_port { uint64_t allowed, port; };
+
+// Operations of the plan, in the order the supervisor writes them.
+enum {
+	OP_END = 0,
+	OP_DUMPABLE = 1,
+	OP_HOSTNAME = 2,
+	OP_LOOPBACK = 3,
+	OP_SOCKETS = 4,
+	OP_PRIVATE = 5,
+	OP_SOURCE = 6,
+	OP_NEWROOT = 7,
+	OP_BIND = 8,
+	OP_TMPFS = 9,
+	OP_HIDE = 10,
+	OP_PROTECT = 11,
+	OP_SYMLINK = 12,
+	OP_PROC = 13,
+	OP_DEV = 14,
+	OP_PIVOT = 15,
+	OP_NNP = 16,
+	OP_LANDLOCK = 17,
+	OP_CLOEXEC = 18,
+	OP_CAPS = 19,
+	OP_SECCOMP = 20,
+	OP_EXEC = 21,
+};
+
+#define MAX_SOURCES 256
+#define NEWROOT "/tmp"
+#define EMPTY_FILE ".jail-empty"
+
+// The child's whole state; it is one process that runs one plan.
+struct child {
+	const uint8_t *p, *end; // plan cursor
+	int src[MAX_SOURCES];
+	int root;   // new root's tmpfs, before pivot
+	int empty;  // the empty read-only file used to cover paths
+	const char *stage;
+	const char *layer;
+};
+
+// ---- reporting ----------------------------------------------------------
+
+static void put_json_string(char **w, char *end, const char *s) {
+	char *o = *w;
+	if (o < end) *o++ = '"';
+	for (; *s && o + 7 < end; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\') { *o++ = '\\'; *o++ = c; }
+		else if (c < 0x20) { o += snprintf(o, end - o, "\\u%04x", c); }
+		else *o++ = c;
+	}
+	if (o < end) *o++ = '"';
+	*w = o;
+}
+
+static void report_line(const char *line, size_t n) {
+	while (n > 0) {
+		ssize_t k = write(4, line, n);
+		if (k < 0 && errno == EINTR) continue;
+		if (k <= 0) return;
+		line += k;
+		n -= k;
+	}
+}
+
+// fail reports the stage that failed and ends pid 1 (and with it the
+// namespace). code 127/126 mark a command that could not be executed.
+static void __attribute__((noreturn)) fail(struct child *c, int err, const char *msg, int code) {
+	char buf[2048], *w = buf, *end = buf + sizeof(buf) - 4;
+	w += snprintf(w, end - w, "{\"stage\":\"error\",\"err\":{\"layer\":");
+	put_json_string(&w, end, c->layer);
+	w += snprintf(w, end - w, ",\"stage\":");
+	put_json_string(&w, end, c->stage);
+	w += snprintf(w, end - w, ",\"errno\":%d,\"msg\":", err);
+	put_json_string(&w, end, msg ? msg : "");
+	w += snprintf(w, end - w, "}}\n");
+	report_line(buf, w - buf);
+	_exit(code);
+}
+
+#define CHECK(c, expr, msg) do { if ((expr) < 0) fail((c), errno, (msg), 125); } while (0)
+
+// ---- plan decoding --------------------------------------------------------
+
+static uint32_t get_u32(struct child *c) {
+	uint32_t v;
+	if (c->end - c->p < 4) fail(c, EINVAL, "truncated plan", 125);
+	memcpy(&v, c->p, 4);
+	c->p += 4;
+	return v;
+}
+
+static uint64_t get_u64(struct child *c) {
+	uint64_t v;
+	if (c->end - c->p < 8) fail(c, EINVAL, "truncated plan", 125);
+	memcpy(&v, c->p, 8);
+	c->p += 8;
+	return v;
+}
+
+// get_str returns a NUL-terminated string inside the plan (the encoder
+// writes length, bytes, NUL).
+static const char *get_str(struct child *c) {
+	uint32_t n = get_u32(c);
+	if ((size_t)(c->end - c->p) < (size_t)n + 1 || c->p[n] != 0 || memchr(c->p, 0, n))
+		fail(c, EINVAL, "malformed string in plan", 125);
+	const char *s = (const char *)c->p;
+	c->p += n + 1;
+	return s;
+}
+
+static const uint8_t *get_bytes(struct child *c, uint32_t *n) {
+	*n = get_u32(c);
+	if ((size_t)(c->end - c->p) < *n) fail(c, EINVAL, "truncated plan", 125);
+	const uint8_t *b = c->p;
+	c->p += *n;
+	return b;
+}
+
+static int get_src(struct child *c) {
+	uint32_t i = get_u32(c);
+	if (i >= MAX_SOURCES || c->src[i] < 0) fail(c, EINVAL, "plan names an unopened source", 125);
+	return c->src[i];
+}
+
+// ---- file-system helpers ---------------------------------------------------
+
+// rel strips the leading slash: paths of the new root are opened beneath
+// its descriptor.
+static const char *rel(const char *dest) {
+	while (*dest == '/') dest++;
+	return *dest ? dest : ".";
+}
+
+static int openat2_(int dirfd, const char *path, uint64_t flags, uint64_t resolve) {
+	struct j_open_how how = {.flags = flags, .mode = 0, .resolve = resolve};
+	return syscall(NR_openat2, dirfd, path, &how, sizeof(how));
+}
+
+// open_in opens path beneath dirfd without following any symlink; a
+// symlink as the last component is returned as itself.
+static int open_in(int dirfd, const char *path) {
+	return openat2_(dirfd, path, O_PATH | O_NOFOLLOW | O_CLOEXEC,
+			J_RESOLVE_BENEATH | J_RESOLVE_NO_SYMLINKS | J_RESOLVE_NO_MAGICLINKS);
+}
+
+// mkdir_all creates path (relative to dirfd) and its parents.
+static int mkdir_all(int dirfd, const char *path, mode_t mode) {
+	char buf[4096];
+	size_t n = strlen(path);
+	if (n >= sizeof(buf)) { errno = ENAMETOOLONG; return -1; }
+	memcpy(buf, path, n + 1);
+	for (char *s = buf;; s++) {
+		if (*s == '/' || *s == 0) {
+			char saved = *s;
+			*s = 0;
+			if (buf[0] && mkdirat(dirfd, buf, mode) < 0 && errno != EEXIST) return -1;
+			*s = saved;
+			if (!saved) break;
+		}
+	}
+	return 0;
+}
+
+static int create_mountpoint(int dirfd, const char *path, int dir) {
+	if (dir) return mkdir_all(dirfd, path, 0755);
+	char parent[4096];
+	size_t n = strlen(path);
+	if (n >= sizeof(parent)) { errno = ENAMETOOLONG; return -1; }
+	memcpy(parent, path, n + 1);
+	char *slash = strrchr(parent, '/');
+	if (slash) {
+		*slash = 0;
+		if (mkdir_all(dirfd, parent, 0755) < 0) return -1;
+	}
+	int fd = openat(dirfd, path, O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0444);
+	if (fd < 0) return -1;
+	return close(fd);
+}
+
+// attach_tree clones the tree at src, sets attr on every mount of the
+// clone (AT_RECURSIVE: submounts become read-only too) and attaches it on
+// dst; all by descriptor, so no path is looked up twice.
+static int attach_tree(int src, int dst, uint64_t attr) {
+	int tree = syscall(NR_open_tree, src, "", J_OPEN_TREE_CLONE | J_OPEN_TREE_CLOEXEC | J_AT_RECURSIVE | AT_EMPTY_PATH);
+	if (tree < 0) return -1;
+	if (attr) {
+		struct j_mount_attr a = {.attr_set = attr};
+		if (syscall(NR_mount_setattr, tree, "", AT_EMPTY_PATH | J_AT_RECURSIVE, &a, sizeof(a)) < 0) {
+			int e = errno;
+			close(tree);
+			errno = e;
+			return -1;
+		}
+	}
+	int r = syscall(NR_move_mount, tree, "", dst, "", J_MOVE_MOUNT_F_EMPTY_PATH | J_MOVE_MOUNT_T_EMPTY_PATH);
+	int e = errno;
+	close(tree);
+	errno = e;
+	return r;
+}
+
+static int set_readonly(const char *path) {
+	struct j_mount_attr a = {.attr_set = J_MOUNT_ATTR_RDONLY};
+	return syscall(NR_mount_setattr, AT_FDCWD, path, 0, &a, sizeof(a));
+}
+
+// dest_fd returns an O_PATH descriptor of dest in the new root, creating
+// the mountpoint first when it lies in jail's own tmpfs.
+static int dest_fd(struct child *c, const char *dest, int create, int dir) {
+	if (create && create_mountpoint(c->root, rel(dest), dir) < 0) return -1;
+	return open_in(c->root, rel(dest));
+}
+
+// cover puts an empty read-only object over fd: the empty file over files
+// and symlinks, an empty read-only tmpfs over directories.
+static int cover(struct child *c, int fd) {
+	struct stat st;
+	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) return -1;
+	uint64_t ro = J_MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+	if (!S_ISDIR(st.st_mode)) return attach_tree(c->empty, fd, ro);
+	int fs = syscall(NR_fsopen, "tmpfs", J_FSOPEN_CLOEXEC);
+	if (fs < 0) return -1;
+	int r = -1, m = -1;
+	if (syscall(NR_fsconfig, fs, J_FSCONFIG_SET_STRING, "mode", "0555", 0) == 0 &&
+	    syscall(NR_fsconfig, fs, J_FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0 &&
+	    (m = syscall(NR_fsmount, fs, J_FSMOUNT_CLOEXEC, ro)) >= 0)
+		r = syscall(NR_move_mount, m, "", fd, "", J_MOVE_MOUNT_F_EMPTY_PATH | J_MOVE_MOUNT_T_EMPTY_PATH);
+	int e = errno;
+	if (m >= 0) close(m);
+	close(fs);
+	errno = e;
+	return r;
+}
+
+// ---- operations -----------------------------------------------------------
+
+static void op_loopback(struct child *c) {
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	CHECK(c, s, "socket");
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof(ifr));
+	strcpy(ifr.ifr_name, "lo");
+	CHECK(c, ioctl(s, SIOCGIFFLAGS, &ifr), "get lo flags");
+	ifr.ifr_flags |= IFF_UP;
+	CHECK(c, ioctl(s, SIOCSIFFLAGS, &ifr), "set lo up");
+	close(s);
+}
+
+// op_sockets opens listening sockets in this (the sandbox's) network
+// namespace and passes them to the supervisor in one message on fd 5.
+static void op_sockets(struct child *c) {
+	uint32_t n = get_u32(c);
+	if (n == 0 || n > 64) fail(c, EINVAL, "socket count", 125);
+	int fds[64];
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t udp = get_u32(c), addr = get_u32(c), port = get_u32(c);
+		int s = socket(AF_INET, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0);
+		CHECK(c, s, "socket");
+		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr = {.s_addr = addr}};
+		CHECK(c, bind(s, (struct sockaddr *)&sa, sizeof(sa)), "bind a proxy socket");
+		if (!udp) CHECK(c, listen(s, 128), "listen");
+		fds[i] = s;
+	}
+	char one = 1;
+	struct iovec iov = {.iov_base = &one, .iov_len = 1};
+	char ctl[CMSG_SPACE(sizeof(fds))];
+	memset(ctl, 0, sizeof(ctl));
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = CMSG_SPACE(n * sizeof(int))};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(n * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
+	CHECK(c, sendmsg(5, &msg, 0), "send sockets to the supervisor");
+	for (uint32_t i = 0; i < n; i++) close(fds[i]);
+}
+
+// op_source opens a bind source the supervisor resolved. Any symlink in any
+// component means the tree changed since the supervisor checked it.
+static void op_source(struct child *c) {
+	uint32_t i = get_u32(c);
+	const char *path = get_str(c);
+	if (i >= MAX_SOURCES) fail(c, EINVAL, "source index", 125);
+	int fd = openat2_(AT_FDCWD, path, O_PATH | O_NOFOLLOW | O_CLOEXEC, J_RESOLVE_NO_SYMLINKS | J_RESOLVE_NO_MAGICLINKS);
+	if (fd < 0) fail(c, errno, path, 125);
+	struct stat st;
+	if (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode)) fail(c, ELOOP, path, 125);
+	c->src[i] = fd;
+}
+
+static void op_newroot(struct child *c) {
+	CHECK(c, mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755"), "mount the new root's tmpfs");
+	c->root = open(NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	CHECK(c, c->root, "open the new root");
+	CHECK(c, create_mountpoint(c->root, EMPTY_FILE, 0), "create the empty file");
+	c->empty = open_in(c->root, EMPTY_FILE);
+	CHECK(c, c->empty, "open the empty file");
+}
+
+static void op_bind(struct child *c) {
+	int src = get_src(c);
+	const char *dest = get_str(c);
+	uint64_t attr = get_u64(c);
+	uint32_t create = get_u32(c);
+	struct stat st;
+	CHECK(c, fstat(src, &st), dest);
+	int dst = dest_fd(c, dest, create, S_ISDIR(st.st_mode));
+	CHECK(c, dst, dest);
+	CHECK(c, attach_tree(src, dst, attr), dest);
+	close(dst);
+}
+
+static void op_tmpfs(struct child *c) {
+	const char *dest = get_str(c);
+	uint32_t writable = get_u32(c);
+	char path[4096];
+	CHECK(c, mkdir_all(c->root, rel(dest), 0755), dest);
+	snprintf(path, sizeof(path), NEWROOT "/%s", rel(dest));
+	CHECK(c, mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755"), dest);
+	if (!writable) CHECK(c, set_readonly(path), dest);
+}
+
+static void op_hide(struct child *c) {
+	const char *dest = get_str(c);
+	int fd = open_in(c->root, rel(dest));
+	if (fd < 0 && errno == ENOENT) return; // nothing to hide
+	CHECK(c, fd, dest);
+	CHECK(c, cover(c, fd), dest);
+	close(fd);
+}
+
+// op_protect makes dest read-only in place; a planted symlink is covered,
+// not followed, so it can be neither used nor replaced.
+static void op_protect(struct child *c) {
+	const char *dest = get_str(c);
+	int fd = open_in(c->root, rel(dest));
+	CHECK(c, fd, dest);
+	struct stat st;
+	CHECK(c, fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW), dest);
+	if (S_ISLNK(st.st_mode))
+		CHECK(c, cover(c, fd), dest);
+	else
+		CHECK(c, attach_tree(fd, fd, J_MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV), dest);
+	close(fd);
+}
+
+static void op_symlink(struct child *c) {
+	const char *target = get_str(c);
+	const char *dest = get_str(c);
+	char parent[4096];
+	snprintf(parent, sizeof(parent), "%s", rel(dest));
+	char *slash = strrchr(parent, '/');
+	if (slash) {
+		*slash = 0;
+		CHECK(c, mkdir_all(c->root, parent, 0755), dest);
+	}
+	CHECK(c, symlinkat(target, c->root, rel(dest)), dest);
+}
+
+static void op_proc(struct child *c) {
+	const char *dest = get_str(c);
+	char path[4096];
+	CHECK(c, mkdir_all(c->root, rel(dest), 0555), dest);
+	snprintf(path, sizeof(path), NEWROOT "/%s", rel(dest));
+	CHECK(c, mount("proc", path, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL), "mount proc");
+	// Host-wide knobs stay read-only in place, as bubblewrap does: the
+	// caller may be root, whose uid 0 maps to the host's.
+	static const char *subs[] = {"sys", "sysrq-trigger", "irq", "bus"};
+	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+		char sub[4096];
+		snprintf(sub, sizeof(sub), "%s/%s", rel(dest), subs[i]);
+		int fd = open_in(c->root, sub);
+		if (fd < 0 && errno == ENOENT) continue;
+		CHECK(c, fd, sub);
+		CHECK(c, attach_tree(fd, fd, J_MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC), sub);
+		close(fd);
+	}
+}
+
+static void op_dev(struct child *c) {
+	const char *dest = get_str(c);
+	static const char *nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+	int srcs[6];
+	for (int i = 0; i < 6; i++) srcs[i] = get_src(c);
+	char path[4096], sub[4096];
+	CHECK(c, mkdir_all(c->root, rel(dest), 0755), dest);
+	snprintf(path, sizeof(path), NEWROOT "/%s", rel(dest));
+	CHECK(c, mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755"), "mount /dev");
+	for (int i = 0; i < 6; i++) {
+		snprintf(sub, sizeof(sub), "%s/%s", rel(dest), nodes[i]);
+		int dst = dest_fd(c, sub, 1, 0);
+		CHECK(c, dst, sub);
+		CHECK(c, attach_tree(srcs[i], dst, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC), sub);
+		close(dst);
+	}
+	// A private devpts: the sandbox's ptys are its own; other users'
+	// terminals are not there.
+	snprintf(sub, sizeof(sub), "%s/pts", rel(dest));
+	CHECK(c, mkdir_all(c->root, sub, 0755), sub);
+	snprintf(sub, sizeof(sub), "%s/pts", path);
+	CHECK(c, mount("devpts", sub, "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"), "mount devpts");
+	snprintf(sub, sizeof(sub), "%s/shm", rel(dest));
+	CHECK(c, mkdir_all(c->root, sub, 01777), sub);
+	snprintf(sub, sizeof(sub), "%s/shm", path);
+	CHECK(c, mount("tmpfs", sub, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777"), "mount /dev/shm");
+	static const char *links[][2] = {{"ptmx", "pts/ptmx"}, {"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"},
+					 {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}};
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		snprintf(sub, sizeof(sub), "%s/%s", rel(dest), links[i][0]);
+		CHECK(c, symlinkat(links[i][1], c->root, sub), sub);
+	}
+	CHECK(c, set_readonly(path), "/dev read-only");
+}
+
+// op_pivot makes the tmpfs the root. pivot_root(".", ".") stacks the old
+// root on top of the new one; detaching it leaves no path to the host.
+static void op_pivot(struct child *c) {
+	for (int i = 0; i < MAX_SOURCES; i++)
+		if (c->src[i] >= 0) { close(c->src[i]); c->src[i] = -1; }
+	CHECK(c, fchdir(c->root), "chdir to the new root");
+	CHECK(c, syscall(SYS_pivot_root, ".", "."), "pivot_root");
+	CHECK(c, umount2(".", MNT_DETACH), "detach the old root");
+	CHECK(c, chdir("/"), "chdir /");
+	// The root holds only mountpoints; nothing may be created there.
+	CHECK(c, set_readonly("/"), "make / read-only");
+	close(c->root);
+	close(c->empty);
+	c->root = c->empty = -1;
+}
+
+static void op_landlock(struct child *c) {
+	struct j_ruleset_attr attr;
+	attr.handled_fs = get_u64(c);
+	attr.handled_net = get_u64(c);
+	attr.scoped = get_u64(c);
+	uint32_t nrules = get_u32(c);
+	size_t size = attr.scoped ? sizeof(attr) : attr.handled_net ? 16 : 8;
+	int rs = syscall(NR_landlock_create_ruleset, &attr, size, 0);
+	CHECK(c, rs, "create ruleset");
+	for (uint32_t i = 0; i < nrules; i++) {
+		uint64_t access = get_u64(c);
+		const char *path = get_str(c);
+		int fd = open(path, O_PATH | O_CLOEXEC);
+		CHECK(c, fd, path);
+		struct stat st;
+		CHECK(c, fstat(fd, &st), path);
+		if (!S_ISDIR(st.st_mode))
+			access &= 1 /* EXECUTE */ | 2 /* WRITE_FILE */ | 4 /* READ_FILE */ | (1 << 14) /* TRUNCATE */ | (1 << 15) /* IOCTL_DEV */;
+		struct j_path_beneath pb = {.allowed = access & attr.handled_fs, .parent_fd = fd};
+		CHECK(c, syscall(NR_landlock_add_rule, rs, J_LANDLOCK_RULE_PATH_BENEATH, &pb, 0), path);
+		close(fd);
+	}
+	uint32_t nports = get_u32(c);
+	for (uint32_t i = 0; i < nports; i++) {
+		struct j_net_port np = {.allowed = attr.handled_net, .port = get_u64(c)};
+		CHECK(c, syscall(NR_landlock_add_rule, rs, J_LANDLOCK_RULE_NET_PORT, &np, 0), "port rule");
+	}
+	CHECK(c, syscall(NR_landlock_restrict_self, rs, 0), "restrict self");
+	close(rs);
+}
+
+// op_cloexec marks every descriptor but 0, 1, 2 and the report pipe
+// close-on-exec (CVE-2024-21626 was a leaked host directory descriptor).
+static void op_cloexec(struct child *c) {
+	if (syscall(SYS_close_range, 3, ~0U, 4 /* CLOSE_RANGE_CLOEXEC */) == 0) return;
+	for (int fd = 3; fd < 1024; fd++) fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
+// op_caps empties every capability set and locks it: nothing the command
+// executes, setuid or not, gives a capability back.
+static void op_caps(struct child *c) {
+	char buf[16] = {0};
+	int fd = open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC);
+	CHECK(c, fd, "open cap_last_cap");
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	int last = n > 0 ? atoi(buf) : -1;
+	if (last < 0 || last > 63) fail(c, EINVAL, "read cap_last_cap", 125);
+	CHECK(c, prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "set no_new_privs");
+	CHECK(c, prctl(PR_SET_SECUREBITS, J_SECBITS, 0, 0, 0), "set securebits");
+	for (int cap = 0; cap <= last; cap++) CHECK(c, prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), "drop the bounding set");
+	CHECK(c, prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "clear ambient capabilities");
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct data[2];
+	memset(data, 0, sizeof(data));
+	CHECK(c, syscall(SYS_capset, &hdr, data), "capset");
+}
+
+static void op_seccomp(struct child *c) {
+	uint32_t n;
+	const uint8_t *b = get_bytes(c, &n);
+	if (n == 0 || n % sizeof(struct sock_filter) || n / sizeof(struct sock_filter) > 4096) fail(c, EINVAL, "filter size", 125);
+	struct sock_filter *insns = malloc(n);
+	if (!insns) fail(c, ENOMEM, "filter", 125);
+	memcpy(insns, b, n);
+	struct sock_fprog prog = {.len = n / sizeof(struct sock_filter), .filter = insns};
+	CHECK(c, syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog), "load filter");
+	free(insns);
+}
+
+// lookup finds argv0 as a shell would, in PATH of the command's own
+// environment, inside the new root.
+static int lookup(const char *argv0, char *const envp[], char *out, size_t outn) {
+	if (strchr(argv0, '/')) {
+		snprintf(out, outn, "%s", argv0);
+		return access(out, X_OK) == 0 ? 0 : -errno;
+	}
+	const char *path = "/usr/local/bin:/usr/bin:/bin";
+	for (char *const *e = envp; *e; e++)
+		if (!strncmp(*e, "PATH=", 5)) path = *e + 5;
+	int err = ENOENT;
+	while (1) {
+		const char *colon = strchr(path, ':');
+		size_t len = colon ? (size_t)(colon - path) : strlen(path);
+		snprintf(out, outn, "%.*s%s%s", (int)len, len ? path : ".", "/", argv0);
+		struct stat st;
+		if (stat(out, &st) == 0 && !S_ISDIR(st.st_mode)) {
+			if (access(out, X_OK) == 0) return 0;
+			err = errno;
+		}
+		if (!colon) break;
+		path = colon + 1;
+	}
+	return -err;
+}
+
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGUSR1, SIGUSR2};
+
+// op_exec starts the command and serves as pid 1 until it exits: it
+// forwards signals to the command, reaps every zombie, and exits with the
+// command's status. Exiting ends the namespace and every process in it.
+static void __attribute__((noreturn)) op_exec(struct child *c) {
+	uint32_t argc = get_u32(c);
+	if (argc == 0 || argc > 65536) fail(c, EINVAL, "argv", 125);
+	char **argv = calloc(argc + 1, sizeof(char *));
+	for (uint32_t i = 0; i < argc; i++) argv[i] = (char *)get_str(c);
+	uint32_t envc = get_u32(c);
+	if (envc > 65536) fail(c, EINVAL, "env", 125);
+	char **envp = calloc(envc + 1, sizeof(char *));
+	for (uint32_t i = 0; i < envc; i++) envp[i] = (char *)get_str(c);
+	const char *dir = get_str(c);
+	uint32_t foreground = get_u32(c);
+	uint32_t nrl = get_u32(c);
+	if (nrl > 16) fail(c, EINVAL, "rlimits", 125);
+	uint32_t rlres[16];
+	struct rlimit rl[16];
+	for (uint32_t i = 0; i < nrl; i++) {
+		rlres[i] = get_u32(c);
+		rl[i].rlim_cur = get_u64(c);
+		rl[i].rlim_max = get_u64(c);
+	}
+
+	c->layer = "exec";
+	c->stage = "exec";
+	char path[4096];
+	int lerr = lookup(argv[0], envp, path, sizeof(path));
+	if (lerr < 0) fail(c, -lerr, argv[0], lerr == -ENOENT ? 127 : 126);
+
+	sigset_t set, none;
+	sigemptyset(&set);
+	sigemptyset(&none);
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++) sigaddset(&set, forwarded[i]);
+	sigaddset(&set, SIGCHLD);
+	// Blocked before the fork, so no signal sent in between is lost; pid 1
+	// of a namespace only receives signals it blocks or handles.
+	sigprocmask(SIG_BLOCK, &set, NULL);
+
+	int errpipe[2];
+	CHECK(c, pipe2(errpipe, O_CLOEXEC), "pipe");
+	pid_t pid = fork();
+	CHECK(c, pid, "fork");
+	if (pid == 0) {
+		close(errpipe[0]);
+		setpgid(0, 0);
+		if (foreground) {
+			// Make the command the terminal's foreground group, as a
+			// shell does for a job; SIGTTOU would stop us otherwise.
+			sigset_t tt;
+			sigemptyset(&tt);
+			sigaddset(&tt, SIGTTOU);
+			sigprocmask(SIG_BLOCK, &tt, NULL);
+			tcsetpgrp(0, getpid());
+		}
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		int err = 0;
+		for (uint32_t i = 0; i < nrl && !err; i++)
+			if (setrlimit(rlres[i], &rl[i]) < 0) err = errno;
+		if (!err && chdir(dir) < 0) err = errno;
+		if (!err) {
+			sigprocmask(SIG_SETMASK, &none, NULL);
+			execve(path, argv, envp);
+			err = errno;
+		}
+		(void)!write(errpipe[1], &err, sizeof(err));
+		_exit(127);
+	}
+	close(errpipe[1]);
+	int err = 0;
+	ssize_t got;
+	do got = read(errpipe[0], &err, sizeof(err)); while (got < 0 && errno == EINTR);
+	close(errpipe[0]);
+	if (got == sizeof(err)) {
+		waitpid(pid, NULL, 0);
+		fail(c, err, path, err == ENOENT ? 127 : 126);
+	}
+	report_line("{\"stage\":\"started\"}\n", 20);
+
+	for (;;) {
+		int status;
+		struct rusage ru;
+		pid_t w;
+		while ((w = wait4(-1, &status, WNOHANG, &ru)) > 0) {
+			if (w != pid) continue;
+			char buf[160];
+			int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+			int n = snprintf(buf, sizeof(buf), "{\"stage\":\"exit\",\"status\":%d,\"signal\":%d,\"max_rss_kb\":%ld}\n",
+					 code, WIFSIGNALED(status) ? WTERMSIG(status) : 0, ru.ru_maxrss);
+			report_line(buf, n);
+			_exit(code);
+		}
+		siginfo_t si;
+		int sig = sigwaitinfo(&set, &si);
+		if (sig > 0 && sig != SIGCHLD) kill(pid, sig);
+	}
+}
+
+// ---- entry ----------------------------------------------------------------
+
+static int is_child(int argc, char **argv) {
+	struct stat st;
+	return argc == 1 && argv && argv[0] && !strcmp(argv[0], "jail-init") && fstat(3, &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+static void run_plan(struct child *c) {
+	for (;;) {
+		uint32_t op = get_u32(c);
+		c->stage = "plan";
+		switch (op) {
+		case OP_END: fail(c, EINVAL, "plan ended before exec", 125);
+		case OP_DUMPABLE:
+			// Not dumpable: /proc/1 is unreadable to the command and pid 1
+			// cannot be traced; /proc/1/exe is the jail binary on the host
+			// (CVE-2019-5736: a container overwrote its runtime that way).
+			c->layer = "privileges"; c->stage = "set not dumpable";
+			CHECK(c, prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl");
+			break;
+		case OP_HOSTNAME: {
+			c->layer = "userns"; c->stage = "set host name";
+			const char *h = get_str(c);
+			CHECK(c, sethostname(h, strlen(h)), h);
+			break;
+		}
+		case OP_LOOPBACK: c->layer = "network"; c->stage = "bring loopback up"; op_loopback(c); break;
+		case OP_SOCKETS: c->layer = "network"; c->stage = "open proxy sockets"; op_sockets(c); break;
+		case OP_PRIVATE:
+			c->layer = "mount"; c->stage = "build the file-system view";
+			CHECK(c, mount("", "/", NULL, MS_REC | MS_PRIVATE, NULL), "make / private");
+			break;
+		case OP_SOURCE: c->stage = "open bind source"; op_source(c); break;
+		case OP_NEWROOT: op_newroot(c); break;
+		case OP_BIND: op_bind(c); break;
+		case OP_TMPFS: op_tmpfs(c); break;
+		case OP_HIDE: op_hide(c); break;
+		case OP_PROTECT: op_protect(c); break;
+		case OP_SYMLINK: op_symlink(c); break;
+		case OP_PROC: op_proc(c); break;
+		case OP_DEV: op_dev(c); break;
+		case OP_PIVOT: op_pivot(c); break;
+		case OP_NNP:
+			c->layer = "privileges"; c->stage = "set no_new_privs";
+			CHECK(c, prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl");
+			break;
+		case OP_LANDLOCK: c->layer = "landlock"; c->stage = "landlock"; op_landlock(c); break;
+		case OP_CLOEXEC: op_cloexec(c); break;
+		case OP_CAPS: c->layer = "privileges"; c->stage = "drop privileges"; op_caps(c); break;
+		case OP_SECCOMP: c->layer = "seccomp"; c->stage = "seccomp"; op_seccomp(c); break;
+		case OP_EXEC: op_exec(c);
+		default: fail(c, EINVAL, "unknown plan operation", 125);
+		}
+	}
+}
+
+// jail_child_main runs before the Go runtime. It returns (to let Go start)
+// only when this process is not a sandbox's init.
+__attribute__((constructor)) static void jail_child_main(int argc, char **argv, char **envp) {
+	(void)envp;
+	if (!is_child(argc, argv)) return;
+	struct child c = {.root = -1, .empty = -1, .stage = "read plan", .layer = "mount"};
+	for (int i = 0; i < MAX_SOURCES; i++) c.src[i] = -1;
+	size_t cap = 1 << 16, len = 0;
+	uint8_t *buf = malloc(cap);
+	for (;;) {
+		if (!buf) fail(&c, ENOMEM, "plan", 125);
+		if (len == cap) {
+			if (cap >= (64u << 20)) fail(&c, E2BIG, "plan too large", 125);
+			cap *= 2;
+			buf = realloc(buf, cap);
+			continue;
+		}
+		ssize_t n = read(3, buf + len, cap - len);
+		if (n < 0 && errno == EINTR) continue;
+		if (n < 0) fail(&c, errno, "read plan", 125);
+		if (n == 0) break;
+		len += n;
+	}
+	close(3);
+	c.p = buf;
+	c.end = buf + len;
+	if (len < 8 || memcmp(buf, "JAILPLN1", 8)) fail(&c, EINVAL, "not a jail plan (binary and child differ?)", 125);
+	c.p += 8;
+	run_plan(&c);
+	_exit(125);
+}

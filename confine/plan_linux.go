@@ -1,0 +1,283 @@
+//go:build linux
+
+package confine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// Operations of the plan; child_linux.c carries them out in order. The
+// numbers are shared with the C enum and must not change meaning.
+const (
+	opEnd      = 0
+	opDumpable = 1
+	opHostname = 2
+	opLoopback = 3
+	opSockets  = 4
+	opPrivate  = 5
+	opSource   = 6
+	opNewRoot  = 7
+	opBind     = 8
+	opTmpfs    = 9
+	opHide     = 10
+	opProtect  = 11
+	opSymlink  = 12
+	opProc     = 13
+	opDev      = 14
+	opPivot    = 15
+	opNNP      = 16
+	opLandlock = 17
+	opCloexec  = 18
+	opCaps     = 19
+	opSeccomp  = 20
+	opExec     = 21
+)
+
+// Mount attributes (linux/mount.h).
+const (
+	attrRdonly = 0x1
+	attrNosuid = 0x2
+	attrNodev  = 0x4
+)
+
+const planMagic = "JAILPLN1"
+
+// plan is the encoder of the child's instructions: every value native
+// endian, every string length-prefixed and NUL-terminated.
+type plan struct{ b []byte }
+
+func (p *plan) u32(v uint32) { p.b = binary.NativeEndian.AppendUint32(p.b, v) }
+func (p *plan) u64(v uint64) { p.b = binary.NativeEndian.AppendUint64(p.b, v) }
+func (p *plan) op(o uint32)  { p.u32(o) }
+func (p *plan) str(s string) {
+	p.u32(uint32(len(s)))
+	p.b = append(p.b, s...)
+	p.b = append(p.b, 0)
+}
+func (p *plan) bytes(b []byte) {
+	p.u32(uint32(len(b)))
+	p.b = append(p.b, b...)
+}
+
+// compilePlan turns a validated Spec into the child's instructions. Every
+// decision the child would otherwise make (which mountpoints to create,
+// which Landlock rights a rule carries on this kernel, which layers are
+// skipped) is made here, where it is tested; the child only executes.
+// abi is the kernel's Landlock ABI (0: none).
+func compilePlan(s *Spec, abi int) ([]byte, error) {
+	for _, a := range append(append([]string{}, s.Argv...), s.Env...) {
+		if strings.ContainsRune(a, 0) {
+			return nil, fmt.Errorf("spec: argument or variable %q contains a NUL byte", a)
+		}
+	}
+	p := &plan{b: []byte(planMagic)}
+	p.op(opDumpable)
+	p.op(opHostname)
+	p.str(s.Hostname)
+	if s.Net != NetHost {
+		p.op(opLoopback)
+	}
+	if len(s.Sockets) > 0 {
+		p.op(opSockets)
+		p.u32(uint32(len(s.Sockets)))
+		for _, so := range s.Sockets {
+			ap, err := netip.ParseAddrPort(so.Addr)
+			if err != nil || !ap.Addr().Is4() {
+				return nil, fmt.Errorf("spec: socket %q: want an IPv4 loopback address and port", so.Addr)
+			}
+			udp := uint32(0)
+			if so.Network == "udp" {
+				udp = 1
+			}
+			a4 := ap.Addr().As4()
+			p.u32(udp)
+			p.b = append(p.b, a4[:]...) // network byte order, as sin_addr wants
+			p.u32(uint32(ap.Port()))
+		}
+	}
+
+	// Every host object is opened before the new root covers /tmp.
+	p.op(opPrivate)
+	src := map[int]uint32{}
+	next := uint32(0)
+	for i, m := range s.Mounts {
+		if m.Kind == Bind {
+			p.op(opSource)
+			p.u32(next)
+			p.str(m.Source)
+			src[i] = next
+			next++
+		}
+	}
+	devBase := next
+	for i, m := range s.Mounts {
+		if m.Kind == Dev {
+			for _, n := range devNodes() {
+				p.op(opSource)
+				p.u32(next)
+				p.str("/dev/" + n)
+				next++
+			}
+			src[i] = devBase
+			break
+		}
+	}
+	if next > 256 {
+		return nil, fmt.Errorf("spec: %d bind sources; at most 256", next)
+	}
+	p.op(opNewRoot)
+
+	// Destinations under a bound host tree must already exist there:
+	// creating a mountpoint would write to the host.
+	var hostTrees []string
+	insideHost := func(dest string) bool {
+		for _, d := range hostTrees {
+			if within(dest, d) {
+				return true
+			}
+		}
+		return false
+	}
+	for i, m := range s.Mounts {
+		switch m.Kind {
+		case Bind:
+			attr := uint64(attrNosuid | attrNodev)
+			if !m.Writable {
+				attr |= attrRdonly
+			}
+			p.op(opBind)
+			p.u32(src[i])
+			p.str(m.Dest)
+			p.u64(attr)
+			p.u32(boolU32(!insideHost(m.Dest)))
+			hostTrees = append(hostTrees, m.Dest)
+		case Tmpfs:
+			if insideHost(m.Dest) {
+				return nil, fmt.Errorf("spec: tmpfs at %s inside a bound host tree: use hide", m.Dest)
+			}
+			p.op(opTmpfs)
+			p.str(m.Dest)
+			p.u32(boolU32(m.Writable))
+		case Hide:
+			p.op(opHide)
+			p.str(m.Dest)
+		case Protect:
+			p.op(opProtect)
+			p.str(m.Dest)
+		case Symlink:
+			if insideHost(m.Dest) {
+				return nil, fmt.Errorf("spec: symlink at %s inside a bound host tree", m.Dest)
+			}
+			p.op(opSymlink)
+			p.str(m.Source)
+			p.str(m.Dest)
+		case Proc:
+			p.op(opProc)
+			p.str(m.Dest)
+		case Dev:
+			p.op(opDev)
+			p.str(m.Dest)
+			for j := range devNodes() {
+				p.u32(devBase + uint32(j))
+			}
+		}
+	}
+	p.op(opPivot)
+	p.op(opNNP)
+
+	if err := planLandlock(p, s, abi); err != nil {
+		return nil, err
+	}
+	p.op(opCloexec)
+	p.op(opCaps)
+	if len(s.Seccomp) == 0 && !s.Degraded(LayerSeccomp) {
+		return nil, &LayerError{Layer: LayerSeccomp, Stage: "seccomp", Msg: "no filter compiled", Fix: seccompFix}
+	}
+	for _, prog := range s.Seccomp {
+		raw, err := prog.MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		p.op(opSeccomp)
+		p.bytes(raw)
+	}
+
+	p.op(opExec)
+	p.u32(uint32(len(s.Argv)))
+	for _, a := range s.Argv {
+		p.str(a)
+	}
+	p.u32(uint32(len(s.Env)))
+	for _, e := range s.Env {
+		p.str(e)
+	}
+	p.str(s.Dir)
+	p.u32(boolU32(s.Foreground))
+	if len(s.RLimits) > 16 {
+		return nil, fmt.Errorf("spec: %d rlimits; at most 16", len(s.RLimits))
+	}
+	p.u32(uint32(len(s.RLimits)))
+	for _, rl := range s.RLimits {
+		p.u32(uint32(rl.Resource))
+		p.u64(rl.Cur)
+		p.u64(rl.Max)
+	}
+	return p.b, nil
+}
+
+// planLandlock adds the Landlock operation for this kernel's ABI, or
+// refuses when the Spec needs what the kernel cannot do.
+func planLandlock(p *plan, s *Spec, abi int) error {
+	if abi <= 0 {
+		if s.Degraded(LayerLandlock) {
+			return nil
+		}
+		return &LayerError{Layer: LayerLandlock, Stage: "landlock", Msg: "Landlock is not available in this kernel", Fix: landlockFix}
+	}
+	handled := landlockFSRights(abi)
+	var net, scoped uint64
+	if s.ConnectPorts != nil {
+		if abi < 4 {
+			if !s.Degraded(LayerLandlock) {
+				return &LayerError{Layer: LayerLandlock, Stage: "landlock", Msg: fmt.Sprintf("TCP port rules need Landlock ABI 4, this kernel has %d", abi),
+					Fix: "upgrade to Linux 6.7 or later, or run with --allow-degraded=landlock (the network namespace still confines traffic)"}
+			}
+		} else {
+			net = llConnectTCP
+		}
+	}
+	if abi >= 6 {
+		// Abstract unix sockets have no path, so mounts cannot hide the
+		// host's; scoping stops them, and signals to processes outside.
+		scoped = llScopeAbstractUnix | llScopeSignal
+	}
+	rules := landlockRules(s)
+	p.op(opLandlock)
+	p.u64(handled)
+	p.u64(net)
+	p.u64(scoped)
+	p.u32(uint32(len(rules)))
+	for _, r := range rules {
+		p.u64(r.Access & handled)
+		p.str(r.Path)
+	}
+	if net == 0 {
+		p.u32(0)
+		return nil
+	}
+	p.u32(uint32(len(s.ConnectPorts)))
+	for _, port := range s.ConnectPorts {
+		p.u64(uint64(port))
+	}
+	return nil
+}
+
+func boolU32(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
+}
