@@ -101,6 +101,7 @@ enum {
 	OP_CAPS = 19,
 	OP_SECCOMP = 20,
 	OP_EXEC = 21,
+	OP_UNSHARE = 22,
 };
 
 #define MAX_SOURCES 256
@@ -327,23 +328,13 @@ static void op_loopback(struct child *c) {
 }
 
 // op_sockets opens listening sockets in this (the sandbox's) network
-// namespace and passes them to the supervisor in one message on fd 5.
-static void op_sockets(struct child *c) {
-	uint32_t n = get_u32(c);
-	if (n == 0 || n > 64) fail(c, EINVAL, "socket count", 125);
-	int fds[64];
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t udp = get_u32(c), addr = get_u32(c), port = get_u32(c);
-		int s = socket(AF_INET, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0);
-		CHECK(c, s, "socket");
-		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr = {.s_addr = addr}};
-		CHECK(c, bind(s, (struct sockaddr *)&sa, sizeof(sa)), "bind a proxy socket");
-		if (!udp) CHECK(c, listen(s, 128), "listen");
-		fds[i] = s;
-	}
+// namespace and passes them to the supervisor on fd 5, in messages of at
+// most SOCK_BATCH descriptors (the kernel's limit per message is 253).
+#define SOCK_BATCH 128
+static void send_batch(struct child *c, int *fds, uint32_t n) {
 	char one = 1;
 	struct iovec iov = {.iov_base = &one, .iov_len = 1};
-	char ctl[CMSG_SPACE(sizeof(fds))];
+	char ctl[CMSG_SPACE(SOCK_BATCH * sizeof(int))];
 	memset(ctl, 0, sizeof(ctl));
 	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = CMSG_SPACE(n * sizeof(int))};
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
@@ -353,6 +344,27 @@ static void op_sockets(struct child *c) {
 	memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
 	CHECK(c, sendmsg(5, &msg, 0), "send sockets to the supervisor");
 	for (uint32_t i = 0; i < n; i++) close(fds[i]);
+}
+
+static void op_sockets(struct child *c) {
+	uint32_t n = get_u32(c);
+	if (n == 0 || n > 4096) fail(c, EINVAL, "socket count", 125);
+	int fds[SOCK_BATCH];
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t udp = get_u32(c), addr = get_u32(c), port = get_u32(c);
+		int s = socket(AF_INET, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0);
+		CHECK(c, s, "socket");
+		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr = {.s_addr = addr}};
+		CHECK(c, bind(s, (struct sockaddr *)&sa, sizeof(sa)), "bind a proxy socket");
+		if (!udp) CHECK(c, listen(s, 128), "listen");
+		fds[k++] = s;
+		if (k == SOCK_BATCH) {
+			send_batch(c, fds, k);
+			k = 0;
+		}
+	}
+	if (k) send_batch(c, fds, k);
 }
 
 // op_source opens a bind source the supervisor resolved. Any symlink in any
@@ -704,6 +716,62 @@ static void __attribute__((noreturn)) op_exec(struct child *c) {
 	}
 }
 
+// write_file writes s to path in one write (the kernel requires it for
+// the id maps).
+static int write_file(const char *path, const char *s) {
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0) return -1;
+	ssize_t n = write(fd, s, strlen(s));
+	int e = errno;
+	close(fd);
+	errno = e;
+	return n == (ssize_t)strlen(s) ? 0 : -1;
+}
+
+// op_unshare creates the namespaces and maps the caller's own ids into the
+// new user namespace, then forks: the child is pid 1 of the new pid
+// namespace and goes on with the plan; this process stays outside it,
+// tells the supervisor pid 1's host pid, and exits with pid 1's status.
+// Creating the namespaces here rather than at clone lets the supervisor
+// start us with vfork (Go copies its whole address space for a clone with
+// CLONE_NEWUSER), and an unprivileged process may write its own maps.
+static void op_unshare(struct child *c) {
+	uint64_t flags = get_u64(c);
+	uint32_t in_uid = get_u32(c), out_uid = get_u32(c), in_gid = get_u32(c), out_gid = get_u32(c);
+	c->layer = "userns";
+	c->stage = "create namespaces";
+	CHECK(c, unshare((int)flags), "unshare");
+	char map[64];
+	snprintf(map, sizeof(map), "%u %u 1\n", in_uid, out_uid);
+	CHECK(c, write_file("/proc/self/uid_map", map), "write uid_map");
+	// setgroups must be refused before an unprivileged process may write
+	// gid_map; it also keeps supplementary groups from being dropped
+	// to gain access (a group that denies by ACL).
+	CHECK(c, write_file("/proc/self/setgroups", "deny"), "deny setgroups");
+	snprintf(map, sizeof(map), "%u %u 1\n", in_gid, out_gid);
+	CHECK(c, write_file("/proc/self/gid_map", map), "write gid_map");
+
+	pid_t pid = fork();
+	CHECK(c, pid, "fork pid 1");
+	if (pid == 0) {
+		// pid 1 dies with this process, which dies with the supervisor.
+		// (getppid() is 0 here: the parent is outside the new pid
+		// namespace. Had it died before this prctl, pid 1's next report
+		// would meet a closed pipe and SIGPIPE would end it.)
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		return;
+	}
+	char buf[64];
+	int n = snprintf(buf, sizeof(buf), "{\"stage\":\"pid1\",\"pid\":%d}\n", (int)pid);
+	report_line(buf, n);
+	close(4);
+	close(5);
+	int status;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR) _exit(125);
+	_exit(WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status));
+}
+
 // ---- entry ----------------------------------------------------------------
 
 static int is_child(int argc, char **argv) {
@@ -754,6 +822,7 @@ static void run_plan(struct child *c) {
 		case OP_CLOEXEC: op_cloexec(c); break;
 		case OP_CAPS: c->layer = "privileges"; c->stage = "drop privileges"; op_caps(c); break;
 		case OP_SECCOMP: c->layer = "seccomp"; c->stage = "seccomp"; op_seccomp(c); break;
+		case OP_UNSHARE: op_unshare(c); break;
 		case OP_EXEC: op_exec(c);
 		default: fail(c, EINVAL, "unknown plan operation", 125);
 		}

@@ -28,12 +28,9 @@ type Cmd struct {
 	Timeout time.Duration
 	// Limits bound memory and processes; see LimitMethod.
 	Limits Limits
-	// OnStart runs after the sandbox's namespaces exist and before the
-	// child builds its root: the network modes open their listeners in the
-	// sandbox's network namespace here. pid is the child's host pid.
-	OnStart func(pid int) error
 
-	proc      *os.Process
+	proc      *os.Process // outside the sandbox; waits for pid 1
+	pid1      int         // the sandbox's pid 1, as the host sees it
 	sockets   []*os.File
 	status    *bufio.Reader
 	statusF   *os.File
@@ -66,18 +63,11 @@ type Result struct {
 	LimitsNote string      `json:"limits_note,omitempty"`
 }
 
-// cloneFlags are the namespaces of every sandbox; the network namespace is
-// added unless the caller asked for the host's network by name.
+// cloneFlags are the namespaces of every sandbox, created by the child
+// (op_unshare); the network namespace is added unless the caller asked
+// for the host's network by name.
 const cloneFlags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC |
 	unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
-
-// initCaps are the capabilities (in the sandbox's own user namespace) pid 1
-// keeps across its execve to build the root: mount and pivot_root, the
-// loopback interface, and emptying the bounding set. It drops them all
-// before the command starts.
-func initCaps() []uintptr {
-	return []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_ADMIN}
-}
 
 // Start launches the sandbox and returns once the command runs, or with the
 // error of the stage that failed.
@@ -103,25 +93,17 @@ func (c *Cmd) Start() error {
 		s.RLimits = append(s.RLimits, rlimitsFor(c.Limits)...)
 	}
 	abi, _ := landlockABI()
-	wire, err := compilePlan(s, abi)
+	wire, err := compilePlan(s, abi, os.Getuid(), os.Getgid())
 	if err != nil {
 		c.cg.cleanup()
 		return err
 	}
 
-	uid, gid := os.Getuid(), os.Getgid()
-	flags := uintptr(cloneFlags)
-	if s.Net != NetHost {
-		flags |= unix.CLONE_NEWNET
-	}
+	// No namespace flags here: the child creates its namespaces itself
+	// (op_unshare in child_linux.c), so this is a plain vfork+exec.
 	attr := &syscall.SysProcAttr{
-		Cloneflags:                 flags,
-		UidMappings:                []syscall.SysProcIDMap{{ContainerID: s.UID, HostID: uid, Size: 1}},
-		GidMappings:                []syscall.SysProcIDMap{{ContainerID: s.GID, HostID: gid, Size: 1}},
-		GidMappingsEnableSetgroups: false,
-		AmbientCaps:                initCaps(),
-		Pdeathsig:                  unix.SIGKILL,
-		Setpgid:                    true,
+		Pdeathsig: unix.SIGKILL,
+		Setpgid:   true,
 	}
 	if c.cg.fd >= 0 {
 		attr.UseCgroupFD = true
@@ -139,7 +121,7 @@ func (c *Cmd) Start() error {
 	proc, err := os.StartProcess("/proc/self/exe", []string{childArg0}, &os.ProcAttr{Env: []string{}, Files: files, Sys: attr})
 	if err != nil {
 		c.cg.cleanup()
-		return userNSError(err)
+		return fmt.Errorf("start the sandbox's init: %w", err)
 	}
 	c.proc = proc
 	c.statusF = statusR
@@ -157,11 +139,6 @@ func (c *Cmd) Start() error {
 	if err := c.cg.attach(proc.Pid); err != nil {
 		return abort(&LayerError{Layer: LayerLimits, Stage: "cgroup", Errno: errnoOf(err), Msg: err.Error()})
 	}
-	if c.OnStart != nil {
-		if err := c.OnStart(proc.Pid); err != nil {
-			return abort(err)
-		}
-	}
 	if _, err := specW.Write(wire); err != nil {
 		return abort(fmt.Errorf("send spec: %w", err))
 	}
@@ -171,8 +148,7 @@ func (c *Cmd) Start() error {
 		socks, err := receiveSockets(sockMine, len(s.Sockets))
 		if err != nil {
 			// The child's own report says why, if it failed first.
-			var r report
-			if line, rerr := c.status.ReadBytes('\n'); rerr == nil && json.Unmarshal(line, &r) == nil && r.Err != nil {
+			if r, rerr := c.next(); rerr == nil && r.Err != nil {
 				return abort(withFix(r.Err))
 			}
 			return abort(fmt.Errorf("receive proxy sockets: %w", err))
@@ -180,11 +156,7 @@ func (c *Cmd) Start() error {
 		c.sockets = socks
 	}
 
-	var r report
-	line, err := c.status.ReadBytes('\n')
-	if err == nil {
-		err = json.Unmarshal(line, &r)
-	}
+	r, err := c.next()
 	if err != nil || r.Stage != "started" {
 		proc.Wait()
 		statusR.Close()
@@ -207,42 +179,78 @@ func (c *Cmd) Start() error {
 			if !c.exited {
 				c.timedOut = true
 				// pid 1 dying takes the whole namespace with it.
-				proc.Signal(unix.SIGKILL)
+				c.killLocked()
 			}
 		})
 	}
 	return nil
 }
 
+// next reads the child's next report, noting pid 1's host pid on the way.
+func (c *Cmd) next() (report, error) {
+	for {
+		var r report
+		line, err := c.status.ReadBytes('\n')
+		if err != nil {
+			return r, err
+		}
+		if err := json.Unmarshal(line, &r); err != nil {
+			return r, fmt.Errorf("read sandbox status %q: %w", line, err)
+		}
+		if r.Stage == "pid1" {
+			c.mu.Lock()
+			c.pid1 = r.Pid
+			c.mu.Unlock()
+			continue
+		}
+		return r, nil
+	}
+}
+
+// killLocked ends the sandbox: pid 1 first (its namespace goes with it),
+// then the process outside that waits for it. c.mu is held.
+func (c *Cmd) killLocked() {
+	if c.pid1 > 0 {
+		unix.Kill(c.pid1, unix.SIGKILL)
+	}
+	c.proc.Signal(unix.SIGKILL)
+}
+
 // Sockets are the listening sockets of Spec.Sockets, in order, opened in
 // the sandbox's network namespace. The caller owns them.
 func (c *Cmd) Sockets() []*os.File { return c.sockets }
 
-// receiveSockets reads the one message carrying n descriptors.
+// receiveSockets reads n descriptors, sent in batches (at most 253 fit
+// one message).
 func receiveSockets(f *os.File, n int) ([]*os.File, error) {
-	buf := make([]byte, 1)
-	oob := make([]byte, unix.CmsgSpace(4*n))
-	_, oobn, _, _, err := unix.Recvmsg(int(f.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
-	if err != nil {
-		return nil, err
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return nil, fmt.Errorf("no descriptors received")
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil {
-		return nil, err
-	}
-	if len(fds) != n {
-		for _, fd := range fds {
-			unix.Close(fd)
+	var out []*os.File
+	fail := func(err error) ([]*os.File, error) {
+		for _, f := range out {
+			f.Close()
 		}
-		return nil, fmt.Errorf("received %d descriptors, want %d", len(fds), n)
+		return nil, err
 	}
-	out := make([]*os.File, n)
-	for i, fd := range fds {
-		out[i] = os.NewFile(uintptr(fd), "sandbox-socket")
+	buf := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(4*253))
+	for len(out) < n {
+		_, oobn, _, _, err := unix.Recvmsg(int(f.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if err != nil {
+			return fail(err)
+		}
+		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+		if err != nil || len(msgs) != 1 {
+			return fail(fmt.Errorf("no descriptors received"))
+		}
+		fds, err := unix.ParseUnixRights(&msgs[0])
+		if err != nil {
+			return fail(err)
+		}
+		for _, fd := range fds {
+			out = append(out, os.NewFile(uintptr(fd), "sandbox-socket"))
+		}
+	}
+	if len(out) != n {
+		return fail(fmt.Errorf("received %d descriptors, want %d", len(out), n))
 	}
 	return out, nil
 }
@@ -257,6 +265,10 @@ func (c *Cmd) Signal(sig os.Signal) error {
 	if c.exited {
 		return nil
 	}
+	if c.pid1 > 0 {
+		// pid 1 forwards it to the command.
+		return unix.Kill(c.pid1, sig.(syscall.Signal))
+	}
 	return c.proc.Signal(sig)
 }
 
@@ -270,10 +282,7 @@ func (c *Cmd) Wait() (*Result, error) {
 func (c *Cmd) wait() (*Result, error) {
 	// The exit report arrives before init exits; EOF means init died
 	// without one (killed by the timeout or from outside).
-	var r report
-	if line, err := c.status.ReadBytes('\n'); err == nil {
-		json.Unmarshal(line, &r)
-	}
+	r, _ := c.next()
 	st, err := c.proc.Wait()
 	c.mu.Lock()
 	c.exited = true
@@ -335,24 +344,24 @@ func orNull(f *os.File) *os.File {
 	return n
 }
 
-// userNSError explains a refused clone: which setting refuses user
-// namespaces, and how to allow them.
-func userNSError(err error) error {
-	le := &LayerError{Layer: LayerUserNS, Stage: "create namespaces", Errno: errnoOf(err), Msg: err.Error()}
+// userNSFix explains a refused unshare: which setting refuses user
+// namespaces, and how to allow them. Ubuntu's AppArmor restriction shows
+// as EPERM or EACCES, the sysctls as EPERM or ENOSPC.
+func userNSFix(errno unix.Errno) string {
 	if b, e := os.ReadFile("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); e == nil && string(b) == "1\n" {
-		le.Fix = "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1): add an AppArmor profile for the jail binary with the 'userns' permission, or run: sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0"
-		return le
+		return "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1): add an AppArmor profile for the jail binary with the 'userns' permission, or run: sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0"
 	}
 	if b, e := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); e == nil && string(b) == "0\n" {
-		le.Fix = "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone=0): sudo sysctl kernel.unprivileged_userns_clone=1"
-		return le
+		return "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone=0): sudo sysctl kernel.unprivileged_userns_clone=1"
 	}
 	if b, e := os.ReadFile("/proc/sys/user/max_user_namespaces"); e == nil && string(b) == "0\n" {
-		le.Fix = "user namespaces are disabled (user.max_user_namespaces=0): sudo sysctl user.max_user_namespaces=15000"
-		return le
+		return "user namespaces are disabled (user.max_user_namespaces=0): sudo sysctl user.max_user_namespaces=15000"
 	}
-	if errors.Is(err, unix.EINVAL) {
-		le.Fix = "this kernel lacks a namespace jail needs (CONFIG_USER_NS, CONFIG_PID_NS, CONFIG_NET_NS, CONFIG_CGROUPS)"
+	if errno == unix.ENOSPC {
+		return "the limit on user namespaces is reached (user.max_user_namespaces): raise it or end other sandboxes"
 	}
-	return le
+	if errno == unix.EINVAL {
+		return "this kernel lacks a namespace jail needs (CONFIG_USER_NS, CONFIG_PID_NS, CONFIG_NET_NS, CONFIG_CGROUPS)"
+	}
+	return ""
 }

@@ -15,7 +15,7 @@
 //	resolve paths, compile seccomp
 //	clone+exec /proc/self/exe   -------------->  Go runtime starts
 //	(uid/gid maps written by the Go runtime)
-//	attach cgroup, run OnStart hooks
+//	attach cgroup (v1)
 //	write Spec on fd 3, close   -------------->  read Spec
 //	                                             mounts, pivot_root
 //	                                             Landlock, close fds,

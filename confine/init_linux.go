@@ -41,6 +41,7 @@ type report struct {
 	Status   int         `json:"status,omitempty"`
 	Signal   int         `json:"signal,omitempty"`
 	MaxRSSKB int64       `json:"max_rss_kb,omitempty"`
+	Pid      int         `json:"pid,omitempty"` // of pid 1, in a "pid1" report
 }
 
 const (
@@ -61,6 +62,8 @@ func withFix(e *LayerError) *LayerError {
 		e.Fix = seccompFix
 	case LayerMount:
 		e.Fix = mountFix(e.Errno)
+	case LayerUserNS:
+		e.Fix = userNSFix(e.Errno)
 	}
 	return e
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Operations of the plan; child_linux.c carries them out in order. The
@@ -34,6 +36,7 @@ const (
 	opCaps     = 19
 	opSeccomp  = 20
 	opExec     = 21
+	opUnshare  = 22
 )
 
 // Mount attributes (linux/mount.h).
@@ -67,13 +70,23 @@ func (p *plan) bytes(b []byte) {
 // which Landlock rights a rule carries on this kernel, which layers are
 // skipped) is made here, where it is tested; the child only executes.
 // abi is the kernel's Landlock ABI (0: none).
-func compilePlan(s *Spec, abi int) ([]byte, error) {
+func compilePlan(s *Spec, abi int, hostUID, hostGID int) ([]byte, error) {
 	for _, a := range append(append([]string{}, s.Argv...), s.Env...) {
 		if strings.ContainsRune(a, 0) {
 			return nil, fmt.Errorf("spec: argument or variable %q contains a NUL byte", a)
 		}
 	}
 	p := &plan{b: []byte(planMagic)}
+	flags := uint64(cloneFlags)
+	if s.Net != NetHost {
+		flags |= unix.CLONE_NEWNET
+	}
+	p.op(opUnshare)
+	p.u64(flags)
+	p.u32(uint32(s.UID))
+	p.u32(uint32(hostUID))
+	p.u32(uint32(s.GID))
+	p.u32(uint32(hostGID))
 	p.op(opDumpable)
 	p.op(opHostname)
 	p.str(s.Hostname)

@@ -56,7 +56,7 @@ type Mount struct {
 type NetMode string
 
 // Network modes handled by confine. Proxy modes build on NetNone: the
-// supervisor opens its listeners inside the fresh namespace (see Cmd.OnStart).
+// child opens the proxy's listening sockets inside the fresh namespace (see Spec.Sockets).
 const (
 	NetNone NetMode = "none"
 	NetHost NetMode = "host"
