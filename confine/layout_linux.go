@@ -87,6 +87,9 @@ func pathWithin(p, root string) bool { return within(p, root) }
 // Placeholders after the sandbox exited, even on error.
 func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 	ph := &Placeholders{}
+	if !filepath.IsAbs(l.Workspace) {
+		return nil, ph, fmt.Errorf("workspace %q must be an absolute path", l.Workspace)
+	}
 	ws, err := ResolvePath(l.Workspace, "/", "")
 	if err != nil {
 		return nil, ph, fmt.Errorf("workspace: %w", err)
@@ -279,15 +282,6 @@ func protectOne(wsfd int, ws, r string, ph *Placeholders) (string, error) {
 	return filepath.Join(ws, r), nil
 }
 
-// isShellRC reports whether r is a shell start-up file at the workspace
-// root.
-func isShellRC(r string) bool {
-	switch r {
-	case ".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".kshrc", ".cshrc", ".tcshrc", ".mkshrc":
-		return true
-	}
-	return false
-}
 
 // devNodes are the device files of the minimal /dev.
 func devNodes() []string { return []string{"null", "zero", "full", "random", "urandom", "tty"} }

@@ -69,6 +69,10 @@ func (ph *Placeholders) create(wsfd int, ws, prefix string) (string, error) {
 		// Not every file system has user xattrs; without the mark a
 		// leftover placeholder is simply not cleaned up automatically.
 		_ = unix.Fsetxattr(fd, placeholderXattr, []byte(placeholderValue), 0)
+		if err := unix.Fchmod(fd, 0o444); err != nil {
+			unix.Close(fd)
+			return "", fmt.Errorf("create placeholder: %w", err)
+		}
 		unix.Flock(fd, unix.LOCK_SH)
 		ph.inode = fd
 		ph.locks = append(ph.locks, fd)
@@ -93,10 +97,12 @@ func (ph *Placeholders) create(wsfd int, ws, prefix string) (string, error) {
 // temporary name that is removed again at once. The descriptor is never
 // 0, 1 or 2, whose /proc entry would name the caller's stdio.
 func newPlaceholderInode(wsfd int) (int, error) {
-	fd, err := unix.Openat(wsfd, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o444)
+	// Created writable by its owner: an unprivileged owner may set a user
+	// xattr only on an inode it can write. Read-only once marked.
+	fd, err := unix.Openat(wsfd, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		name := ".jail-placeholder-" + strconv.Itoa(unix.Getpid())
-		fd, err = unix.Openat(wsfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o444)
+		fd, err = unix.Openat(wsfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 		if err != nil {
 			return -1, err
 		}
@@ -186,7 +192,13 @@ func (ph *Placeholders) LockExisting(ms []Mount) {
 		if m.Kind != Protect || mine[m.Dest] {
 			continue
 		}
-		fd, err := unix.Open(m.Dest, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		// Only regular files and directories are locked: opening a FIFO
+		// or a device planted at a protected path could block or act.
+		var st unix.Stat_t
+		if unix.Lstat(m.Dest, &st) != nil || (st.Mode&unix.S_IFMT != unix.S_IFREG && st.Mode&unix.S_IFMT != unix.S_IFDIR) {
+			continue
+		}
+		fd, err := unix.Open(m.Dest, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			continue
 		}

@@ -102,7 +102,7 @@ type Spec struct {
 	Net NetMode `json:"net"`
 	// ConnectPorts, when not nil, limits TCP connect to these ports with
 	// Landlock (ABI >= 4); the proxy modes use it.
-	ConnectPorts []uint16 `json:"connect_ports,omitempty"`
+	ConnectPorts []uint16 `json:"connect_ports"` // nil and empty differ: empty allows no port
 	// Seccomp are the compiled filter programs (see CompileSeccomp),
 	// installed in order.
 	Seccomp []Program `json:"seccomp"`
