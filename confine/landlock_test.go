@@ -136,9 +136,9 @@ func TestLandlockEnforced(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &Cmd{Stdout: out, Stderr: out, Spec: &Spec{
-		Argv:     []string{"/bin/sh", "-c", "cat /.jail-empty && echo READ; ls / >/dev/null && echo LISTED; echo x > f && echo WROTE"},
-		Env:      []string{"PATH=/usr/bin:/bin", "LANG=C"},
-		Dir:      ws, UID: os.Getuid(), GID: os.Getgid(), Hostname: "jail", Mounts: ms, Net: NetNone, Seccomp: prog}}
+		Argv: []string{"/bin/sh", "-c", "cat /.jail-empty && echo READ; ls / >/dev/null && echo LISTED; echo x > f && echo WROTE"},
+		Env:  []string{"PATH=/usr/bin:/bin", "LANG=C"},
+		Dir:  ws, UID: os.Getuid(), GID: os.Getgid(), Hostname: "jail", Mounts: ms, Net: NetNone, Seccomp: prog}}
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}

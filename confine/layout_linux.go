@@ -282,7 +282,6 @@ func protectOne(wsfd int, ws, r string, ph *Placeholders) (string, error) {
 	return filepath.Join(ws, r), nil
 }
 
-
 // devNodes are the device files of the minimal /dev.
 func devNodes() []string { return []string{"null", "zero", "full", "random", "urandom", "tty"} }
 
