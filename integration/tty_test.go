@@ -1,0 +1,200 @@
+package integration
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// pty is a pseudo-terminal whose slave side is jail's controlling
+// terminal, as when a person runs `jail run -- bash` in a terminal.
+type pty struct {
+	master *os.File
+	mu     sync.Mutex
+	out    bytes.Buffer
+}
+
+func openPTY(t *testing.T, uid, gid int) (*pty, *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("requires /dev/ptmx for a terminal: %v", err)
+	}
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "/dev/pts/" + strconv.Itoa(n)
+	os.Chown(name, uid, gid)
+	s, err := os.OpenFile(name, os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.IoctlSetWinsize(int(m.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 80})
+	p := &pty{master: m}
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			k, err := m.Read(buf)
+			p.mu.Lock()
+			p.out.Write(buf[:k])
+			p.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { m.Close(); s.Close() })
+	return p, s
+}
+
+// expect waits until the terminal has shown want.
+func (p *pty) expect(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		p.mu.Lock()
+		got := p.out.String()
+		p.mu.Unlock()
+		if strings.Contains(got, want) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t.Fatalf("terminal never showed %q; it showed:\n%s", want, p.out.String())
+}
+
+func (p *pty) send(s string) { p.master.Write([]byte(s)) }
+
+// startOnTTY starts jail as r with the pty as its controlling terminal and
+// its own session, in the foreground of that terminal.
+func startOnTTY(t *testing.T, r runner, ws string, args ...string) (*pty, *exec.Cmd) {
+	t.Helper()
+	p, slave := openPTY(t, r.uid, r.gid)
+	cmd := exec.Command(suite.bin, append([]string{"run", "-w", ws, "--env", "PS1=jail$ ", "--"}, args...)...)
+	cmd.Dir = ws
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "TERM=xterm"}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if r.uid != os.Geteuid() {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return p, cmd
+}
+
+func waitExit(t *testing.T, cmd *exec.Cmd) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+		return cmd.ProcessState.ExitCode()
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("jail did not exit")
+		return -1
+	}
+}
+
+// TestInteractiveShell drives bash on a real terminal inside the sandbox:
+// job control, ^C to a foreground job, a window resize, and TIOCSTI
+// refused on the very terminal the shell reads.
+func TestInteractiveShell(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("requires bash: not installed")
+	}
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		p, cmd := startOnTTY(t, r, ws, "bash", "--norc", "--noprofile", "-i")
+		p.expect(t, "jail$ ")
+		// Job control: a background job, listed, then brought back and
+		// stopped with ^Z, resumed in the background, and killed.
+		p.send("sleep 600 &\n")
+		p.expect(t, "[1]")
+		p.send("jobs\n")
+		p.expect(t, "Running")
+		p.send("fg %1\n")
+		time.Sleep(300 * time.Millisecond)
+		p.send("\x1a") // ^Z
+		p.expect(t, "Stopped")
+		p.send("bg %1; kill %1; echo killed-$?\n")
+		p.expect(t, "killed-0")
+		// ^C reaches a foreground job and not the shell.
+		p.send("sleep 600\n")
+		time.Sleep(300 * time.Millisecond)
+		p.send("\x03")
+		p.send("echo after-interrupt-$?\n")
+		p.expect(t, "after-interrupt-130")
+		// A resize reaches the command.
+		p.send("trap 'echo winch-$(stty size)' WINCH\n")
+		time.Sleep(200 * time.Millisecond)
+		unix.IoctlSetWinsize(int(p.master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 33, Col: 101})
+		p.send("echo resized\n")
+		p.expect(t, "winch-33 101")
+		// TIOCSTI on the controlling terminal is refused.
+		p.send(`python3 -c 'import fcntl,termios; fcntl.ioctl(0, termios.TIOCSTI, b"X")' 2>&1 | tail -1` + "\n")
+		p.expect(t, "Operation not permitted")
+		p.send("exit 7\n")
+		if code := waitExit(t, cmd); code != 7 {
+			t.Fatalf("jail exited %d, want 7", code)
+		}
+	})
+}
+
+// TestForwardedSignal sends SIGTERM to jail itself (as a CI runner does on
+// cancellation): the command receives it and jail exits 128+15.
+func TestForwardedSignal(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		marker := fmt.Sprintf("500.%d", time.Now().UnixNano()%1000000)
+		cmd := exec.Command(suite.bin, "run", "-w", ws, "--", "/bin/sh", "-c", "trap 'echo got-term; exit 143' TERM; sleep "+marker+" & wait")
+		cmd.Dir = ws
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		if r.uid != os.Geteuid() {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}}
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for len(hostProcessesWith("sleep\x00"+marker)) == 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		cmd.Process.Signal(syscall.SIGTERM)
+		if code := waitExit(t, cmd); code != 143 {
+			t.Fatalf("exit %d, want 143; output %q", code, out.String())
+		}
+		if !strings.Contains(out.String(), "got-term") {
+			t.Fatalf("the command did not receive SIGTERM: %q", out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+		if pids := hostProcessesWith("sleep\x00" + marker); len(pids) > 0 {
+			t.Fatalf("processes survived: %v", pids)
+		}
+	})
+}
