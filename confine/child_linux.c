@@ -707,6 +707,15 @@ static void __attribute__((noreturn)) op_exec(struct child *c) {
 			int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 			int n = snprintf(buf, sizeof(buf), "{\"stage\":\"exit\",\"status\":%d,\"signal\":%d,\"max_rss_kb\":%ld}\n",
 					 code, WIFSIGNALED(status) ? WTERMSIG(status) : 0, ru.ru_maxrss);
+			// Everything else in the sandbox ends before the supervisor
+			// hears the result, so a caller that acts on the exit status
+			// never races a leftover process. kill(-1) from pid 1 reaches
+			// every process of the namespace; a fork in flight fails on
+			// the pending SIGKILL. ECHILD comes only once the last
+			// descendant (re-parented to pid 1 as its parents die) is gone.
+			kill(-1, SIGKILL);
+			while (wait4(-1, NULL, 0, NULL) > 0 || errno == EINTR)
+				;
 			report_line(buf, n);
 			_exit(code);
 		}

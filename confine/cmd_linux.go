@@ -283,7 +283,17 @@ func (c *Cmd) wait() (*Result, error) {
 	// The exit report arrives before init exits; EOF means init died
 	// without one (killed by the timeout or from outside).
 	r, _ := c.next()
-	st, err := c.proc.Wait()
+	var st *os.ProcessState
+	var err error
+	if r.Stage == "exit" && c.cg.method != LimitCgroup1 && c.cg.method != LimitCgroup2 {
+		// pid 1 reports only after every process of the sandbox is gone;
+		// what is left is the kernel taking the namespaces down, which the
+		// caller need not wait for. The process outside is still reaped.
+		go c.proc.Wait()
+	} else {
+		// A cgroup can be removed only once pid 1 has exited too.
+		st, err = c.proc.Wait()
+	}
 	c.mu.Lock()
 	c.exited = true
 	timedOut := c.timedOut
@@ -306,7 +316,10 @@ func (c *Cmd) wait() (*Result, error) {
 		Limits:     c.cg.method,
 		LimitsNote: c.cg.why,
 	}
-	ws := st.Sys().(syscall.WaitStatus)
+	var ws syscall.WaitStatus
+	if st != nil {
+		ws = st.Sys().(syscall.WaitStatus)
+	}
 	switch {
 	case timedOut:
 		res.ExitCode = 124

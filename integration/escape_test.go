@@ -370,7 +370,8 @@ func TestNoPersistenceAndNoLeftovers(t *testing.T) {
 (setsid sleep %[1]s >/dev/null 2>&1 &) ; nohup sleep %[1]s >/dev/null 2>&1 &
 echo started`, marker))
 		mustExit(t, res, 0)
-		time.Sleep(100 * time.Millisecond)
+		// No grace period: jail returns only once every process of the
+		// sandbox is gone.
 		if pids := hostProcessesWith("sleep\x00" + marker); len(pids) > 0 {
 			t.Fatalf("daemons outlived the sandbox: %v", pids)
 		}
@@ -398,7 +399,8 @@ func TestTimeoutKillsTree(t *testing.T) {
 		if !strings.Contains(res.stderr, "timed out") {
 			t.Fatalf("no timeout message: %s", res.stderr)
 		}
-		time.Sleep(100 * time.Millisecond)
+		// No grace period: jail returns only once every process of the
+		// sandbox is gone.
 		if pids := hostProcessesWith("sleep\x00" + marker); len(pids) > 0 {
 			t.Fatalf("processes survived the timeout: %v", pids)
 		}

@@ -192,7 +192,8 @@ func TestForwardedSignal(t *testing.T) {
 		if !strings.Contains(out.String(), "got-term") {
 			t.Fatalf("the command did not receive SIGTERM: %q", out.String())
 		}
-		time.Sleep(100 * time.Millisecond)
+		// No grace period: jail returns only once every process of the
+		// sandbox is gone.
 		if pids := hostProcessesWith("sleep\x00" + marker); len(pids) > 0 {
 			t.Fatalf("processes survived: %v", pids)
 		}
