@@ -68,7 +68,9 @@ func isTemporaryAccept(err error) bool {
 
 // pipe copies between the sandbox side and the upstream side until both directions end, the
 // connection is idle for IdleTimeout, or ctx is done. It returns when both copy goroutines
-// have finished; the caller closes both connections.
+// have finished; the caller closes both connections. Nothing in here closes up itself (only
+// its socket, closeRaw): up's Close reports the close event, and the byte counts are final
+// only once both copies have ended, so the caller's Close after pipe is the one that reports.
 func (p *Proxy) pipe(ctx context.Context, client net.Conn, up *trackedConn) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -99,7 +101,7 @@ func (p *Proxy) pipe(ctx context.Context, client net.Conn, up *trackedConn) {
 			return
 		case <-ctx.Done():
 			client.Close()
-			up.Close()
+			closeRaw(up)
 			<-done
 			return
 		case now := <-tick.C:
@@ -112,7 +114,7 @@ func (p *Proxy) pipe(ctx context.Context, client net.Conn, up *trackedConn) {
 			if now.Sub(time.Unix(0, last.Load())) > idle {
 				up.setReason("idle timeout")
 				client.Close()
-				up.Close()
+				closeRaw(up)
 				<-done
 				return
 			}
@@ -141,8 +143,8 @@ func (p *Proxy) copyHalf(dst, src net.Conn, up *trackedConn, count *atomic.Int64
 			rem := up.limit - up.in.Load() - up.out.Load()
 			if rem <= 0 {
 				up.setReason("byte limit reached")
-				dst.Close()
-				src.Close()
+				closeRaw(dst)
+				closeRaw(src)
 				return
 			}
 			chunk = min(chunk, rem)
@@ -157,11 +159,21 @@ func (p *Proxy) copyHalf(dst, src net.Conn, up *trackedConn, count *atomic.Int64
 			return
 		}
 		if err != nil {
-			dst.Close()
-			src.Close()
+			closeRaw(dst)
+			closeRaw(src)
 			return
 		}
 	}
+}
+
+// closeRaw closes c's socket. For the upstream side that is the socket under the trackedConn,
+// so the close event waits for the caller's Close, after both copies have counted.
+func closeRaw(c net.Conn) {
+	if t, ok := c.(*trackedConn); ok {
+		t.Conn.Close()
+		return
+	}
+	c.Close()
 }
 
 func unwrapTCP(c net.Conn) (*net.TCPConn, bool) {
@@ -183,7 +195,7 @@ func (p *Proxy) copyBuffered(dst, src net.Conn, last *atomic.Int64) {
 		if n > 0 {
 			last.Store(time.Now().UnixNano())
 			if _, werr := dst.Write(buf[:n]); werr != nil {
-				src.Close()
+				closeRaw(src)
 				return
 			}
 		}
@@ -194,8 +206,8 @@ func (p *Proxy) copyBuffered(dst, src net.Conn, last *atomic.Int64) {
 					return
 				}
 			}
-			dst.Close()
-			src.Close()
+			closeRaw(dst)
+			closeRaw(src)
 			return
 		}
 	}

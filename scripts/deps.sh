@@ -6,7 +6,7 @@
 # that toolchain from the module proxy when an older one is installed.
 set -euo pipefail
 
-pkgs=(gcc libc6-dev libseccomp-dev pkg-config git python3 make util-linux passwd procps)
+pkgs=(gcc libc6-dev libseccomp-dev pkg-config git python3 make util-linux passwd procps curl iproute2 netcat-openbsd ca-certificates)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -59,7 +59,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 	fs.BoolVar(&o.capture, "capture", false, "capture stdout and stderr into the JSON result (implies --json)")
 	fs.IntVar(&o.outputLimit, "output-limit", 30000, "characters of each captured stream to keep")
 	fs.StringVar(&o.policyFile, "policy", "", "policy `FILE` (see policy.toml.example)")
-	fs.StringVar(&o.net, "net", "", "network: none (loopback only) or host (the host's network; printed as a warning); default from the policy, none")
+	fs.StringVar(&o.net, "net", "", "network: none (loopback only), proxy (HTTP and SOCKS5 proxies enforcing the policy's allowlist), transparent (proxy, plus DNS and TCP for any program to allowed hosts) or host (the host's network; printed as a warning); default from the policy, none")
 	fs.Var(&o.degraded, "allow-degraded", "run without `LAYER` (landlock, seccomp, cgroup) when the kernel lacks it; printed on every run")
 	fs.BoolVar(&o.asRoot, "as-root", false, "map the caller to uid 0 inside the sandbox (files keep their host owners)")
 	fs.Usage = func() {
@@ -103,9 +103,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 		}
 	}
 	switch o.net {
-	case "", "none", "host":
+	case "", policy.NetNone, policy.NetProxy, policy.NetTransparent, policy.NetHost:
 	default:
-		return nil, fmt.Errorf("--net %q: want none or host", o.net)
+		return nil, fmt.Errorf("--net %q: want none, proxy, transparent or host", o.net)
 	}
 	return o, nil
 }
@@ -215,7 +215,16 @@ func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		return 2
 	}
 	o.policyHash = p.Hash()
-	return launch(o, layout, pass, sc, stdin, stdout, stderr)
+	// Network (net.go): the proxy is built, and the policy's network errors surface, before
+	// any sandbox exists.
+	nr, err := prepareNet(o.net, p, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "jail run:", err)
+		return 2
+	}
+	defer nr.close()
+	nr.applyTo(o, layout)
+	return launch(o, layout, pass, sc, nr, stdin, stdout, stderr)
 }
 
 // applyPolicy turns the effective policy and the flags (which win for this
@@ -266,15 +275,11 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 		layout.Protected = append(layout.Protected, pp)
 	}
 
-	switch p.Network.Mode {
-	case policy.NetNone, policy.NetHost:
-		if o.net == "" {
-			o.net = p.Network.Mode
-		}
-	default:
-		if o.net == "" {
-			return nil, nil, confine.SeccompOptions{}, fmt.Errorf("network.mode %q is not available to jail run yet: use none or host", p.Network.Mode)
-		}
+	if o.net == "" {
+		o.net = p.Network.Mode
+	}
+	if o.net == "" {
+		o.net = policy.NetNone
 	}
 	if o.timeout == 0 {
 		o.timeout = p.Limits.Timeout
@@ -299,7 +304,7 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 }
 
 // launch builds the Spec from the layout and options, runs it and reports.
-func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.SeccompOptions, stdin *os.File, stdout, stderr io.Writer) int {
+func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.SeccompOptions, nr *netRun, stdin *os.File, stdout, stderr io.Writer) int {
 	mounts, ph, err := layout.Build()
 	defer ph.Release()
 	if err != nil {
@@ -340,10 +345,13 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 		GID:           gid,
 		Hostname:      "jail",
 		Mounts:        mounts,
-		Net:           confine.NetMode(o.net),
+		Net:           specNet(o.net),
 		Seccomp:       prog,
 		AllowDegraded: degraded,
 		Foreground:    isForeground(stdin),
+	}
+	if nr != nil {
+		spec.Sockets, spec.ConnectPorts = nr.sockets, nr.connectPorts
 	}
 	cmd := &confine.Cmd{Spec: spec, Stdin: stdin, Timeout: o.timeout, Limits: confine.Limits{MemoryBytes: o.memory, Pids: o.pids}}
 	cmd.Stdout, cmd.Stderr = asFile(stdout), asFile(stderr)
@@ -386,6 +394,7 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 		fmt.Fprintf(stderr, "jail: cannot start the sandbox: %s\n", err)
 		return 125
 	}
+	stopNet := nr.serve(cmd.Sockets(), stderr)
 	if o.capture {
 		cmd.Stdout.Close()
 		cmd.Stderr.Close()
@@ -403,6 +412,7 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 		}
 	}()
 	res, err := cmd.Wait()
+	stopNet()
 	close(done)
 	copies.Wait()
 	if err != nil {

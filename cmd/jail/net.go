@@ -1,0 +1,360 @@
+package main
+
+// The proxy and transparent network modes of `jail run`: the wiring between the policy's
+// [network] section, package netns (the egress proxy, which does all checking) and the
+// sandbox's Spec (sockets opened inside its network namespace, the command's environment,
+// Landlock's connect ports, a resolv.conf).
+//
+// Order of a run:
+//
+//	prepareNet      policy -> Rules, Resolver, Proxy (errors here stop the run before any
+//	                process exists); fixed socket addresses, env, ports, resolv.conf
+//	cmd.Start       the sandbox's init opens the sockets in its fresh namespace and hands them over
+//	(*netRun).serve one goroutine per server on those sockets, bound to a context
+//	cmd.Wait        the sandbox is gone
+//	stop            cancel the context, wait for every server goroutine, close the audit file
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jail-sandbox/jail/confine"
+	"github.com/jail-sandbox/jail/netns"
+	"github.com/jail-sandbox/jail/policy"
+)
+
+// Fixed addresses inside the sandbox. The network namespace is the sandbox's own, so nothing
+// else can hold these ports, and the command's environment can name them before it exists.
+const (
+	httpProxyAddr = "127.0.0.1:3128"
+	socksAddr     = "127.0.0.1:1080"
+	dnsAddr       = "127.0.0.1:53"
+)
+
+// maxSockets bounds the listening sockets one run asks the sandbox's init for (confine
+// accepts up to 4096). Transparent mode listens on every pool address for every allowed port;
+// this keeps a policy with many ports from costing thousands of descriptors.
+const maxSockets = 1024
+
+// transparentPool is the number of names transparent mode can map in one run.
+const transparentPool = 64
+
+// netRun is the supervisor side of one run's proxy or transparent mode. A nil *netRun (modes
+// none and host) does nothing.
+type netRun struct {
+	mode  string
+	proxy *netns.Proxy
+	trans *netns.Transparent // transparent mode only
+	audit *netAudit          // nil when the policy disables the audit log
+
+	// What the Spec gets.
+	sockets      []confine.Socket
+	env          []string
+	connectPorts []uint16
+	mounts       []confine.Mount
+
+	tmpDir string // holds resolv.conf; removed by close
+}
+
+// prepareNet builds the proxy for mode from the policy's [network] section. It returns nil for
+// none and host. Errors are the policy's or the host's, before any sandbox exists.
+func prepareNet(mode string, p *policy.Policy, stderr io.Writer) (nr *netRun, err error) {
+	if mode != policy.NetProxy && mode != policy.NetTransparent {
+		return nil, nil
+	}
+	n := p.Network
+	rules, err := netns.NewRules(netns.RulesConfig{Allow: n.Allow, Deny: n.Deny, AllowPrivate: n.AllowPrivate})
+	if err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	server := n.Resolver
+	if a, perr := netip.ParseAddr(server); perr == nil {
+		server = netip.AddrPortFrom(a, 53).String() // the policy accepts a bare IP
+	}
+	res, err := netns.NewResolver(server)
+	if err != nil {
+		return nil, fmt.Errorf("network.resolver: %w", err)
+	}
+	nr = &netRun{mode: mode}
+	defer func() {
+		if err != nil {
+			nr.close()
+			nr = nil
+		}
+	}()
+	if p.Audit.Enabled == nil || *p.Audit.Enabled {
+		if p.Audit.Path == "" {
+			return nil, errors.New("audit: no log path (set [audit] path, or HOME or XDG_STATE_HOME); the network modes record every connection")
+		}
+		nr.audit, err = openNetAudit(p.Audit.Path, p.Audit.Fsync, p.Hash(), stderr)
+		if err != nil {
+			return nil, err
+		}
+	}
+	cfg := netns.Config{
+		Rules:    rules,
+		Resolver: res,
+		// No Approve: the approval gate decides tool calls, and has no question for a host yet;
+		// a host no rule allows is denied with that reason.
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+	if nr.audit != nil {
+		cfg.Audit = nr.audit.write
+	}
+	nr.proxy, err = netns.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	nr.sockets = []confine.Socket{{Network: "tcp", Addr: httpProxyAddr}, {Network: "tcp", Addr: socksAddr}}
+	nr.env = netns.ProxyEnv(httpProxyAddr, socksAddr)
+	nr.connectPorts = []uint16{portOf(httpProxyAddr), portOf(socksAddr)}
+
+	if mode == policy.NetTransparent {
+		nr.trans = nr.proxy.NewTransparent(transparentPool)
+		addrs := nr.trans.Addrs()
+		// Every pool address is listened on for every allowed port: shrink the pool to fit.
+		if ports := len(addrs) / transparentPool; ports > 0 {
+			room := maxSockets - len(nr.sockets) - 1
+			if ports > room {
+				return nil, fmt.Errorf("network: transparent mode listens on every allowed port, and %d ports are more than it can open (%d)", ports, room)
+			}
+			if transparentPool*ports > room {
+				nr.trans = nr.proxy.NewTransparent(room / ports)
+				addrs = nr.trans.Addrs()
+			}
+		}
+		for _, a := range addrs {
+			nr.sockets = append(nr.sockets, confine.Socket{Network: "tcp", Addr: a.String()})
+			if !slices.Contains(nr.connectPorts, a.Port()) {
+				nr.connectPorts = append(nr.connectPorts, a.Port())
+			}
+		}
+		nr.sockets = append(nr.sockets, confine.Socket{Network: "udp", Addr: dnsAddr})
+		// The command's resolver must ask jail's stub; the file lives in a private directory
+		// of the supervisor's and is bound read-only over /etc/resolv.conf.
+		nr.tmpDir, err = os.MkdirTemp("", "jail-net-")
+		if err != nil {
+			return nil, fmt.Errorf("network: resolv.conf: %w", err)
+		}
+		rc := filepath.Join(nr.tmpDir, "resolv.conf")
+		if err := os.WriteFile(rc, []byte("# written by jail: names resolve only through jail's allowlist\nnameserver 127.0.0.1\noptions ndots:1 attempts:2 timeout:2\n"), 0o644); err != nil {
+			return nil, fmt.Errorf("network: resolv.conf: %w", err)
+		}
+		nr.mounts = []confine.Mount{{Kind: confine.Bind, Source: rc, Dest: "/etc/resolv.conf"}}
+	}
+	fmt.Fprintln(stderr, "jail: network:", allowedSummary(mode, n))
+	return nr, nil
+}
+
+// allowedSummary is the one line a proxy or transparent run prints about what it may reach.
+func allowedSummary(mode string, n policy.Network) string {
+	if len(n.Allow) == 0 {
+		return mode + " mode; no host is allowed, every connection will be refused"
+	}
+	s := mode + " mode; allowed hosts: " + strings.Join(n.Allow, ", ")
+	if len(n.Deny) > 0 {
+		s += "; denied: " + strings.Join(n.Deny, ", ")
+	}
+	if len(n.AllowPrivate) > 0 {
+		s += "; private ranges allowed: " + strings.Join(n.AllowPrivate, ", ")
+	}
+	return s
+}
+
+func portOf(addr string) uint16 {
+	return netip.MustParseAddrPort(addr).Port()
+}
+
+// applyTo puts the run's sockets, ports, mounts and environment into the launch. The proxy
+// variables come first so a --env or policy env_set of the same name wins.
+func (nr *netRun) applyTo(o *runOptions, layout *confine.Layout) {
+	if nr == nil {
+		return
+	}
+	layout.Extra = append(layout.Extra, nr.mounts...)
+	o.env = append(slices.Clone(nr.env), o.env...)
+}
+
+// specNet is the confine network mode: every mode but host is a fresh namespace.
+func specNet(mode string) confine.NetMode {
+	if mode == policy.NetHost {
+		return confine.NetHost
+	}
+	return confine.NetNone
+}
+
+// serve starts one goroutine per server on the sockets the sandbox handed over (in the order
+// of nr.sockets) and returns the function that stops them: it cancels their context and waits
+// until every one has returned. Call it once the sandbox has exited.
+func (nr *netRun) serve(files []*os.File, stderr io.Writer) (stop func()) {
+	if nr == nil {
+		closeFiles(files)
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer closeFiles(files) // net.FileListener and FilePacketConn keep duplicates
+	if len(files) != len(nr.sockets) {
+		fmt.Fprintf(stderr, "jail: network: the sandbox handed over %d sockets, want %d: the command has no network\n", len(files), len(nr.sockets))
+		return cancel
+	}
+	var lns []net.Listener
+	var dns net.PacketConn
+	for i, f := range files {
+		var err error
+		if nr.sockets[i].Network == "udp" {
+			dns, err = net.FilePacketConn(f)
+		} else {
+			var ln net.Listener
+			ln, err = net.FileListener(f)
+			lns = append(lns, ln)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "jail: network: socket %s: %v: the command has no network\n", nr.sockets[i].Addr, err)
+			for _, ln := range lns {
+				if ln != nil {
+					ln.Close()
+				}
+			}
+			if dns != nil {
+				dns.Close()
+			}
+			return cancel
+		}
+	}
+	// Each goroutine lives until ctx is cancelled (the sandbox has exited) and all the
+	// connections it accepted have ended; stop waits for it.
+	run := func(name string, f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil && ctx.Err() == nil {
+				fmt.Fprintf(stderr, "jail: network: %s: %v\n", name, err)
+			}
+		}()
+	}
+	run("http proxy", func() error { return nr.proxy.ServeHTTP(ctx, lns[0]) })
+	run("socks5 proxy", func() error { return nr.proxy.ServeSOCKS5(ctx, lns[1]) })
+	if nr.trans != nil {
+		run("transparent", func() error { return nr.trans.Serve(ctx, lns[2:]) })
+		run("dns", func() error { return nr.trans.ServeDNS(ctx, dns) })
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
+// close releases what prepareNet made: the audit file and resolv.conf's directory.
+func (nr *netRun) close() {
+	if nr == nil {
+		return
+	}
+	if nr.audit != nil {
+		nr.audit.close()
+	}
+	if nr.tmpDir != "" {
+		os.RemoveAll(nr.tmpDir)
+	}
+}
+
+func closeFiles(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
+
+// netRecord is a `network` record of the audit log: the same JSON-lines file as the policy's
+// tool-call records (policy.AuditRecord), told apart by "type". One record per decision; an
+// allowed connection gives a second record when it closes, with closed, bytes and duration.
+type netRecord struct {
+	Time       time.Time `json:"time"`
+	Type       string    `json:"type"`  // always "network"
+	Proto      string    `json:"proto"` // http, connect, socks5, transparent, dns
+	Host       string    `json:"host"`
+	Port       int       `json:"port,omitempty"`
+	Addr       string    `json:"addr,omitempty"` // the checked address connected to, or the refused one
+	Decision   string    `json:"decision"`       // allowed or denied
+	Reason     string    `json:"reason"`
+	Closed     bool      `json:"closed,omitempty"`
+	BytesIn    int64     `json:"bytes_in,omitempty"`  // to the sandbox
+	BytesOut   int64     `json:"bytes_out,omitempty"` // from the sandbox
+	DurationMS int64     `json:"duration_ms,omitempty"`
+	PolicyHash string    `json:"policy_hash"`
+}
+
+// netAudit appends network records to the audit log with the policy log's conventions:
+// O_APPEND so each record is one write at the end, 0600, the directory 0700, outside every
+// sandbox. policy.AuditLog writes only tool-call records, so it is not reused.
+type netAudit struct {
+	mu         sync.Mutex
+	f          *os.File
+	fsync      bool
+	policyHash string
+	stderr     io.Writer
+	failed     bool
+}
+
+func openNetAudit(path string, fsync bool, policyHash string, stderr io.Writer) (*netAudit, error) {
+	if !filepath.IsAbs(path) {
+		return nil, fmt.Errorf("audit: open %q: path must be absolute", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("audit: create directory: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit: open: %w", err)
+	}
+	return &netAudit{f: f, fsync: fsync, policyHash: policyHash, stderr: stderr}, nil
+}
+
+// write is netns.Config.Audit: called from connection goroutines, concurrently.
+func (a *netAudit) write(ev netns.Event) {
+	r := netRecord{Time: ev.Time.UTC(), Type: "network", Proto: ev.Proto, Host: ev.Host, Port: ev.Port,
+		Decision: string(ev.Decision), Reason: ev.Reason, Closed: ev.Closed, BytesIn: ev.BytesIn,
+		BytesOut: ev.BytesOut, DurationMS: ev.Duration.Milliseconds(), PolicyHash: a.policyHash}
+	if r.Time.IsZero() {
+		r.Time = time.Now().UTC()
+	}
+	if ev.Addr.IsValid() {
+		r.Addr = ev.Addr.String()
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return
+	}
+	b = append(b, '\n')
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.failed {
+		return
+	}
+	_, err = a.f.Write(b)
+	if err == nil && a.fsync {
+		err = a.f.Sync()
+	}
+	if err != nil {
+		// Reported once; the connection itself was already decided by the rules.
+		a.failed = true
+		fmt.Fprintf(a.stderr, "jail: audit: write network record: %v\n", err)
+	}
+}
+
+func (a *netAudit) close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.f.Close()
+}
