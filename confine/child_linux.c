@@ -773,6 +773,7 @@ static void op_unshare(struct child *c) {
 	char buf[64];
 	int n = snprintf(buf, sizeof(buf), "{\"stage\":\"pid1\",\"pid\":%d}\n", (int)pid);
 	report_line(buf, n);
+	close(3);
 	close(4);
 	close(5);
 	int status;
@@ -782,6 +783,19 @@ static void op_unshare(struct child *c) {
 }
 
 // ---- entry ----------------------------------------------------------------
+
+#define PLAN_HEADER_SIZE (8 + 4 + 8 + 4 * 4) // planHeaderSize in plan_linux.go
+
+// read_full reads exactly n bytes of the plan.
+static void read_full(struct child *c, uint8_t *b, size_t n) {
+	while (n > 0) {
+		ssize_t k = read(3, b, n);
+		if (k < 0 && errno == EINTR) continue;
+		if (k <= 0) fail(c, k < 0 ? errno : EINVAL, "read the plan header", 125);
+		b += k;
+		n -= k;
+	}
+}
 
 static int is_child(int argc, char **argv) {
 	struct stat st;
@@ -831,7 +845,6 @@ static void run_plan(struct child *c) {
 		case OP_CLOEXEC: op_cloexec(c); break;
 		case OP_CAPS: c->layer = "privileges"; c->stage = "drop privileges"; op_caps(c); break;
 		case OP_SECCOMP: c->layer = "seccomp"; c->stage = "seccomp"; op_seccomp(c); break;
-		case OP_UNSHARE: op_unshare(c); break;
 		case OP_EXEC: op_exec(c);
 		default: fail(c, EINVAL, "unknown plan operation", 125);
 		}
@@ -845,6 +858,15 @@ __attribute__((constructor)) static void jail_child_main(int argc, char **argv, 
 	if (!is_child(argc, argv)) return;
 	struct child c = {.root = -1, .empty = -1, .stage = "read plan", .layer = "mount"};
 	for (int i = 0; i < MAX_SOURCES; i++) c.src[i] = -1;
+	// The header comes first and alone: the namespaces are created while
+	// the supervisor still prepares the rest (Cmd.Prestart).
+	uint8_t header[PLAN_HEADER_SIZE];
+	read_full(&c, header, sizeof(header));
+	if (memcmp(header, "JAILPLN1", 8)) fail(&c, EINVAL, "not a jail plan (binary and child differ?)", 125);
+	c.p = header + 8;
+	c.end = header + sizeof(header);
+	if (get_u32(&c) != OP_UNSHARE) fail(&c, EINVAL, "plan does not start with the namespaces", 125);
+	op_unshare(&c); // returns in pid 1 only
 	size_t cap = 1 << 16, len = 0;
 	uint8_t *buf = malloc(cap);
 	for (;;) {
@@ -864,8 +886,6 @@ __attribute__((constructor)) static void jail_child_main(int argc, char **argv, 
 	close(3);
 	c.p = buf;
 	c.end = buf + len;
-	if (len < 8 || memcmp(buf, "JAILPLN1", 8)) fail(&c, EINVAL, "not a jail plan (binary and child differ?)", 125);
-	c.p += 8;
 	run_plan(&c);
 	_exit(125);
 }

@@ -29,6 +29,7 @@ type Cmd struct {
 	// Limits bound memory and processes; see LimitMethod.
 	Limits Limits
 
+	pre       prestart
 	proc      *os.Process // outside the sandbox; waits for pid 1
 	pid1      int         // the sandbox's pid 1, as the host sees it
 	sockets   []*os.File
@@ -74,76 +75,36 @@ const cloneFlags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | u
 func (c *Cmd) Start() error {
 	s := c.Spec
 	if err := s.Validate(); err != nil {
+		c.Abort()
 		return err
 	}
-	specR, specW, err := os.Pipe()
-	if err != nil {
-		return fmt.Errorf("spec pipe: %w", err)
+	if c.proc == nil {
+		if err := c.Prestart(); err != nil {
+			return err
+		}
+	} else if c.pre.net != s.Net || c.pre.uid != s.UID || c.pre.gid != s.GID {
+		c.Abort()
+		return fmt.Errorf("confine: Spec.Net, UID or GID changed between Prestart and Start")
 	}
-	defer specR.Close()
-	defer specW.Close()
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		return fmt.Errorf("status pipe: %w", err)
-	}
-	defer statusW.Close()
-
-	c.cg = newCgroup(c.Limits, "jail-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
 	if c.cg.method == LimitRLimit {
 		s.RLimits = append(s.RLimits, rlimitsFor(c.Limits)...)
 	}
 	abi, _ := landlockABI()
-	wire, err := compilePlan(s, abi, os.Getuid(), os.Getgid())
+	body, err := compilePlanBody(s, abi)
 	if err != nil {
-		c.cg.cleanup()
+		c.Abort()
 		return err
 	}
-
-	// No namespace flags here: the child creates its namespaces itself
-	// (op_unshare in child_linux.c), so this is a plain vfork+exec.
-	attr := &syscall.SysProcAttr{
-		Pdeathsig: unix.SIGKILL,
-		Setpgid:   true,
-	}
-	if c.cg.fd >= 0 {
-		attr.UseCgroupFD = true
-		attr.CgroupFD = c.cg.fd
-	}
-	sockPair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("socket pair: %w", err)
-	}
-	sockMine, sockChild := os.NewFile(uintptr(sockPair[0]), "sockets"), os.NewFile(uintptr(sockPair[1]), "sockets-child")
+	proc, statusR, sockMine := c.proc, c.statusF, c.pre.sockets
 	defer sockMine.Close()
-	defer sockChild.Close()
-	files := []*os.File{orNull(c.Stdin), orNull(c.Stdout), orNull(c.Stderr), specR, statusW, sockChild}
-	c.start = time.Now()
-	proc, err := os.StartProcess("/proc/self/exe", []string{childArg0}, &os.ProcAttr{Env: []string{}, Files: files, Sys: attr})
-	if err != nil {
-		c.cg.cleanup()
-		return fmt.Errorf("start the sandbox's init: %w", err)
-	}
-	c.proc = proc
-	c.statusF = statusR
-	c.status = bufio.NewReader(statusR)
-	specR.Close()
-	statusW.Close()
-
 	abort := func(e error) error {
-		proc.Kill()
-		proc.Wait()
-		statusR.Close()
-		c.cg.cleanup()
+		c.Abort()
 		return e
 	}
-	if err := c.cg.attach(proc.Pid); err != nil {
-		return abort(&LayerError{Layer: LayerLimits, Stage: "cgroup", Errno: errnoOf(err), Msg: err.Error()})
+	if _, err := c.pre.plan.Write(body); err != nil {
+		return abort(fmt.Errorf("send the plan: %w", err))
 	}
-	if _, err := specW.Write(wire); err != nil {
-		return abort(fmt.Errorf("send spec: %w", err))
-	}
-	specW.Close()
-	sockChild.Close()
+	c.pre.plan.Close()
 	if len(s.Sockets) > 0 {
 		socks, err := receiveSockets(sockMine, len(s.Sockets))
 		if err != nil {
@@ -161,6 +122,7 @@ func (c *Cmd) Start() error {
 		proc.Wait()
 		statusR.Close()
 		c.cg.cleanup()
+		c.proc = nil
 		switch {
 		case r.Err != nil && r.Err.Layer == LayerExec:
 			return &ExecError{Path: r.Err.Msg, Errno: r.Err.Errno}
@@ -184,6 +146,106 @@ func (c *Cmd) Start() error {
 		})
 	}
 	return nil
+}
+
+// prestart is what Prestart set up for Start to finish.
+type prestart struct {
+	net      NetMode
+	uid, gid int
+	plan     *os.File // write end of the plan pipe
+	sockets  *os.File // our end of the socket hand-over
+}
+
+// Prestart starts the sandbox's child before the Spec is complete: the
+// child's exec and the creation of its namespaces then overlap the
+// caller's own preparation (resolving paths, compiling the filter).
+// Spec.Net, UID and GID, Limits and the stdio files must be final; the
+// rest of the Spec is read by Start. After Prestart, either Start or Abort
+// must be called. Calling Start alone does both steps.
+func (c *Cmd) Prestart() error {
+	s := c.Spec
+	planR, planW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("plan pipe: %w", err)
+	}
+	defer planR.Close()
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		planW.Close()
+		return fmt.Errorf("status pipe: %w", err)
+	}
+	defer statusW.Close()
+	sockPair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		planW.Close()
+		statusR.Close()
+		return fmt.Errorf("socket pair: %w", err)
+	}
+	sockMine, sockChild := os.NewFile(uintptr(sockPair[0]), "sockets"), os.NewFile(uintptr(sockPair[1]), "sockets-child")
+	defer sockChild.Close()
+
+	c.cg = newCgroup(c.Limits, "jail-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	// No namespace flags here: the child creates its namespaces itself
+	// (op_unshare in child_linux.c), so this is a plain vfork+exec.
+	attr := &syscall.SysProcAttr{
+		Pdeathsig: unix.SIGKILL,
+		Setpgid:   true,
+	}
+	if c.cg.fd >= 0 {
+		attr.UseCgroupFD = true
+		attr.CgroupFD = c.cg.fd
+	}
+	files := []*os.File{orNull(c.Stdin), orNull(c.Stdout), orNull(c.Stderr), planR, statusW, sockChild}
+	c.start = time.Now()
+	proc, err := os.StartProcess("/proc/self/exe", []string{childArg0}, &os.ProcAttr{Env: []string{}, Files: files, Sys: attr})
+	if err != nil {
+		planW.Close()
+		statusR.Close()
+		sockMine.Close()
+		c.cg.cleanup()
+		return fmt.Errorf("start the sandbox's init: %w", err)
+	}
+	c.proc = proc
+	c.statusF = statusR
+	c.status = bufio.NewReader(statusR)
+	c.pre = prestart{net: s.Net, uid: s.UID, gid: s.GID, plan: planW, sockets: sockMine}
+	// The child must be in its cgroup before it forks pid 1, which it
+	// does as soon as it has the header.
+	if err := c.cg.attach(proc.Pid); err != nil {
+		c.Abort()
+		return &LayerError{Layer: LayerLimits, Stage: "cgroup", Errno: errnoOf(err), Msg: err.Error()}
+	}
+	if _, err := planW.Write(planHeader(s, os.Getuid(), os.Getgid())); err != nil {
+		c.Abort()
+		return fmt.Errorf("send the plan header: %w", err)
+	}
+	return nil
+}
+
+// Abort ends a sandbox that was prestarted but will not be started, or
+// whose start failed. It is safe to call more than once.
+func (c *Cmd) Abort() {
+	if c.proc == nil {
+		return
+	}
+	c.mu.Lock()
+	c.killLocked()
+	c.exited = true
+	c.mu.Unlock()
+	c.proc.Wait()
+	c.proc = nil
+	if c.pre.plan != nil {
+		c.pre.plan.Close()
+	}
+	if c.pre.sockets != nil {
+		c.pre.sockets.Close()
+	}
+	if c.statusF != nil {
+		c.statusF.Close()
+	}
+	if c.cg != nil {
+		c.cg.cleanup()
+	}
 }
 
 // next reads the child's next report, noting pid 1's host pid on the way.

@@ -70,12 +70,10 @@ func (p *plan) bytes(b []byte) {
 // which Landlock rights a rule carries on this kernel, which layers are
 // skipped) is made here, where it is tested; the child only executes.
 // abi is the kernel's Landlock ABI (0: none).
-func compilePlan(s *Spec, abi int, hostUID, hostGID int) ([]byte, error) {
-	for _, a := range append(append([]string{}, s.Argv...), s.Env...) {
-		if strings.ContainsRune(a, 0) {
-			return nil, fmt.Errorf("spec: argument or variable %q contains a NUL byte", a)
-		}
-	}
+// planHeader is the first part of the plan: enough for the child to create
+// its namespaces and fork pid 1 while the supervisor prepares the rest.
+// Its size is fixed (planHeaderSize) so the child reads exactly it.
+func planHeader(s *Spec, hostUID, hostGID int) []byte {
 	p := &plan{b: []byte(planMagic)}
 	flags := uint64(cloneFlags)
 	if s.Net != NetHost {
@@ -87,6 +85,29 @@ func compilePlan(s *Spec, abi int, hostUID, hostGID int) ([]byte, error) {
 	p.u32(uint32(hostUID))
 	p.u32(uint32(s.GID))
 	p.u32(uint32(hostGID))
+	return p.b
+}
+
+// planHeaderSize is len(planHeader(...)), known to the child.
+const planHeaderSize = 8 + 4 + 8 + 4*4
+
+// compilePlan is the whole plan, header and body, as one stream.
+func compilePlan(s *Spec, abi int, hostUID, hostGID int) ([]byte, error) {
+	body, err := compilePlanBody(s, abi)
+	if err != nil {
+		return nil, err
+	}
+	return append(planHeader(s, hostUID, hostGID), body...), nil
+}
+
+// compilePlanBody is the rest of the plan, which pid 1 carries out.
+func compilePlanBody(s *Spec, abi int) ([]byte, error) {
+	for _, a := range append(append([]string{}, s.Argv...), s.Env...) {
+		if strings.ContainsRune(a, 0) {
+			return nil, fmt.Errorf("spec: argument or variable %q contains a NUL byte", a)
+		}
+	}
+	p := &plan{}
 	p.op(opDumpable)
 	p.op(opHostname)
 	p.str(s.Hostname)
