@@ -214,7 +214,11 @@ func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "jail run:", err)
 		return 2
 	}
-	o.policyHash = p.Hash()
+	if o.json {
+		// Hashing costs a canonical encoding of the whole policy: only
+		// for the result that reports it (the network audit hashes its own).
+		o.policyHash = p.Hash()
+	}
 	// Network (net.go): the proxy is built, and the policy's network errors surface, before
 	// any sandbox exists.
 	nr, err := prepareNet(o.net, p, stderr)
@@ -305,24 +309,6 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 
 // launch builds the Spec from the layout and options, runs it and reports.
 func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.SeccompOptions, nr *netRun, stdin *os.File, stdout, stderr io.Writer) int {
-	mounts, ph, err := layout.Build()
-	defer ph.Release()
-	if err != nil {
-		fmt.Fprintln(stderr, "jail run:", err)
-		return 2
-	}
-	ph.LockExisting(mounts)
-	ws, _ := confine.ResolvePath(layout.Workspace, "/", "")
-	env, err := buildEnv(os.Environ(), pass, o.env)
-	if err != nil {
-		fmt.Fprintln(stderr, "jail run:", err)
-		return 2
-	}
-	prog, err := confine.CompileSeccomp(sc)
-	if err != nil {
-		fmt.Fprintln(stderr, "jail run:", err)
-		return 2
-	}
 	var degraded []confine.Layer
 	for _, d := range o.degraded {
 		for _, l := range strings.Split(d, ",") {
@@ -339,19 +325,12 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 	}
 	spec := &confine.Spec{
 		Argv:          o.argv,
-		Env:           env,
-		Dir:           ws,
 		UID:           uid,
 		GID:           gid,
 		Hostname:      "jail",
-		Mounts:        mounts,
 		Net:           specNet(o.net),
-		Seccomp:       prog,
 		AllowDegraded: degraded,
 		Foreground:    isForeground(stdin),
-	}
-	if nr != nil {
-		spec.Sockets, spec.ConnectPorts = nr.sockets, nr.connectPorts
 	}
 	cmd := &confine.Cmd{Spec: spec, Stdin: stdin, Timeout: o.timeout, Limits: confine.Limits{MemoryBytes: o.memory, Pids: o.pids}}
 	cmd.Stdout, cmd.Stderr = asFile(stdout), asFile(stderr)
@@ -379,6 +358,44 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 			}(r, p.c)
 			defer w.Close()
 		}
+	}
+
+	// The child starts now and creates its namespaces while this process
+	// resolves the layout and compiles the filter (on the other core).
+	if err := cmd.Prestart(); err != nil {
+		fmt.Fprintf(stderr, "jail: cannot start the sandbox: %s\n", err)
+		return 125
+	}
+	type compiled struct {
+		prog []confine.Program
+		err  error
+	}
+	filter := make(chan compiled, 1)
+	go func() {
+		// Lifetime: one compilation; launch receives its result below.
+		prog, err := confine.CompileSeccomp(sc)
+		filter <- compiled{prog, err}
+	}()
+	mounts, ph, err := layout.Build()
+	defer ph.Release()
+	f := <-filter
+	if err == nil {
+		err = f.err
+	}
+	var env []string
+	if err == nil {
+		env, err = buildEnv(os.Environ(), pass, o.env)
+	}
+	if err != nil {
+		cmd.Abort()
+		fmt.Fprintln(stderr, "jail run:", err)
+		return 2
+	}
+	ph.LockExisting(mounts)
+	ws, _ := confine.ResolvePath(layout.Workspace, "/", "")
+	spec.Env, spec.Dir, spec.Mounts, spec.Seccomp = env, ws, mounts, f.prog
+	if nr != nil {
+		spec.Sockets, spec.ConnectPorts = nr.sockets, nr.connectPorts
 	}
 
 	sigs := make(chan os.Signal, 16)
