@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -112,6 +113,10 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 
 // parseSize reads 512M, 2G, 1024K or plain bytes.
 func parseSize(s string) (int64, error) {
+	bad := errors.New("want a positive size such as 512M, 2G, 1024K or a number of bytes")
+	if s == "" {
+		return 0, bad
+	}
 	mult := int64(1)
 	switch strings.ToUpper(s[len(s)-1:]) {
 	case "K":
@@ -126,8 +131,8 @@ func parseSize(s string) (int64, error) {
 		num = s[:len(s)-1]
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, errors.New("want a positive size such as 512M, 2G, 1024K or a number of bytes")
+	if err != nil || n <= 0 || n > math.MaxInt64/mult {
+		return 0, bad
 	}
 	return n * mult, nil
 }
@@ -176,7 +181,11 @@ func buildEnv(caller []string, pass []string, extra []string) ([]string, error) 
 	if _, ok := vals["PATH"]; !ok {
 		set("PATH", "/usr/local/bin:/usr/bin:/bin")
 	}
-	set("TMPDIR", "/tmp")
+	// TMPDIR names the sandbox's own /tmp unless the caller set it with
+	// --env NAME=VALUE (a path it bound with --rw, say).
+	if _, ok := vals["TMPDIR"]; !ok {
+		set("TMPDIR", "/tmp")
+	}
 	env := make([]string, 0, len(order))
 	for _, k := range order {
 		env = append(env, k+"="+vals[k])
@@ -271,7 +280,7 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 	for _, pp := range sb.Protected {
 		if filepath.IsAbs(pp) {
 			rel, err := filepath.Rel(wsAbs, pp)
-			if err != nil || strings.HasPrefix(rel, "..") {
+			if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
 				return nil, nil, confine.SeccompOptions{}, fmt.Errorf("protected path %s is outside the workspace %s", pp, wsAbs)
 			}
 			pp = rel
