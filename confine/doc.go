@@ -1,54 +1,71 @@
 // Package confine turns a Spec into a confined process: the layers of a jail
-// sandbox, from namespaces to the seccomp filter, set up by one Go binary with
-// no helper programs.
+// sandbox, from namespaces to the seccomp filter, set up by one static binary
+// with no helper programs.
 //
 // # The launch
 //
 // The supervisor (the jail process a user started) validates a Spec, resolves
-// every host path in it, compiles the seccomp filter and only then creates a
-// process. The process is the jail binary itself, re-executed through
-// /proc/self/exe into fresh user, mount, pid, ipc, uts, network and cgroup
-// namespaces. Its first act in main is [IsChild]; [ChildMain] never returns.
+// every host path in it and compiles the seccomp filter with libseccomp. It
+// then compiles a plan: the child's instructions in order, every decision
+// already made (which mountpoints to create, which Landlock rights this
+// kernel's ABI can carry, which layers are skipped). The child only carries
+// the plan out.
 //
-//	supervisor                                   child (pid 1 in the sandbox)
-//	----------                                   ----------------------------
-//	resolve paths, compile seccomp
-//	clone+exec /proc/self/exe   -------------->  Go runtime starts
-//	(uid/gid maps written by the Go runtime)
+// The child is the jail binary itself, re-executed through /proc/self/exe
+// with argv "jail-init". A C constructor (child_linux.c) recognises it and
+// runs before the Go runtime starts, as runc's nsexec does: a second Go
+// runtime (threads, package initialisers) would cost more than the rest of
+// the launch. main still checks [IsChild] first; in a build without cgo it
+// reports that the build cannot confine.
+//
+//	supervisor (Go)                              child (C, before any Go runtime)
+//	---------------                              --------------------------------
+//	Prestart: vfork+exec /proc/self/exe
 //	attach cgroup (v1)
-//	write Spec on fd 3, close   -------------->  read Spec
-//	                                             mounts, pivot_root
-//	                                             Landlock, close fds,
-//	                                             drop capabilities, seccomp
-//	                                             fork+exec the command
-//	read fd 4                   <--------------  {"stage":"started"} or a
-//	                                             {"stage","errno","msg"} failure
-//	                                             reap zombies, forward signals
-//	read fd 4                   <--------------  {"stage":"exit","status",...}
-//	wait4(child)                                 exit with the command's status
+//	plan header on fd 3          -------------->  unshare user, mount, pid, ipc,
+//	                                              uts, net, cgroup namespaces;
+//	resolve the layout, compile                   write own uid/gid maps; fork:
+//	the filter (concurrently)                     pid 1 goes on, the parent stays
+//	                            <--------------   outside: {"stage":"pid1","pid"}
+//	Start: rest of plan, close   -------------->  pid 1: mounts, pivot_root,
+//	                                              Landlock, close fds, drop
+//	                                              capabilities, seccomp, fork
+//	receive Spec.Sockets on fd 5 <-------------   (sockets opened in the netns)
+//	read fd 4                   <--------------   {"stage":"started"} or a
+//	                                              {"stage","errno","msg"} failure
+//	signals -> pid 1             -------------->  forwarded to the command;
+//	                                              zombies reaped
+//	read fd 4                   <--------------   {"stage":"exit","status",...}
+//	                                              after killing and reaping every
+//	                                              other process; pid 1 exits
 //
-// When pid 1 of a pid namespace exits the kernel kills every other process in
-// it, so nothing the command started (double-forked daemons included)
-// outlives it. The child also carries PR_SET_PDEATHSIG, so it dies with the
-// supervisor.
+// Creating the namespaces in the child rather than at clone lets the
+// supervisor start it with vfork (Go copies its whole address space for a
+// clone with CLONE_NEWUSER), and lets the namespaces be created while the
+// supervisor still resolves paths. An unprivileged process may write its own
+// id maps once setgroups is denied.
+//
+// pid 1 kills every process of its namespace and reaps them all before it
+// reports the command's exit, so when Wait returns nothing the command
+// started (double-forked daemons included) is left. pid 1 carries
+// PR_SET_PDEATHSIG towards the process outside, which carries it towards the
+// supervisor: the sandbox dies with jail.
 //
 // # The layers, in the order the child applies them
 //
-//  1. Namespaces (created by clone): the uid and gid are mapped to the
-//     caller's own ids, so files keep their owners.
+//  1. Namespaces (unshare): the uid and gid are mapped to the caller's own
+//     ids, so files keep their owners.
 //  2. A new root: a tmpfs into which system directories are bound read-only,
 //     the workspace read-write, and private /tmp, /dev, /proc and $HOME are
 //     mounted; protected paths in the workspace are covered read-only; then
-//     pivot_root and the old root is detached.
-//  3. Landlock (best ABI the kernel has), with rules that mirror the mounts.
+//     pivot_root and the old root is detached. Binds are made by descriptor
+//     (open_tree, mount_setattr with AT_RECURSIVE, move_mount).
+//  3. no_new_privs and Landlock (best ABI the kernel has), with rules that
+//     mirror the mounts.
 //  4. Every inherited descriptor but 0, 1 and 2 is marked close-on-exec.
 //  5. All capabilities dropped (bounding, ambient, effective, permitted,
-//     inheritable) and no_new_privs set.
-//  6. The seccomp filter compiled by the supervisor, as close to execve as
-//     Go allows.
-//
-// Steps 3 to 6 run on one locked OS thread of the child, and the command is
-// forked from that thread, so it inherits exactly that thread's credentials.
+//     inheritable) and locked with securebits.
+//  6. The seccomp programs, last before the command's fork and execve.
 //
 // # Failing closed
 //
