@@ -102,6 +102,7 @@ enum {
 	OP_SECCOMP = 20,
 	OP_EXEC = 21,
 	OP_UNSHARE = 22,
+	OP_LOCK = 23,
 };
 
 #define MAX_SOURCES 256
@@ -782,6 +783,27 @@ static void op_unshare(struct child *c) {
 	_exit(WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status));
 }
 
+// op_lock moves pid 1 into a user namespace nested in the sandbox's own,
+// with a copy of the finished mount namespace. A mount namespace copied
+// into a less privileged user namespace has every mount locked: it cannot
+// be unmounted to uncover what is beneath, and its read-only, nosuid, nodev
+// and noexec flags can no longer be cleared (MNT_LOCK_READONLY and
+// friends), even by a process holding CAP_SYS_ADMIN in the sandbox's own
+// user namespace. The ids map to themselves.
+static void op_lock(struct child *c) {
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	c->layer = "mount";
+	c->stage = "lock the mounts";
+	CHECK(c, unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare");
+	char map[64];
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+	CHECK(c, write_file("/proc/self/uid_map", map), "write uid_map");
+	CHECK(c, write_file("/proc/self/setgroups", "deny"), "deny setgroups");
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+	CHECK(c, write_file("/proc/self/gid_map", map), "write gid_map");
+}
+
 // ---- entry ----------------------------------------------------------------
 
 #define PLAN_HEADER_SIZE (8 + 4 + 8 + 4 * 4) // planHeaderSize in plan_linux.go
@@ -837,6 +859,7 @@ static void run_plan(struct child *c) {
 		case OP_PROC: op_proc(c); break;
 		case OP_DEV: op_dev(c); break;
 		case OP_PIVOT: op_pivot(c); break;
+		case OP_LOCK: op_lock(c); break;
 		case OP_NNP:
 			c->layer = "privileges"; c->stage = "set no_new_privs";
 			CHECK(c, prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl");

@@ -37,6 +37,7 @@ const (
 	opSeccomp  = 20
 	opExec     = 21
 	opUnshare  = 22
+	opLock     = 23
 )
 
 // Mount attributes (linux/mount.h).
@@ -108,7 +109,6 @@ func compilePlanBody(s *Spec, abi int) ([]byte, error) {
 		}
 	}
 	p := &plan{}
-	p.op(opDumpable)
 	p.op(opHostname)
 	p.str(s.Hostname)
 	if s.Net != NetHost {
@@ -220,6 +220,10 @@ func compilePlanBody(s *Spec, abi int) ([]byte, error) {
 		}
 	}
 	p.op(opPivot)
+	p.op(opLock)
+	// Not dumpable from here on (after op_lock, which must still open its
+	// own /proc/self/uid_map): the command never sees a dumpable pid 1.
+	p.op(opDumpable)
 	p.op(opNNP)
 
 	if err := planLandlock(p, s, abi); err != nil {
