@@ -39,7 +39,8 @@ demo: build
 # jail run -- /bin/true against bare /bin/true and bubblewrap, interleaved,
 # plus jail's peak RSS; and the Go benchmarks.
 bench: build
-	./bench/run.sh ./jail
+	$(GO) build -o bench/interleave.bin ./bench/interleave
+	./bench/run.sh ./jail bench/interleave.bin
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./confine/
 
 fmt:

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Startup cost of `jail run -- /bin/true` against bare /bin/true and a
-# comparable bubblewrap sandbox, in one hyperfine invocation (the three
-# commands measured one after another, same warm-up, same run count), plus
+# comparable bubblewrap sandbox, measured interleaved (bench/interleave runs
+# the three in turn, round after round, and reports the median of the
+# per-round ratios, so a drift in the machine's speed hits all alike), plus
 # jail's peak RSS from /usr/bin/time. As root it measures again as the
 # unprivileged user jailtest when that user exists: the unprivileged launch
 # takes a different path (no cgroup delegation, user namespace required).
 #
-# usage: bench/run.sh [JAIL_BINARY]   (default ./jail; `make bench` builds it)
+# usage: bench/run.sh [JAIL_BINARY] [INTERLEAVE_BINARY]
+#        (defaults ./jail and bench/interleave built into a temporary file;
+#        `make bench` builds both)
 set -euo pipefail
 
 jail_in=${1:-./jail}
@@ -17,13 +20,12 @@ fi
 jail_in=$(realpath "$jail_in")
 
 warmup=5 runs=50 rss_runs=5
+interleave_in=${2:-}
 
-# Tools: hyperfine, bwrap, GNU time (and python3 to read hyperfine's JSON).
+# Tools: bwrap, GNU time, setpriv.
 missing=()
-command -v hyperfine >/dev/null || missing+=(hyperfine)
 command -v bwrap >/dev/null || missing+=(bubblewrap)
 [ -x /usr/bin/time ] || missing+=(time)
-command -v python3 >/dev/null || missing+=(python3)
 command -v setpriv >/dev/null || missing+=(util-linux)
 if ((${#missing[@]})); then
   if [ "$(id -u)" -ne 0 ]; then
@@ -47,6 +49,12 @@ mkdir -m 755 "$tmp/bin"
 cp "$jail_in" "$tmp/bin/jail"
 chmod 755 "$tmp/bin/jail"
 jail="$tmp/bin/jail"
+if [ -n "$interleave_in" ]; then
+  cp "$interleave_in" "$tmp/bin/interleave"
+else
+  (cd "$(dirname "$0")/.." && go build -o "$tmp/bin/interleave" ./bench/interleave)
+fi
+chmod 755 "$tmp/bin/interleave"
 cd "$tmp"
 me=$(id -un)
 
@@ -71,7 +79,7 @@ bench_as() {
   local bwrap_cmd="bwrap --unshare-all --ro-bind / / --bind $ws $ws --dev /dev --proc /proc --die-with-parent /bin/true"
   # Each command must work before it is timed; a failing one is reported
   # and left out rather than timed as a fast failure.
-  local -a names=() cmds=()
+  local -a cmds=()
   local name cmd
   for name in jail bare bwrap; do
     case $name in
@@ -79,22 +87,14 @@ bench_as() {
       bare) cmd=/bin/true ;;
       bwrap) cmd=$bwrap_cmd ;;
     esac
-    # shellcheck disable=SC2086 # the commands are word lists, as hyperfine -N splits them
+    # shellcheck disable=SC2086 # the commands are word lists, as interleave splits them
     if ! as "$who" $cmd >"$out/probe-$name.log" 2>&1; then
       printf '%-8s %-6s fails, not timed: %s\n' "$who" "$name" "$(head -c 300 "$out/probe-$name.log" | tr '\n' ' ')"
       [ "$name" = jail ] && return 1
       continue
     fi
-    names+=(-n "$name")
     cmds+=("$cmd")
   done
-
-  if ! as "$who" hyperfine -N --warmup "$warmup" --runs "$runs" --style none \
-    --export-json "$out/hyperfine.json" "${names[@]}" "${cmds[@]}" >"$out/hyperfine.log" 2>&1; then
-    echo "bench: hyperfine failed as $who:" >&2
-    cat "$out/hyperfine.log" >&2
-    return 1
-  fi
 
   local rss max_rss=0 i
   for ((i = 0; i < rss_runs; i++)); do
@@ -103,27 +103,15 @@ bench_as() {
     if ((rss > max_rss)); then max_rss=$rss; fi
   done
 
-  python3 - "$who" "$out/hyperfine.json" "$max_rss" "$rss_runs" <<'PY'
-import json, sys
-who, path, rss, rss_runs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-res = {r["command"]: r for r in json.load(open(path))["results"]}
-ms = lambda s: f"{s * 1000:8.2f} ms"
-for name in ("jail", "bare", "bwrap"):
-    r = res.get(name)
-    if r:
-        print(f"{who:<8} {name:<6} {ms(r['mean'])} {ms(r['median'])} {ms(r['stddev'] or 0)} {ms(r['min'])} {ms(r['max'])}")
-j = res["jail"]
-for other in ("bare", "bwrap"):
-    if other in res:
-        o = res[other]
-        print(f"{who:<8} jail/{other:<6} mean {j['mean'] / o['mean']:7.1f}x   median {j['median'] / o['median']:7.1f}x")
-print(f"{who:<8} jail peak RSS: {rss} KiB ({rss / 1024:.1f} MiB), max of {rss_runs} runs")
-PY
+  echo "== as $who"
+  if ! as "$who" "$tmp/bin/interleave" -n "$runs" -warmup "$warmup" -- "${cmds[@]}"; then
+    echo "bench: interleave failed as $who" >&2
+    return 1
+  fi
+  echo "jail peak RSS (GNU time, max of $rss_runs runs): $max_rss KiB ($((max_rss / 1024)) MiB)"
 }
 
-echo "jail startup: $jail_in"
-echo "hyperfine $(hyperfine --version | awk '{print $2}'), -N, $warmup warm-up + $runs runs per command; bwrap $(bwrap --version | awk '{print $2}'); kernel $(uname -r)"
-printf '%-8s %-6s %11s %11s %11s %11s %11s\n' user cmd mean median stddev min max
+echo "jail startup: $jail_in; bwrap $(bwrap --version | awk '{print $2}'); kernel $(uname -r)"
 users=("$me")
 if [ "$(id -u)" -eq 0 ] && id jailtest >/dev/null 2>&1; then
   users+=(jailtest)

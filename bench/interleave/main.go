@@ -1,0 +1,96 @@
+// Command interleave times whole commands in turn, round after round
+// (A B C, A B C, ...), so a drift in the machine's speed hits every command
+// alike, and reports each command's median and the median of the per-round
+// ratios of the first command to each other one. `make bench` uses it to
+// compare `jail run -- /bin/true` with bare /bin/true and bubblewrap.
+//
+// usage: interleave [-n ROUNDS] [-warmup N] -- 'CMD A' 'CMD B' ...
+// Each command is one string split on spaces (no shell).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	rounds := flag.Int("n", 50, "counted rounds")
+	warmup := flag.Int("warmup", 5, "rounds run first and not counted")
+	flag.Parse()
+	cmds := flag.Args()
+	if len(cmds) < 2 || *rounds < 1 {
+		fmt.Fprintln(os.Stderr, "usage: interleave [-n ROUNDS] [-warmup N] -- 'CMD A' 'CMD B' ...")
+		return 2
+	}
+	times := make([][]float64, len(cmds))
+	rss := make([]int64, len(cmds))
+	for r := 0; r < *warmup+*rounds; r++ {
+		for i, c := range cmds {
+			d, maxrss, err := once(c)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "interleave: %s: %v\n", c, err)
+				return 1
+			}
+			if r < *warmup {
+				continue
+			}
+			times[i] = append(times[i], d)
+			if maxrss > rss[i] {
+				rss[i] = maxrss
+			}
+		}
+	}
+	fmt.Printf("%d rounds after %d warm-up rounds, commands in turn\n", *rounds, *warmup)
+	fmt.Printf("%-8s %10s %10s %10s %12s  %s\n", "", "median", "mean", "p90", "peak RSS", "command")
+	for i, c := range cmds {
+		s := append([]float64(nil), times[i]...)
+		sort.Float64s(s)
+		fmt.Printf("%-8s %8.2fms %8.2fms %8.2fms %9d KiB  %s\n", string(rune('A'+i)), s[len(s)/2], mean(s), s[len(s)*9/10], rss[i], c)
+	}
+	for j := 1; j < len(cmds); j++ {
+		var ratios []float64
+		for k := range times[0] {
+			ratios = append(ratios, times[0][k]/times[j][k])
+		}
+		sort.Float64s(ratios)
+		fmt.Printf("A/%c per-round ratio: median %.2fx (p10 %.2fx, p90 %.2fx)\n", 'A'+j, ratios[len(ratios)/2], ratios[len(ratios)/10], ratios[len(ratios)*9/10])
+	}
+	return 0
+}
+
+// once runs c to completion and returns its wall time in milliseconds and
+// its peak RSS (the largest process waited for, in KiB).
+func once(c string) (float64, int64, error) {
+	f := strings.Fields(c)
+	cmd := exec.Command(f[0], f[1:]...)
+	start := time.Now()
+	err := cmd.Run()
+	d := time.Since(start)
+	if err != nil {
+		return 0, 0, err
+	}
+	ru, _ := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	var maxrss int64
+	if ru != nil {
+		maxrss = ru.Maxrss
+	}
+	return float64(d.Microseconds()) / 1000, maxrss, nil
+}
+
+func mean(s []float64) float64 {
+	t := 0.0
+	for _, v := range s {
+		t += v
+	}
+	return t / float64(len(s))
+}
