@@ -89,17 +89,9 @@ func planHeader(s *Spec, hostUID, hostGID int) []byte {
 	return p.b
 }
 
-// planHeaderSize is len(planHeader(...)), known to the child.
+// planHeaderSize is len(planHeader(...)): PLAN_HEADER_SIZE in
+// child_linux.c, which reads exactly that much first.
 const planHeaderSize = 8 + 4 + 8 + 4*4
-
-// compilePlan is the whole plan, header and body, as one stream.
-func compilePlan(s *Spec, abi int, hostUID, hostGID int) ([]byte, error) {
-	body, err := compilePlanBody(s, abi)
-	if err != nil {
-		return nil, err
-	}
-	return append(planHeader(s, hostUID, hostGID), body...), nil
-}
 
 // compilePlanBody is the rest of the plan, which pid 1 carries out.
 func compilePlanBody(s *Spec, abi int) ([]byte, error) {

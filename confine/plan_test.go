@@ -1,0 +1,116 @@
+//go:build linux
+
+package confine
+
+import (
+	"errors"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestPlanHeaderSize ties the Go header to the size the C child reads.
+func TestPlanHeaderSize(t *testing.T) {
+	h := planHeader(&Spec{UID: 1000, GID: 1000, Net: NetNone}, 1000, 1000)
+	if len(h) != planHeaderSize {
+		t.Fatalf("header is %d bytes, planHeaderSize says %d", len(h), planHeaderSize)
+	}
+	src, err := os.ReadFile("child_linux.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`#define PLAN_HEADER_SIZE \(([0-9 +*]+)\)`).FindSubmatch(src)
+	if m == nil {
+		t.Fatal("PLAN_HEADER_SIZE not found in child_linux.c")
+	}
+	sum := 0
+	for _, term := range strings.Split(string(m[1]), "+") {
+		prod := 1
+		for _, f := range strings.Split(term, "*") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			prod *= n
+		}
+		sum += prod
+	}
+	if sum != planHeaderSize {
+		t.Fatalf("child_linux.c reads %d header bytes, Go writes %d", sum, planHeaderSize)
+	}
+}
+
+// TestPlanOpcodesMatchC checks each Go opcode against the C enum.
+func TestPlanOpcodesMatchC(t *testing.T) {
+	src, err := os.ReadFile("child_linux.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"OP_END": opEnd, "OP_DUMPABLE": opDumpable, "OP_HOSTNAME": opHostname, "OP_LOOPBACK": opLoopback,
+		"OP_SOCKETS": opSockets, "OP_PRIVATE": opPrivate, "OP_SOURCE": opSource, "OP_NEWROOT": opNewRoot, "OP_BIND": opBind,
+		"OP_TMPFS": opTmpfs, "OP_HIDE": opHide, "OP_PROTECT": opProtect, "OP_SYMLINK": opSymlink, "OP_PROC": opProc,
+		"OP_DEV": opDev, "OP_PIVOT": opPivot, "OP_NNP": opNNP, "OP_LANDLOCK": opLandlock, "OP_CLOEXEC": opCloexec,
+		"OP_CAPS": opCaps, "OP_SECCOMP": opSeccomp, "OP_EXEC": opExec, "OP_UNSHARE": opUnshare, "OP_LOCK": opLock}
+	for name, v := range want {
+		m := regexp.MustCompile(`\b` + name + ` = ([0-9]+),`).FindSubmatch(src)
+		if m == nil {
+			t.Errorf("%s missing from child_linux.c", name)
+			continue
+		}
+		if n, _ := strconv.Atoi(string(m[1])); n != v {
+			t.Errorf("%s is %d in C and %d in Go", name, n, v)
+		}
+	}
+}
+
+func TestPlanRefuses(t *testing.T) {
+	base := func() *Spec {
+		return &Spec{Argv: []string{"true"}, Dir: "/w", Hostname: "jail", Net: NetNone, Seccomp: []Program{{{Code: 6, K: 0x7fff0000}}},
+			Mounts: []Mount{{Kind: Bind, Source: "/w", Dest: "/w", Writable: true}}}
+	}
+	var le *LayerError
+
+	s := base()
+	if _, err := compilePlanBody(s, 0); !errors.As(err, &le) || le.Layer != LayerLandlock {
+		t.Errorf("no Landlock and no degraded mode: got %v", err)
+	}
+	s.AllowDegraded = []Layer{LayerLandlock}
+	if _, err := compilePlanBody(s, 0); err != nil {
+		t.Errorf("degraded Landlock refused: %v", err)
+	}
+
+	s = base()
+	s.ConnectPorts = []uint16{3128}
+	if _, err := compilePlanBody(s, 3); !errors.As(err, &le) || !strings.Contains(le.Msg, "ABI 4") {
+		t.Errorf("port rules on ABI 3: got %v", err)
+	}
+	if _, err := compilePlanBody(s, 4); err != nil {
+		t.Errorf("port rules on ABI 4: %v", err)
+	}
+
+	s = base()
+	s.Seccomp = nil
+	if _, err := compilePlanBody(s, 7); !errors.As(err, &le) || le.Layer != LayerSeccomp {
+		t.Errorf("no filter: got %v", err)
+	}
+
+	s = base()
+	s.Mounts = append(s.Mounts, Mount{Kind: Tmpfs, Dest: "/w/cache", Writable: true})
+	if _, err := compilePlanBody(s, 7); err == nil || !strings.Contains(err.Error(), "inside a bound host tree") {
+		t.Errorf("tmpfs inside the workspace bind: got %v", err)
+	}
+
+	s = base()
+	s.Argv = []string{"echo", "a\x00b"}
+	if _, err := compilePlanBody(s, 7); err == nil || !strings.Contains(err.Error(), "NUL") {
+		t.Errorf("NUL in argv: got %v", err)
+	}
+
+	s = base()
+	s.Sockets = []Socket{{Network: "tcp", Addr: "[::1]:80"}}
+	if _, err := compilePlanBody(s, 7); err == nil {
+		t.Error("an IPv6 socket address was accepted")
+	}
+}
