@@ -2,7 +2,6 @@ package confine
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"path/filepath"
@@ -81,8 +80,9 @@ type RLimit struct {
 }
 
 // Spec is everything the child needs to become the sandbox. It is built and
-// validated by the supervisor and travels to the child over an inherited
-// pipe, never in argv or the environment.
+// validated by the supervisor, compiled into a plan (plan_linux.go), and the
+// plan travels to the child over an inherited pipe, never in argv or the
+// environment.
 type Spec struct {
 	// Argv is the command; Argv[0] is looked up in the sandbox's PATH.
 	Argv []string `json:"argv"`
@@ -120,9 +120,8 @@ type Spec struct {
 	Foreground bool `json:"foreground,omitempty"`
 }
 
-// Program is one seccomp program. On the wire it is the kernel's own
-// 8-byte instructions, base64-encoded: decoding a few hundred JSON objects
-// in the child cost more than the rest of its setup.
+// Program is one seccomp program; the plan carries it in the kernel's own
+// struct sock_filter layout.
 type Program []SockFilter
 
 // MarshalBinary is the program in the kernel's struct sock_filter layout.
@@ -135,26 +134,6 @@ func (p Program) MarshalBinary() ([]byte, error) {
 		binary.NativeEndian.PutUint32(b[4:], f.K)
 	}
 	return raw, nil
-}
-
-// MarshalJSON encodes the instructions in their kernel layout.
-func (p Program) MarshalJSON() ([]byte, error) {
-	raw, _ := p.MarshalBinary()
-	return json.Marshal(raw)
-}
-
-// UnmarshalJSON decodes what MarshalJSON wrote.
-func (p *Program) UnmarshalJSON(data []byte) error {
-	var raw []byte
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return err
-	}
-	prog, err := programFromBytes(raw)
-	if err != nil {
-		return err
-	}
-	*p = prog
-	return nil
 }
 
 // programFromBytes reads instructions in the kernel's layout.
@@ -250,27 +229,6 @@ func (s *Spec) Validate() error {
 		}
 	}
 	return nil
-}
-
-// Encode is the wire form of the Spec, as the child reads it.
-func (s *Spec) Encode() ([]byte, error) {
-	b, err := json.Marshal(s)
-	if err != nil {
-		return nil, fmt.Errorf("spec: encode: %w", err)
-	}
-	return b, nil
-}
-
-// DecodeSpec reads a Spec from its wire form and validates it.
-func DecodeSpec(b []byte) (*Spec, error) {
-	var s Spec
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("spec: decode: %w", err)
-	}
-	if err := s.Validate(); err != nil {
-		return nil, err
-	}
-	return &s, nil
 }
 
 func isCleanAbs(p string) bool {
