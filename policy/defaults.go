@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The defaults. They are documented in policy.toml.example and README-section.md; change them
+// The defaults. They are documented in policy.toml.example and README.md (Policy); change them
 // together.
 const (
 	// No timeout, memory or process limit by default: `jail run -- claude`
