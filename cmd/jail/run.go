@@ -58,7 +58,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 	fs.BoolVar(&o.json, "json", false, "print a JSON result object at the end (see README: Result)")
 	fs.StringVar(&o.jsonOut, "json-out", "", "write the JSON result to `FILE` instead of stdout/stderr")
 	fs.BoolVar(&o.capture, "capture", false, "capture stdout and stderr into the JSON result (implies --json)")
-	fs.IntVar(&o.outputLimit, "output-limit", 30000, "characters of each captured stream to keep")
+	fs.IntVar(&o.outputLimit, "output-limit", 0, "characters of each captured stream to keep (default: the policy's [limits] output_chars, 100000)")
 	fs.StringVar(&o.policyFile, "policy", "", "policy `FILE` (see policy.toml.example)")
 	fs.StringVar(&o.net, "net", "", "network: none (loopback only), proxy (HTTP and SOCKS5 proxies enforcing the policy's allowlist), transparent (proxy, plus DNS and TCP for any program to allowed hosts) or host (the host's network; printed as a warning); default from the policy, none")
 	fs.Var(&o.degraded, "allow-degraded", "run without `LAYER` (landlock, seccomp, cgroup) when the kernel lacks it; printed on every run")
@@ -303,8 +303,11 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 	if o.pids == 0 {
 		o.pids = p.Limits.Pids
 	}
-	if !o.outputLimitSet && p.Limits.OutputChars > 0 {
+	if !o.outputLimitSet {
 		o.outputLimit = int(p.Limits.OutputChars)
+		if o.outputLimit <= 0 {
+			o.outputLimit = policy.DefaultOutputChars
+		}
 	}
 	pass := append([]string{}, sb.Env...)
 	var extra []string

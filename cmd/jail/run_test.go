@@ -126,7 +126,7 @@ func TestParseRunFlags(t *testing.T) {
 		o.net != "host" || !reflect.DeepEqual(o.argv, []string{"make", "-j4"}) {
 		t.Errorf("parsed %+v", o)
 	}
-	if o, err := parseRunFlags([]string{"true"}, io.Discard); err != nil || o.outputLimitSet || o.outputLimit != 30000 || o.json {
+	if o, err := parseRunFlags([]string{"true"}, io.Discard); err != nil || o.outputLimitSet || o.outputLimit != 0 || o.json {
 		t.Errorf("defaults: %+v, %v", o, err)
 	}
 
