@@ -5,7 +5,6 @@ package confine
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -117,31 +116,11 @@ func TestLandlockEnforced(t *testing.T) {
 	if _, err := landlockABI(); err != nil {
 		t.Skipf("requires Landlock ABI >= 1: %v", err)
 	}
-	ws, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &Layout{Workspace: ws, System: DefaultSystem(), Secrets: DefaultSecrets()}
-	ms, ph, err := l.Build()
-	defer ph.Release()
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := CompileSeccomp(SeccompOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	out, err := os.CreateTemp(t.TempDir(), "out")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Cmd{Stdout: out, Stderr: out, Spec: &Spec{
-		Argv: []string{"/bin/sh", "-c", "cat /.jail-empty && echo READ; ls / >/dev/null && echo LISTED; echo x > f && echo WROTE"},
-		Env:  []string{"PATH=/usr/bin:/bin", "LANG=C"},
-		Dir:  ws, UID: os.Getuid(), GID: os.Getgid(), Hostname: "jail", Mounts: ms, Net: NetNone, Seccomp: prog}}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	c := startSandbox(t, out, "/bin/sh", "-c", "cat /.jail-empty && echo READ; ls / >/dev/null && echo LISTED; echo x > f && echo WROTE")
 	if _, err := c.Wait(); err != nil {
 		t.Fatal(err)
 	}

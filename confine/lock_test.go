@@ -28,25 +28,7 @@ func nsInode(t *testing.T, fd int) uint64 {
 // copied into a less privileged user namespace, which is what makes the
 // kernel lock every mount and its read-only flag.
 func TestMountsLocked(t *testing.T) {
-	ws, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &Layout{Workspace: ws, System: DefaultSystem(), Secrets: DefaultSecrets()}
-	ms, ph, err := l.Build()
-	defer ph.Release()
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := CompileSeccomp(SeccompOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &Cmd{Spec: &Spec{Argv: []string{"/bin/sleep", "30"}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: ws,
-		UID: os.Getuid(), GID: os.Getgid(), Hostname: "jail", Mounts: ms, Net: NetNone, Seccomp: prog}}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	c := startSandbox(t, nil, "/bin/sleep", "30")
 	defer func() {
 		c.Signal(unix.SIGTERM)
 		c.Wait()
@@ -83,4 +65,30 @@ func TestMountsLocked(t *testing.T) {
 	if nsInode(t, parent) != nsInode(t, outer) {
 		t.Fatal("the command's user namespace is not nested in the sandbox's")
 	}
+}
+
+// startSandbox starts argv in a default sandbox (system directories, a
+// temporary workspace, the default filter) with out as stdout and stderr.
+func startSandbox(t *testing.T, out *os.File, argv ...string) *Cmd {
+	t.Helper()
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &Layout{Workspace: ws, System: DefaultSystem(), Secrets: DefaultSecrets()}
+	ms, ph, err := l.Build()
+	t.Cleanup(ph.Release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := CompileSeccomp(SeccompOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Cmd{Stdout: out, Stderr: out, Spec: &Spec{Argv: argv, Env: []string{"PATH=/usr/bin:/bin", "LANG=C"}, Dir: ws,
+		UID: os.Getuid(), GID: os.Getgid(), Hostname: "jail", Mounts: ms, Net: NetNone, Seccomp: prog}}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
