@@ -617,7 +617,7 @@ static int lookup(const char *argv0, char *const envp[], char *out, size_t outn)
 	return -err;
 }
 
-static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGUSR1, SIGUSR2};
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGUSR1, SIGUSR2, SIGCONT};
 
 // op_exec starts the command and serves as pid 1 until it exits: it
 // forwards signals to the command, reaps every zombie, and exits with the
@@ -654,6 +654,10 @@ static void __attribute__((noreturn)) op_exec(struct child *c) {
 	sigemptyset(&none);
 	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++) sigaddset(&set, forwarded[i]);
 	sigaddset(&set, SIGCHLD);
+	sigset_t ttou;
+	sigemptyset(&ttou);
+	sigaddset(&ttou, SIGTTOU);
+	sigprocmask(SIG_BLOCK, &ttou, NULL);
 	// Blocked before the fork, so no signal sent in between is lost; pid 1
 	// of a namespace only receives signals it blocks or handles.
 	sigprocmask(SIG_BLOCK, &set, NULL);
@@ -702,8 +706,17 @@ static void __attribute__((noreturn)) op_exec(struct child *c) {
 		int status;
 		struct rusage ru;
 		pid_t w;
-		while ((w = wait4(-1, &status, WNOHANG, &ru)) > 0) {
+		while ((w = wait4(-1, &status, WNOHANG | WUNTRACED, &ru)) > 0) {
 			if (w != pid) continue;
+			if (WIFSTOPPED(status)) {
+				// ^Z or SIGSTOP stopped the command: the supervisor
+				// stops itself too, so the caller's shell gets its
+				// terminal back, and sends SIGCONT when resumed.
+				char sb[80];
+				int sn = snprintf(sb, sizeof(sb), "{\"stage\":\"stopped\",\"signal\":%d}\n", WSTOPSIG(status));
+				report_line(sb, sn);
+				continue;
+			}
 			char buf[160];
 			int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 			int n = snprintf(buf, sizeof(buf), "{\"stage\":\"exit\",\"status\":%d,\"signal\":%d,\"max_rss_kb\":%ld}\n",
@@ -722,7 +735,16 @@ static void __attribute__((noreturn)) op_exec(struct child *c) {
 		}
 		siginfo_t si;
 		int sig = sigwaitinfo(&set, &si);
-		if (sig > 0 && sig != SIGCHLD) kill(pid, sig);
+		if (sig == SIGCONT) {
+			// Resumed: give the terminal back to the command's group and
+			// wake the whole group, as a shell's fg does. SIGTTOU is
+			// blocked here, so taking the terminal from the background
+			// cannot stop pid 1.
+			if (foreground) tcsetpgrp(0, pid);
+			kill(-pid, SIGCONT);
+		} else if (sig > 0 && sig != SIGCHLD) {
+			kill(pid, sig);
+		}
 	}
 }
 

@@ -345,6 +345,10 @@ func (c *Cmd) wait() (*Result, error) {
 	// The exit report arrives before init exits; EOF means init died
 	// without one (killed by the timeout or from outside).
 	r, _ := c.next()
+	for r.Stage == "stopped" {
+		c.suspend()
+		r, _ = c.next()
+	}
 	var st *os.ProcessState
 	var err error
 	if r.Stage == "exit" && c.cg.method != LimitCgroup1 && c.cg.method != LimitCgroup2 {
@@ -398,6 +402,26 @@ func (c *Cmd) wait() (*Result, error) {
 		res.ExitCode = ws.ExitStatus()
 	}
 	return res, nil
+}
+
+// suspend follows a stopped command: when it owns the terminal (^Z in an
+// editor), jail takes the terminal back and stops its own process group,
+// so the caller's shell sees the job stopped and gets its prompt; when the
+// shell resumes jail (fg or bg), pid 1 gets SIGCONT and hands the terminal
+// back to the command. Without a terminal the command stays stopped until
+// a SIGCONT is forwarded to it.
+func (c *Cmd) suspend() {
+	if !c.Spec.Foreground {
+		return
+	}
+	reclaimTerminal()
+	unix.Kill(0, unix.SIGSTOP)
+	// Running again: the shell continued us.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pid1 > 0 && !c.exited {
+		unix.Kill(c.pid1, unix.SIGCONT)
+	}
 }
 
 // reclaimTerminal makes jail's own process group the terminal's foreground

@@ -199,3 +199,41 @@ func TestForwardedSignal(t *testing.T) {
 		}
 	})
 }
+
+// TestSuspendAndResume stops a command that does not handle job control
+// itself (cat) with ^Z: jail must stop too, so the caller's shell gets its
+// terminal back, and on SIGCONT the command must own the terminal again.
+func TestSuspendAndResume(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		p, cmd := startOnTTY(t, r, ws, "cat")
+		time.Sleep(300 * time.Millisecond)
+		p.send("before\n")
+		p.expect(t, "before\r\nbefore")
+		p.send("\x1a") // ^Z
+		var ws4 syscall.WaitStatus
+		stopped := make(chan error, 1)
+		go func() {
+			_, err := syscall.Wait4(cmd.Process.Pid, &ws4, syscall.WUNTRACED, nil)
+			stopped <- err
+		}()
+		select {
+		case err := <-stopped:
+			if err != nil || !ws4.Stopped() {
+				t.Fatalf("jail did not stop with its command: %v %v", err, ws4)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("jail did not stop after ^Z stopped its command")
+		}
+		// As a shell's fg: make jail's group the foreground and continue it.
+		unix.IoctlSetPointerInt(int(p.master.Fd()), unix.TIOCSPGRP, cmd.Process.Pid)
+		syscall.Kill(cmd.Process.Pid, syscall.SIGCONT)
+		time.Sleep(300 * time.Millisecond)
+		p.send("after\n")
+		p.expect(t, "after\r\nafter")
+		p.send("\x04") // ^D: cat reads end of file
+		if code := waitExit(t, cmd); code != 0 {
+			t.Fatalf("jail exited %d, want 0", code)
+		}
+	})
+}
