@@ -1,0 +1,100 @@
+//go:build linux
+
+package tools
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// subreaper makes the test process what WorkerMain makes the worker, so
+// orphans of bash calls are reparented to it.
+func subreaper(t *testing.T) {
+	t.Helper()
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		t.Fatalf("PR_SET_CHILD_SUBREAPER: %v", err)
+	}
+}
+
+func TestBashResultAndSession(t *testing.T) {
+	subreaper(t)
+	f := newFixture(t)
+	r := mustOK(t, f.call("bash", map[string]any{"command": "echo out; echo err >&2"}))
+	if r.Content != "out\n[stderr]\nerr\n" || r.Meta["exit_code"] != 0 {
+		t.Fatalf("bash: %q %v", r.Content, r.Meta)
+	}
+	r = f.call("bash", map[string]any{"command": "exit 3"})
+	if !r.IsError || r.Meta["exit_code"] != 3 || !strings.Contains(r.Content, "[exit code 3]") {
+		t.Fatalf("exit 3: %v", r)
+	}
+	// Working directory and exported variables carry over.
+	os.Mkdir(f.dir+"/sub", 0o755)
+	mustOK(t, f.call("bash", map[string]any{"command": "cd sub && export JAIL_T=42 && NOTEXPORTED=1"}))
+	r = mustOK(t, f.call("bash", map[string]any{"command": "pwd; echo \"$JAIL_T\"; echo \"x${NOTEXPORTED}x\""}))
+	if r.Content != f.dir+"/sub\n42\nxx\n" {
+		t.Fatalf("session: %q", r.Content)
+	}
+	// An exit inside the command still records the state.
+	mustOK(t, f.call("bash", map[string]any{"command": "cd ..; export JAIL_U=1; exit 0"}))
+	r = mustOK(t, f.call("bash", map[string]any{"command": "pwd; echo $JAIL_U"}))
+	if r.Content != f.dir+"\n1\n" {
+		t.Fatalf("after exit: %q", r.Content)
+	}
+	// Output beyond the cap is cut with the marker.
+	r = mustOK(t, f.call("bash", map[string]any{"command": "head -c 40000 /dev/zero | tr '\\0' x"}))
+	if !strings.HasSuffix(r.Content, "... [10000 chars truncated]") {
+		t.Fatalf("cap: %q", r.Content[len(r.Content)-60:])
+	}
+}
+
+// TestBashTimeoutKillsEverything: a call that times out takes its whole
+// tree down, a daemon that double-forked into its own session included,
+// and the session keeps its previous state.
+func TestBashTimeoutKillsEverything(t *testing.T) {
+	subreaper(t)
+	f := newFixture(t)
+	// A unique sleep duration marks the test's processes (dash has no exec -a).
+	marker := "300." + strconv.FormatInt(time.Now().UnixNano()%1000000, 10)
+	start := time.Now()
+	r := f.call("bash", map[string]any{"timeout": 0.5, "command": "cd /; (setsid sh -c 'sleep " + marker + "; :' &) ; sleep " + marker})
+	if !r.IsError || r.Meta["timed_out"] != true || time.Since(start) > 5*time.Second {
+		t.Fatalf("timeout: %v after %s", r, time.Since(start))
+	}
+	time.Sleep(50 * time.Millisecond)
+	if pids := processesWith(marker); len(pids) > 0 {
+		t.Fatalf("processes left after the timeout: %v", pids)
+	}
+	r = mustOK(t, f.call("bash", map[string]any{"command": "pwd"}))
+	if r.Content != f.dir+"\n" {
+		t.Fatalf("a timed-out call changed the session: %q", r.Content)
+	}
+	// A call that ends normally also leaves nothing behind.
+	mustOK(t, f.call("bash", map[string]any{"command": "(setsid sh -c 'sleep " + marker + "; :' > /dev/null 2>&1 &); true"}))
+	time.Sleep(50 * time.Millisecond)
+	if pids := processesWith(marker); len(pids) > 0 {
+		t.Fatalf("a background daemon outlived its call: %v", pids)
+	}
+}
+
+func processesWith(marker string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && strings.Contains(string(b), marker) {
+			if st, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil && !strings.Contains(string(st), ") Z") {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}

@@ -1,0 +1,600 @@
+package tools
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jail-sandbox/jail/policy"
+)
+
+// Request is one line a harness sends to `jail serve` (README: "Tools,
+// jail tool and jail serve"). Type is empty (or "call") for a tool call,
+// "list_tools", "cancel" (Target names the call) or "approval_response"
+// (ID names the call that asked, Approve the answer).
+type Request struct {
+	ID      json.RawMessage `json:"id"`
+	Type    string          `json:"type,omitempty"`
+	Tool    string          `json:"tool,omitempty"`
+	Args    json.RawMessage `json:"args,omitempty"`
+	Context CallContext     `json:"context"`
+	Target  json.RawMessage `json:"target,omitempty"`
+	Approve bool            `json:"approve,omitempty"`
+}
+
+// CallContext says who calls and why. Agent and Role select the toolset
+// (policy [agents.*], [roles.*]); TaskID also names the bash session whose
+// working directory and environment carry over; IdempotencyKey makes a
+// repeated write or edit return the first result instead of applying
+// twice; Unattended tells the policy gate nobody can approve.
+type CallContext struct {
+	Agent          string `json:"agent,omitempty"`
+	Role           string `json:"role,omitempty"`
+	TaskID         string `json:"task_id,omitempty"`
+	TraceID        string `json:"trace_id,omitempty"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	Unattended     bool   `json:"unattended,omitempty"`
+}
+
+// Response is one line jail serve writes.
+type Response struct {
+	ID     json.RawMessage `json:"id"`
+	Type   string          `json:"type"`
+	Result *Result         `json:"result,omitempty"`
+	Tools  []Definition    `json:"tools,omitempty"`
+	Error  string          `json:"error,omitempty"`
+	// approval_request fields
+	Tool       string `json:"tool,omitempty"`
+	ArgsDigest string `json:"args_digest,omitempty"`
+	Risk       string `json:"risk,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// Server routes tool calls to workers under the policy. The exported
+// fields are set before the first Serve or Call and not changed after.
+type Server struct {
+	Registry   *Registry
+	Policy     *policy.Policy
+	PolicyHash string
+	Home       string
+	// Audit receives one record per call; nil writes none.
+	Audit *policy.AuditLog
+	// Spawn starts a worker in a fresh sandbox.
+	Spawn func(ctx context.Context) (*Worker, error)
+	// MaxConcurrency bounds calls running at once and workers alive; zero
+	// means runtime.NumCPU().
+	MaxConcurrency int
+	// MaxLine bounds one request line; zero means DefaultMaxLine.
+	MaxLine int
+	// BashMaxTimeout is bash's maximum per-call timeout (policy
+	// limits.timeout).
+	BashMaxTimeout time.Duration
+	// Asker answers approval questions for Call (jail tool); Serve asks
+	// its harness instead.
+	Asker  policy.Asker
+	Logger *slog.Logger
+
+	once     sync.Once
+	pool     *pool
+	mu       sync.Mutex
+	gates    map[policy.Subject]*policy.Gate
+	idem     map[string]*idemEntry
+	idemKeys []string // insertion order, to bound idem
+	sessions map[string]*session
+}
+
+// DefaultMaxLine bounds a request line: large enough for a big write,
+// small enough that one line cannot exhaust the supervisor.
+const DefaultMaxLine = 8 << 20
+
+// maxIdempotencyKeys bounds the remembered results; the oldest go first.
+const maxIdempotencyKeys = 10000
+
+// maxPending bounds calls accepted but not finished; beyond it a call is
+// refused at once rather than queued without limit.
+const maxPending = 4096
+
+type idemEntry struct {
+	done chan struct{}
+	res  Result
+}
+
+type session struct {
+	mu    sync.Mutex // one bash call of a session at a time
+	state Session
+}
+
+func (s *Server) init() {
+	s.once.Do(func() {
+		if s.MaxConcurrency <= 0 {
+			s.MaxConcurrency = runtime.NumCPU()
+		}
+		if s.MaxLine <= 0 {
+			s.MaxLine = DefaultMaxLine
+		}
+		if s.Logger == nil {
+			s.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		}
+		s.pool = newPool(s.Spawn, s.MaxConcurrency)
+		s.gates = map[policy.Subject]*policy.Gate{}
+		s.idem = map[string]*idemEntry{}
+		s.sessions = map[string]*session{}
+	})
+}
+
+// Close ends every idle worker; call it after Serve returned.
+func (s *Server) Close() {
+	s.init()
+	s.pool.close()
+}
+
+// Prewarm starts n workers ahead of the first calls.
+func (s *Server) Prewarm(ctx context.Context, n int) error {
+	s.init()
+	var ws []*Worker
+	defer func() {
+		for _, w := range ws {
+			s.pool.put(w)
+		}
+	}()
+	for range min(n, s.MaxConcurrency) {
+		w, err := s.pool.get(ctx)
+		if err != nil {
+			return err
+		}
+		ws = append(ws, w)
+	}
+	return nil
+}
+
+// gate returns the policy gate for who, built once per subject.
+func (s *Server) gate(who policy.Subject) (*policy.Gate, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g, ok := s.gates[who]; ok {
+		return g, nil
+	}
+	g, err := policy.NewGate(s.Policy, s.Registry.Infos(), who, s.Home, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.gates[who] = g
+	return g, nil
+}
+
+// ListTools is the definitions of the tools who may call, in registry
+// order: a tool the policy does not grant is absent.
+func (s *Server) ListTools(cc CallContext) ([]Definition, error) {
+	s.init()
+	g, err := s.gate(policy.Subject{Agent: cc.Agent, Role: cc.Role})
+	if err != nil {
+		return nil, err
+	}
+	defs := []Definition{}
+	for _, t := range s.Registry.Tools() {
+		if d, ok := g.Toolset.Lookup(t.Name); ok && d.Status == policy.StatusGranted {
+			defs = append(defs, t.Definition())
+		}
+	}
+	return defs, nil
+}
+
+// Call runs one call through the gate and a worker, with s.Asker for
+// approvals. The result is never a Go error: every failure is an error
+// result.
+func (s *Server) Call(ctx context.Context, r Request) Result {
+	s.init()
+	return s.call(ctx, r, s.Asker)
+}
+
+func (s *Server) call(ctx context.Context, r Request, asker policy.Asker) Result {
+	start := time.Now()
+	var args map[string]any
+	json.Unmarshal(r.Args, &args) // validation below reports what is wrong
+	pc := policy.Call{Tool: r.Tool, Args: args, Unattended: r.Context.Unattended}
+	var ts *policy.Toolset
+	audit := func(d policy.Decision) {
+		if s.Audit == nil {
+			return
+		}
+		rec := policy.NewAuditRecord(time.Now(), ts, pc, d, s.PolicyHash, time.Since(start))
+		if err := s.Audit.Write(rec); err != nil {
+			s.Logger.Error("audit", "err", err)
+		}
+	}
+	refuse := func(outcome policy.Outcome, why string) Result {
+		audit(policy.Decision{Outcome: outcome, ApprovalSource: policy.SourceNone, Reason: why, Step: "serve"})
+		return errorf("%s", why)
+	}
+	t, ok := s.Registry.Lookup(r.Tool)
+	if !ok {
+		return refuse(policy.OutcomeDenied, fmt.Sprintf("unknown tool %q", r.Tool))
+	}
+	pc.Declared = t.Risk
+	g, err := s.gate(policy.Subject{Agent: r.Context.Agent, Role: r.Context.Role})
+	if err != nil {
+		return refuse(policy.OutcomeDenied, err.Error())
+	}
+	ts = g.Toolset
+	if err := t.Validate(r.Args); err != nil {
+		return refuse(policy.OutcomeDenied, err.Error())
+	}
+
+	// A repeated write or edit with the same key returns the first result.
+	key := r.Context.IdempotencyKey
+	if key != "" && slices.Contains(t.Capabilities, policy.CapFSWrite) {
+		key = r.Context.Agent + "\x00" + t.Name + "\x00" + key
+		s.mu.Lock()
+		e, seen := s.idem[key]
+		if !seen {
+			e = &idemEntry{done: make(chan struct{})}
+			s.idem[key] = e
+			s.idemKeys = append(s.idemKeys, key)
+			if len(s.idemKeys) > maxIdempotencyKeys {
+				delete(s.idem, s.idemKeys[0])
+				s.idemKeys = s.idemKeys[1:]
+			}
+		}
+		s.mu.Unlock()
+		if seen {
+			select {
+			case <-e.done:
+			case <-ctx.Done():
+				return errorf("cancelled while waiting for the first call with this idempotency key")
+			}
+			res := e.res
+			res.Meta = cloneMeta(res.Meta)
+			res.Meta["idempotent_replay"] = true
+			audit(policy.Decision{Allowed: true, Outcome: policy.OutcomeAllowed, ApprovalSource: policy.SourcePolicy, Step: "idempotency", Reason: "repeated idempotency key: the first result is returned, nothing applied"})
+			return res
+		}
+		var res Result
+		defer func() {
+			e.res = res
+			close(e.done)
+		}()
+		res = s.decideAndRun(ctx, t, g, pc, r, asker, audit)
+		return res
+	}
+	return s.decideAndRun(ctx, t, g, pc, r, asker, audit)
+}
+
+func cloneMeta(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func (s *Server) decideAndRun(ctx context.Context, t *Tool, g *policy.Gate, pc policy.Call, r Request, asker policy.Asker, audit func(policy.Decision)) Result {
+	gc := *g // the same toolset and guard; this call's asker
+	gc.Asker = asker
+	d := gc.Check(ctx, pc)
+	if !d.Allowed {
+		audit(d)
+		return Result{IsError: true, Content: fmt.Sprintf("%s: %s (%s)", d.Outcome, d.Reason, t.Name),
+			Meta: map[string]any{"decision": d.Outcome, "reason": d.Reason, "step": d.Step}}
+	}
+	timeout := t.Timeout
+	if t.Name == "bash" {
+		timeout = BashTimeout(r.Args, s.BashMaxTimeout)
+	}
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	req := callRequest{Tool: t.Name, Args: r.Args, Timeout: timeout, OutputCap: t.OutputCap}
+	var sess *session
+	if t.Name == "bash" {
+		sess = s.session(r.Context)
+		sess.mu.Lock()
+		defer sess.mu.Unlock()
+		st := sess.state
+		req.Session = &st
+	}
+	res, newState, err := s.run(ctx, req)
+	if err != nil {
+		res = errorf("%v", err)
+	}
+	if sess != nil && newState != nil && newState.Cwd != "" {
+		sess.state = *newState
+	}
+	audit(d)
+	return res
+}
+
+// run gets a worker, makes the call, and puts the worker back, or
+// discards it when it died or got stuck.
+func (s *Server) run(ctx context.Context, req callRequest) (Result, *Session, error) {
+	w, err := s.pool.get(ctx)
+	if err != nil {
+		return Result{}, nil, fmt.Errorf("no worker: %w", err)
+	}
+	res, sess, err := w.call(ctx, req)
+	if err != nil {
+		s.pool.discard(w)
+		if ctx.Err() != nil {
+			return errorf("cancelled"), nil, nil
+		}
+		return Result{}, nil, err
+	}
+	s.pool.put(w)
+	return res, sess, nil
+}
+
+func (s *Server) session(cc CallContext) *session {
+	key := cc.Agent + "\x00" + cc.Role + "\x00" + cc.TaskID
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	se, ok := s.sessions[key]
+	if !ok {
+		se = &session{}
+		s.sessions[key] = se
+	}
+	return se
+}
+
+// Serve reads requests from in and writes responses to out until in ends
+// (then waits for the calls still running) or ctx is cancelled.
+func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	s.init()
+	ctx, cancelAll := context.WithCancel(ctx)
+	defer cancelAll()
+	var outMu sync.Mutex
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	send := func(r Response) {
+		if r.ID == nil {
+			r.ID = json.RawMessage("null")
+		}
+		outMu.Lock()
+		defer outMu.Unlock()
+		if err := enc.Encode(r); err != nil {
+			s.Logger.Error("write response", "err", err)
+		}
+	}
+	var (
+		mu        sync.Mutex
+		running   = map[string]context.CancelFunc{}
+		approvals = map[string]chan bool{}
+		calls     sync.WaitGroup
+	)
+	br := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, tooLong, err := readLine(br, s.MaxLine)
+		if tooLong {
+			send(Response{Type: "error", Error: fmt.Sprintf("request line longer than %d bytes: refused", s.MaxLine)})
+			continue
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			s.handle(ctx, line, send, &mu, running, approvals, &calls)
+		}
+		if err != nil {
+			calls.Wait()
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("serve: read: %w", err)
+		}
+	}
+}
+
+// handle dispatches one request line.
+func (s *Server) handle(ctx context.Context, line []byte, send func(Response), mu *sync.Mutex, running map[string]context.CancelFunc, approvals map[string]chan bool, calls *sync.WaitGroup) {
+	var r Request
+	if err := json.Unmarshal(line, &r); err != nil {
+		send(Response{ID: idOf(line), Type: "error", Error: "malformed request: " + err.Error()})
+		return
+	}
+	if !validID(r.ID) {
+		send(Response{Type: "error", Error: `request without an "id" (a string or a number)`})
+		return
+	}
+	id := string(r.ID)
+	switch r.Type {
+	case "list_tools":
+		defs, err := s.ListTools(r.Context)
+		if err != nil {
+			send(Response{ID: r.ID, Type: "error", Error: err.Error()})
+			return
+		}
+		send(Response{ID: r.ID, Type: "tools", Tools: defs})
+	case "cancel":
+		mu.Lock()
+		c, ok := running[string(r.Target)]
+		mu.Unlock()
+		if !ok {
+			send(Response{ID: r.ID, Type: "error", Error: "cancel: no running call with id " + string(r.Target)})
+			return
+		}
+		c()
+		send(Response{ID: r.ID, Type: "cancelled"})
+	case "approval_response":
+		mu.Lock()
+		ch, ok := approvals[id]
+		delete(approvals, id)
+		mu.Unlock()
+		if !ok {
+			send(Response{ID: r.ID, Type: "error", Error: "approval_response: no pending approval request with id " + id})
+			return
+		}
+		ch <- r.Approve
+	case "", "call":
+		if r.Tool == "" {
+			send(Response{ID: r.ID, Type: "error", Error: `call without a "tool"`})
+			return
+		}
+		mu.Lock()
+		_, dup := running[id]
+		busy := len(running) >= maxPending
+		var cctx context.Context
+		var cancel context.CancelFunc
+		if !dup && !busy {
+			cctx, cancel = context.WithCancel(ctx)
+			running[id] = cancel
+		}
+		mu.Unlock()
+		switch {
+		case dup:
+			send(Response{ID: r.ID, Type: "error", Error: "a call with id " + id + " is still running"})
+			return
+		case busy:
+			send(Response{ID: r.ID, Type: "error", Error: fmt.Sprintf("server busy: %d calls pending", maxPending)})
+			return
+		}
+		asker := policy.AskFunc(func(actx context.Context, q policy.Question) (policy.Answer, error) {
+			ch := make(chan bool, 1)
+			mu.Lock()
+			approvals[id] = ch
+			mu.Unlock()
+			defer func() {
+				mu.Lock()
+				delete(approvals, id)
+				mu.Unlock()
+			}()
+			send(Response{ID: r.ID, Type: "approval_request", Tool: q.Tool, ArgsDigest: policy.ArgsDigest(q.Args), Risk: q.Risk.String(), Reason: q.Reason})
+			select {
+			case ok := <-ch:
+				return policy.Answer{Approve: ok}, nil
+			case <-actx.Done():
+				return policy.Answer{}, actx.Err()
+			}
+		})
+		calls.Add(1)
+		go func() {
+			// Lifetime: one call; Serve waits for it before returning.
+			defer calls.Done()
+			defer func() {
+				mu.Lock()
+				delete(running, id)
+				mu.Unlock()
+				cancel()
+			}()
+			res := s.call(cctx, r, asker)
+			send(Response{ID: r.ID, Type: "result", Result: &res})
+		}()
+	default:
+		send(Response{ID: r.ID, Type: "error", Error: fmt.Sprintf("unknown request type %q (want call, list_tools, cancel or approval_response)", r.Type)})
+	}
+}
+
+// readLine reads one line of at most max bytes. A longer line is consumed
+// to its end and reported with tooLong, so the stream stays in step.
+func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+	var buf []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(buf)+len(chunk) > max+1 {
+			tooLong = true
+			buf = nil
+		} else if !tooLong {
+			buf = append(buf, chunk...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if tooLong {
+			return nil, true, err
+		}
+		return buf, false, err
+	}
+}
+
+func validID(id json.RawMessage) bool {
+	id = bytes.TrimSpace(id)
+	if len(id) == 0 {
+		return false
+	}
+	var v any
+	if json.Unmarshal(id, &v) != nil {
+		return false
+	}
+	switch v.(type) {
+	case string, float64:
+		return true
+	}
+	return false
+}
+
+// idOf digs the id out of a line that did not decode as a Request, so a
+// harness can match the error to its call when possible.
+func idOf(line []byte) json.RawMessage {
+	var probe struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(line, &probe) == nil && validID(probe.ID) {
+		return probe.ID
+	}
+	return nil
+}
+
+// pool holds idle workers and bounds the live ones.
+type pool struct {
+	spawn func(ctx context.Context) (*Worker, error)
+	idle  chan *Worker
+	slots chan struct{} // one per live worker
+}
+
+func newPool(spawn func(context.Context) (*Worker, error), n int) *pool {
+	return &pool{spawn: spawn, idle: make(chan *Worker, n), slots: make(chan struct{}, n)}
+}
+
+func (p *pool) get(ctx context.Context) (*Worker, error) {
+	select {
+	case w := <-p.idle:
+		return w, nil
+	default:
+	}
+	select {
+	case w := <-p.idle:
+		return w, nil
+	case p.slots <- struct{}{}:
+		if p.spawn == nil {
+			<-p.slots
+			return nil, errors.New("no way to start a worker")
+		}
+		w, err := p.spawn(ctx)
+		if err != nil {
+			<-p.slots
+			return nil, fmt.Errorf("start a worker: %w", err)
+		}
+		return w, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (p *pool) put(w *Worker) {
+	select {
+	case <-w.dead:
+		p.discard(w)
+		return
+	default:
+	}
+	p.idle <- w
+}
+
+func (p *pool) discard(w *Worker) {
+	w.Close()
+	<-p.slots
+}
+
+func (p *pool) close() {
+	for {
+		select {
+		case w := <-p.idle:
+			p.discard(w)
+		default:
+			return
+		}
+	}
+}

@@ -1,0 +1,179 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jail-sandbox/jail/policy"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// Tool is one tool: its declaration for models and the policy, and the
+// function the worker runs. The zero Timeout and OutputCap mean the
+// registry's defaults.
+type Tool struct {
+	// Name is the name callers use; it must be in policy.Catalogue.
+	Name string
+	// Description goes into a model's context on every call: short and exact.
+	Description string
+	// Schema is the JSON Schema (draft 2020-12) of the arguments.
+	Schema string
+	// Risk and Capabilities are the tool's own declaration; the policy
+	// takes the stricter of it and its static map.
+	Risk         policy.Risk
+	Capabilities []string
+	// Timeout bounds one call; bash takes a per-call value under it.
+	Timeout time.Duration
+	// OutputCap is the number of characters of content kept; the rest is
+	// cut with the marker "... [N chars truncated]".
+	OutputCap int
+
+	// run executes the call inside the worker.
+	run func(ctx context.Context, x *execCtx, args json.RawMessage) Result
+	// schema is Schema, compiled by NewRegistry.
+	schema *jsonschema.Schema
+}
+
+// Result is what a call returns: text for a model and structured metadata.
+// A failing call is a Result with IsError set, never a Go error.
+type Result struct {
+	Content string         `json:"content"`
+	IsError bool           `json:"is_error"`
+	Meta    map[string]any `json:"meta,omitempty"`
+}
+
+// errorf is an error result.
+func errorf(format string, a ...any) Result {
+	return Result{Content: fmt.Sprintf(format, a...), IsError: true}
+}
+
+// Info is the tool's declaration as the policy reads it.
+func (t *Tool) Info() policy.ToolInfo {
+	return policy.ToolInfo{Name: t.Name, Description: t.Description, Risk: t.Risk, Capabilities: t.Capabilities}
+}
+
+// Definition is a tool as a harness lists it (list_tools).
+type Definition struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+	Risk        policy.Risk     `json:"risk"`
+}
+
+// Definition is the listing form of t.
+func (t *Tool) Definition() Definition {
+	return Definition{Name: t.Name, Description: t.Description, InputSchema: json.RawMessage(t.Schema), Risk: policy.EffectiveRisk(t.Info())}
+}
+
+// Registry holds the tools a process offers, in a stable order. It is built
+// in main (or in a test) and never changes afterwards, so it needs no lock.
+type Registry struct {
+	tools []*Tool
+}
+
+// MaxDescription is the longest description a tool may carry: it costs
+// context on every call of every model that lists it.
+const MaxDescription = 200
+
+// NewRegistry checks and compiles the tools, keeping their order.
+func NewRegistry(ts ...*Tool) (*Registry, error) {
+	r := &Registry{}
+	seen := map[string]bool{}
+	c := jsonschema.NewCompiler()
+	for _, t := range ts {
+		switch {
+		case t.Name == "" || seen[t.Name]:
+			return nil, fmt.Errorf("registry: tool %q: empty or repeated name", t.Name)
+		case len(t.Description) == 0 || len(t.Description) > MaxDescription:
+			return nil, fmt.Errorf("registry: tool %s: description of %d bytes (want 1 to %d)", t.Name, len(t.Description), MaxDescription)
+		case t.run == nil:
+			return nil, fmt.Errorf("registry: tool %s: no implementation", t.Name)
+		}
+		seen[t.Name] = true
+		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(t.Schema))
+		if err != nil {
+			return nil, fmt.Errorf("registry: tool %s: schema: %w", t.Name, err)
+		}
+		url := "jail:///tools/" + t.Name + ".json"
+		if err := c.AddResource(url, doc); err != nil {
+			return nil, fmt.Errorf("registry: tool %s: schema: %w", t.Name, err)
+		}
+		if t.schema, err = c.Compile(url); err != nil {
+			return nil, fmt.Errorf("registry: tool %s: schema: %w", t.Name, err)
+		}
+		r.tools = append(r.tools, t)
+	}
+	return r, nil
+}
+
+// Tools are the registered tools in registration order.
+func (r *Registry) Tools() []*Tool { return r.tools }
+
+// Lookup finds a tool by name.
+func (r *Registry) Lookup(name string) (*Tool, bool) {
+	for _, t := range r.tools {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+// Infos are the declarations the policy resolves toolsets from.
+func (r *Registry) Infos() []policy.ToolInfo {
+	out := make([]policy.ToolInfo, len(r.tools))
+	for i, t := range r.tools {
+		out[i] = t.Info()
+	}
+	return out
+}
+
+// Validate checks args against the tool's schema. The error names the
+// argument at fault, so a model can correct its call.
+func (t *Tool) Validate(args json.RawMessage) error {
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(string(args)))
+	if err != nil {
+		return fmt.Errorf("arguments are not valid JSON: %w", err)
+	}
+	if err := t.schema.Validate(v); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			return errors.New(describeValidation(ve))
+		}
+		return err
+	}
+	return nil
+}
+
+// describeValidation flattens the library's error tree into one line per
+// failing leaf: "/path: message", with "(root)" for the object itself.
+func describeValidation(ve *jsonschema.ValidationError) string {
+	var lines []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			loc := "/" + strings.Join(e.InstanceLocation, "/")
+			if loc == "/" {
+				loc = "(root)"
+			}
+			lines = append(lines, fmt.Sprintf("argument %s: %s", loc, e.ErrorKind.LocalizedString(englishPrinter())))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	return "invalid arguments: " + strings.Join(lines, "; ")
+}
+
+func englishPrinter() *message.Printer { return message.NewPrinter(language.English) }
