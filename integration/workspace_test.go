@@ -214,3 +214,41 @@ func TestBadInput(t *testing.T) {
 		}
 	})
 }
+
+// TestReaderGoesAway closes jail's stdout before jail writes its result:
+// jail must survive the broken pipe long enough to clean up (no
+// placeholder left in the workspace), and say why it failed.
+func TestReaderGoesAway(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr.Close() // nobody will read
+		cmd := exec.Command(suite.bin, "run", "--capture", "--", "/bin/sh", "-c", "sleep 0.2; echo hi")
+		cmd.Dir = ws
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}
+		cmd.Stdout = pw
+		var errb strings.Builder
+		cmd.Stderr = &errb
+		if r.uid != os.Geteuid() {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}}
+		}
+		err = cmd.Run()
+		pw.Close()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signaled() {
+			t.Fatalf("jail died of a signal or succeeded writing to a closed pipe: %v; stderr %q", err, errb.String())
+		}
+		if !strings.Contains(errb.String(), "broken pipe") {
+			t.Errorf("no reason given: %q", errb.String())
+		}
+		if ents, _ := os.ReadDir(ws); len(ents) != 0 {
+			var names []string
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+			t.Fatalf("left in the workspace: %v", names)
+		}
+	})
+}

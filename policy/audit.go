@@ -64,8 +64,12 @@ func OpenAuditLog(path string, fsync bool) (*AuditLog, error) {
 	return &AuditLog{f: f, fsync: fsync}, nil
 }
 
-// Write appends one record as a single line in a single write.
-func (l *AuditLog) Write(r AuditRecord) error {
+// Write appends one tool-call record as a single line in a single write.
+func (l *AuditLog) Write(r AuditRecord) error { return l.Append(r) }
+
+// Append appends any record (the network and run records of the front
+// ends) with the same guarantees: one line, one write, fsync if asked.
+func (l *AuditLog) Append(r any) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("audit: encode: %w", err)

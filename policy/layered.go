@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"syscall"
 	"time"
 )
 
@@ -43,7 +44,7 @@ func LoadEffective(policyFile string, env Env) (*Policy, []Widening, error) {
 	if project == "" {
 		return base, nil, nil
 	}
-	if _, err := os.Stat(project); errors.Is(err, os.ErrNotExist) {
+	if !projectFileExists(project) {
 		return base, nil, nil
 	}
 	return Tighten(base, project, env)
@@ -68,10 +69,19 @@ func LoadLayered(userFile, projectFile string, env Env) (*Policy, []Widening, er
 	if projectFile == "" {
 		return base, nil, nil
 	}
-	if _, err := os.Stat(projectFile); errors.Is(err, os.ErrNotExist) {
+	if !projectFileExists(projectFile) {
 		return base, nil, nil
 	}
 	return Tighten(base, projectFile, env)
+}
+
+// projectFileExists reports whether the project file is there. ENOTDIR
+// counts as absent: .jail may be a file, such as the read-only placeholder
+// a running sandbox keeps at a missing protected path. Any other error is
+// left to the loader, which then refuses to run.
+func projectFileExists(path string) bool {
+	_, err := os.Stat(path)
+	return !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR)
 }
 
 // Tighten applies an untrusted project file on top of base. Keys that tighten take effect;

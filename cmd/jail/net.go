@@ -16,7 +16,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -295,30 +294,22 @@ type netRecord struct {
 	PolicyHash string    `json:"policy_hash"`
 }
 
-// netAudit appends network records to the audit log with the policy log's conventions:
-// O_APPEND so each record is one write at the end, 0600, the directory 0700, outside every
-// sandbox. policy.AuditLog writes only tool-call records, so it is not reused.
+// netAudit appends network records to the policy's audit log (policy.AuditLog:
+// O_APPEND, one write per record, 0600, outside every sandbox).
 type netAudit struct {
 	mu         sync.Mutex
-	f          *os.File
-	fsync      bool
+	log        *policy.AuditLog
 	policyHash string
 	stderr     io.Writer
 	failed     bool
 }
 
 func openNetAudit(path string, fsync bool, policyHash string, stderr io.Writer) (*netAudit, error) {
-	if !filepath.IsAbs(path) {
-		return nil, fmt.Errorf("audit: open %q: path must be absolute", path)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("audit: create directory: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	log, err := policy.OpenAuditLog(path, fsync)
 	if err != nil {
-		return nil, fmt.Errorf("audit: open: %w", err)
+		return nil, err
 	}
-	return &netAudit{f: f, fsync: fsync, policyHash: policyHash, stderr: stderr}, nil
+	return &netAudit{log: log, policyHash: policyHash, stderr: stderr}, nil
 }
 
 // write is netns.Config.Audit: called from connection goroutines, concurrently.
@@ -332,21 +323,12 @@ func (a *netAudit) write(ev netns.Event) {
 	if ev.Addr.IsValid() {
 		r.Addr = ev.Addr.String()
 	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		return
-	}
-	b = append(b, '\n')
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.failed {
 		return
 	}
-	_, err = a.f.Write(b)
-	if err == nil && a.fsync {
-		err = a.f.Sync()
-	}
-	if err != nil {
+	if err := a.log.Append(r); err != nil {
 		// Reported once; the connection itself was already decided by the rules.
 		a.failed = true
 		fmt.Fprintf(a.stderr, "jail: audit: write network record: %v\n", err)
@@ -356,5 +338,5 @@ func (a *netAudit) write(ev netns.Event) {
 func (a *netAudit) close() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.f.Close()
+	a.log.Close()
 }

@@ -39,7 +39,8 @@ type runOptions struct {
 	outputLimit              int
 	asRoot                   bool
 	outputLimitSet           bool
-	policyHash               string
+	policyHash               func() string // the effective policy's SHA-256
+	hash                     string
 	argv                     []string
 }
 
@@ -194,6 +195,11 @@ func buildEnv(caller []string, pass []string, extra []string) ([]string, error) 
 }
 
 func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
+	// A reader that goes away (jail run ... | head) must not kill jail
+	// before it cleans up: with SIGPIPE caught, a write fails with EPIPE
+	// instead. A caught signal is reset at execve, so the command still
+	// gets the default action.
+	signal.Notify(make(chan os.Signal, 1), unix.SIGPIPE)
 	o, err := parseRunFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -224,9 +230,17 @@ func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if o.json {
-		// Hashing costs a canonical encoding of the whole policy: only
-		// for the result that reports it (the network audit hashes its own).
-		o.policyHash = p.Hash()
+		// The result names the policy that produced it. Hashing costs a
+		// canonical encoding of the whole policy, so it runs while the
+		// sandbox starts.
+		hash := make(chan string, 1)
+		go func() { hash <- p.Hash() }() // lifetime: one hash, received by policyHash
+		o.policyHash = func() string {
+			if o.hash == "" {
+				o.hash = <-hash
+			}
+			return o.hash
+		}
 	}
 	// Network (net.go): the proxy is built, and the policy's network errors surface, before
 	// any sandbox exists.
@@ -321,29 +335,8 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 
 // launch builds the Spec from the layout and options, runs it and reports.
 func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.SeccompOptions, nr *netRun, stdin *os.File, stdout, stderr io.Writer) int {
-	var degraded []confine.Layer
-	for _, d := range o.degraded {
-		for _, l := range strings.Split(d, ",") {
-			degraded = append(degraded, confine.Layer(l))
-			fmt.Fprintf(stderr, "jail: WARNING: --allow-degraded=%s: the sandbox runs without this layer if the kernel lacks it\n", l)
-		}
-	}
-	if o.net == "host" {
-		fmt.Fprintln(stderr, "jail: WARNING: --net host: the sandbox shares the host's network")
-	}
-	uid, gid := os.Getuid(), os.Getgid()
-	if o.asRoot {
-		uid, gid = 0, 0
-	}
-	spec := &confine.Spec{
-		Argv:          o.argv,
-		UID:           uid,
-		GID:           gid,
-		Hostname:      "jail",
-		Net:           specNet(o.net),
-		AllowDegraded: degraded,
-		Foreground:    isForeground(stdin),
-	}
+	spec := newSpec(o, o.argv, stderr)
+	spec.Foreground = isForeground(stdin)
 	cmd := &confine.Cmd{Spec: spec, Stdin: stdin, Timeout: o.timeout, Limits: confine.Limits{MemoryBytes: o.memory, Pids: o.pids}}
 	cmd.Stdout, cmd.Stderr = asFile(stdout), asFile(stderr)
 
@@ -372,56 +365,21 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 		}
 	}
 
-	// The child starts now and creates its namespaces while this process
-	// resolves the layout and compiles the filter (on the other core).
-	if err := cmd.Prestart(); err != nil {
-		fmt.Fprintf(stderr, "jail: cannot start the sandbox: %s\n", err)
-		return 125
-	}
-	type compiled struct {
-		prog []confine.Program
-		err  error
-	}
-	filter := make(chan compiled, 1)
-	go func() {
-		// Lifetime: one compilation; launch receives its result below.
-		prog, err := confine.CompileSeccomp(sc)
-		filter <- compiled{prog, err}
-	}()
-	mounts, ph, err := layout.Build()
-	defer ph.Release()
-	f := <-filter
-	if err == nil {
-		err = f.err
-	}
-	var env []string
-	if err == nil {
-		env, err = buildEnv(os.Environ(), pass, o.env)
-	}
-	if err != nil {
-		cmd.Abort()
-		fmt.Fprintln(stderr, "jail run:", err)
-		return 2
-	}
-	ph.LockExisting(mounts)
-	ws, _ := confine.ResolvePath(layout.Workspace, "/", "")
-	spec.Env, spec.Dir, spec.Mounts, spec.Seccomp = env, ws, mounts, f.prog
-	if nr != nil {
-		spec.Sockets, spec.ConnectPorts = nr.sockets, nr.connectPorts
-	}
-
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGWINCH, unix.SIGUSR1, unix.SIGUSR2)
 	defer signal.Stop(sigs)
 
-	if err := cmd.Start(); err != nil {
-		var ee *confine.ExecError
-		if errors.As(err, &ee) {
-			fmt.Fprintf(stderr, "jail: %s\n", ee)
-			return ee.ExitCode()
+	ph, err := startSandbox(cmd, layout, pass, o.env, sc, nr)
+	defer ph.Release()
+	if err != nil {
+		var se *startError
+		errors.As(err, &se)
+		if se.code == 2 {
+			fmt.Fprintln(stderr, "jail run:", se.err)
+		} else {
+			fmt.Fprintf(stderr, "jail: %s\n", se)
 		}
-		fmt.Fprintf(stderr, "jail: cannot start the sandbox: %s\n", err)
-		return 125
+		return se.code
 	}
 	stopNet := nr.serve(cmd.Sockets(), stderr)
 	if o.capture {
@@ -455,7 +413,7 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 		fmt.Fprintf(stderr, "jail: --memory/--pids enforced with rlimits (per process, weaker than a cgroup): %s\n", res.LimitsNote)
 	}
 	if o.json {
-		out := jsonResult{Result: res, PolicySHA256: o.policyHash}
+		out := jsonResult{Result: res, PolicySHA256: o.policyHash()}
 		if o.capture {
 			s1, s2 := outCap.String(), errCap.String()
 			out.Stdout, out.Stderr = &s1, &s2
