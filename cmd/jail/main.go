@@ -9,12 +9,15 @@ import (
 	"os"
 
 	"github.com/jail-sandbox/jail/confine"
+	"github.com/jail-sandbox/jail/tools"
 )
 
 const usage = `jail: run commands inside a Landlock, seccomp and namespace sandbox
 
 usage:
   jail run [flags] -- CMD [ARG...]   run CMD confined (jail run -h for flags)
+  jail tool NAME '{json}'|-          one tool call in a confined worker, result as JSON
+  jail serve [flags]                 JSON-lines tool server on stdin/stdout
   jail check                         which layers this kernel and user give, and why not
   jail policy check FILE             validate a policy file
   jail policy explain [flags]        which tools an agent or role gets, and why
@@ -36,6 +39,14 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch args[0] {
+	case workerCommand:
+		// A tool worker, run as the command of a sandbox by jail serve
+		// and jail tool (tools.WorkerMain); not for people.
+		return tools.WorkerMain(stdin, stdout)
+	case "tool":
+		return toolMain(args[1:], stdin, stdout, stderr)
+	case "serve":
+		return serveMain(args[1:], stdin, stdout, stderr)
 	case "run":
 		return runMain(args[1:], stdin, stdout, stderr)
 	case "check":

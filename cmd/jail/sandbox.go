@@ -1,0 +1,93 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/jail-sandbox/jail/confine"
+)
+
+// newSpec is the part of a sandbox's Spec that `jail run` and the tool
+// workers share: ids, host name, network and the layers the caller may
+// run without (each printed as a warning on warn).
+func newSpec(o *runOptions, argv []string, warn io.Writer) *confine.Spec {
+	var degraded []confine.Layer
+	for _, d := range o.degraded {
+		for _, l := range strings.Split(d, ",") {
+			degraded = append(degraded, confine.Layer(l))
+			fmt.Fprintf(warn, "jail: WARNING: --allow-degraded=%s: the sandbox runs without this layer if the kernel lacks it\n", l)
+		}
+	}
+	if o.net == "host" {
+		fmt.Fprintln(warn, "jail: WARNING: --net host: the sandbox shares the host's network")
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	if o.asRoot {
+		uid, gid = 0, 0
+	}
+	return &confine.Spec{Argv: argv, UID: uid, GID: gid, Hostname: "jail", Net: specNet(o.net), AllowDegraded: degraded}
+}
+
+// startError is a sandbox that did not start, with the exit status and
+// message prefix `jail run` reports it with.
+type startError struct {
+	code   int
+	prefix string
+	err    error
+}
+
+func (e *startError) Error() string { return e.prefix + e.err.Error() }
+func (e *startError) Unwrap() error { return e.err }
+
+// startSandbox starts cmd, whose Spec has its command, ids, network and
+// stdio set: the child is prestarted and creates its namespaces while this
+// process resolves the layout and compiles the seccomp filter, then the
+// environment, working directory, mounts and filter complete the Spec.
+// The returned placeholders must be released after the sandbox exited,
+// also after an error.
+func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []string, sc confine.SeccompOptions, nr *netRun) (*confine.Placeholders, error) {
+	spec := cmd.Spec
+	if err := cmd.Prestart(); err != nil {
+		return nil, &startError{125, "cannot start the sandbox: ", err}
+	}
+	type compiled struct {
+		prog []confine.Program
+		err  error
+	}
+	filter := make(chan compiled, 1)
+	go func() {
+		// Lifetime: one compilation; received below.
+		prog, err := confine.CompileSeccomp(sc)
+		filter <- compiled{prog, err}
+	}()
+	mounts, ph, err := layout.Build()
+	f := <-filter
+	if err == nil {
+		err = f.err
+	}
+	var env []string
+	if err == nil {
+		env, err = buildEnv(os.Environ(), pass, extraEnv)
+	}
+	if err != nil {
+		cmd.Abort()
+		return ph, &startError{2, "", err}
+	}
+	ph.LockExisting(mounts)
+	ws, _ := confine.ResolvePath(layout.Workspace, "/", "")
+	spec.Env, spec.Dir, spec.Mounts, spec.Seccomp = env, ws, mounts, f.prog
+	if nr != nil {
+		spec.Sockets, spec.ConnectPorts = nr.sockets, nr.connectPorts
+	}
+	if err := cmd.Start(); err != nil {
+		var ee *confine.ExecError
+		if errors.As(err, &ee) {
+			return ph, &startError{ee.ExitCode(), "", err}
+		}
+		return ph, &startError{125, "cannot start the sandbox: ", err}
+	}
+	return ph, nil
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/jail-sandbox/jail/confine"
+	"github.com/jail-sandbox/jail/policy"
+	"github.com/jail-sandbox/jail/tools"
+	"golang.org/x/sys/unix"
+)
+
+// workerPath is where a tool worker's sandbox sees the jail binary.
+const workerPath = "/run/jail/jail"
+
+// workerCommand is the hidden subcommand main dispatches to
+// tools.WorkerMain.
+const workerCommand = "__tool-worker"
+
+// toolOptions are the flags `jail tool` and `jail serve` share with
+// `jail run`, plus the server's own.
+type toolOptions struct {
+	run         runOptions
+	maxConc     int
+	prewarm     int
+	agent, role string
+	unattended  bool
+}
+
+func toolFlags(name string, o *toolOptions, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.run.workdir, "w", "", "workspace `DIR` the tools work in (default: the current directory)")
+	fs.StringVar(&o.run.policyFile, "policy", "", "policy `FILE` (see policy.toml.example)")
+	fs.Var(&o.run.degraded, "allow-degraded", "run the workers without `LAYER` (landlock, seccomp, cgroup) when the kernel lacks it")
+	fs.BoolVar(&o.run.asRoot, "as-root", false, "map the caller to uid 0 inside the workers' sandboxes")
+	return fs
+}
+
+// newToolServer loads the policy exactly as `jail run` does and returns a
+// server whose workers are sandboxes made by the same code (applyPolicy,
+// startSandbox), running this binary's hidden worker command. close ends
+// the workers and the network proxy.
+func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll func(), err error) {
+	penv, err := policyEnv(o.run.workdir)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, widenings, err := policy.LoadEffective(o.run.policyFile, penv)
+	if err != nil {
+		printPolicyErrors(stderr, err)
+		return nil, nil, errors.New("refusing to serve tools with a policy that does not load")
+	}
+	for _, w := range widenings {
+		fmt.Fprintln(stderr, "jail: warning:", w)
+	}
+	layout, pass, sc, err := applyPolicy(&o.run, p, penv)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The worker is this binary, bound read-only into every sandbox at
+	// a fixed path; its host path is resolved like every other bind.
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = confine.ResolvePath(exe, "/", "")
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("find the jail binary for the tool workers: %w", err)
+	}
+	layout.Extra = append(layout.Extra, confine.Mount{Kind: confine.Bind, Source: exe, Dest: workerPath, Exec: true})
+	nr, err := prepareNet(o.run.net, p, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	nr.applyTo(&o.run, layout)
+	var audit *policy.AuditLog
+	if p.Audit.Enabled == nil || *p.Audit.Enabled {
+		if audit, err = policy.OpenAuditLog(p.Audit.Path, p.Audit.Fsync); err != nil {
+			nr.close()
+			return nil, nil, err
+		}
+	}
+	errFile := asFile(stderr)
+	var warnOnce sync.Once
+	spawn := func(ctx context.Context) (*tools.Worker, error) {
+		warn := io.Discard
+		warnOnce.Do(func() { warn = stderr })
+		spec := newSpec(&o.run, []string{workerPath, workerCommand}, warn)
+		inR, inW, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			inR.Close()
+			inW.Close()
+			return nil, err
+		}
+		// No Timeout: a worker lives for many calls; each call has its
+		// own, enforced inside the worker and again by the supervisor.
+		cmd := &confine.Cmd{Spec: spec, Stdin: inR, Stdout: outW, Stderr: errFile,
+			Limits: confine.Limits{MemoryBytes: o.run.memory, Pids: o.run.pids}}
+		ph, err := startSandbox(cmd, layout, pass, o.run.env, sc, nr)
+		inR.Close()
+		outW.Close()
+		if err != nil {
+			ph.Release()
+			inW.Close()
+			outR.Close()
+			return nil, err
+		}
+		stopNet := nr.serve(cmd.Sockets(), stderr)
+		stop := func() {
+			// Stdin is closed: the worker finishes its call and exits.
+			// One that does not within a second is killed with its
+			// sandbox.
+			done := make(chan struct{})
+			go func() {
+				// Lifetime: until the sandbox is waited for.
+				cmd.Wait()
+				close(done)
+			}()
+			select {
+			case <-done:
+			case <-time.After(time.Second):
+				cmd.Signal(unix.SIGKILL)
+				<-done
+			}
+			stopNet()
+			ph.Release()
+		}
+		return tools.NewWorker(inW, outR, stop), nil
+	}
+	reg, err := tools.NewRegistry(tools.Core(tools.Options{BashMaxTimeout: o.run.timeout})...)
+	if err != nil {
+		nr.close()
+		return nil, nil, err
+	}
+	s = &tools.Server{Registry: reg, Policy: p, PolicyHash: p.Hash(), Home: penv.Home, Audit: audit, Spawn: spawn,
+		MaxConcurrency: o.maxConc, BashMaxTimeout: o.run.timeout,
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	return s, func() {
+		s.Close()
+		nr.close()
+		if audit != nil {
+			audit.Close()
+		}
+	}, nil
+}
+
+const serveUsage = `usage: jail serve [flags]
+
+A JSON-lines tool server on stdin and stdout (README: "Tools, jail tool and
+jail serve"). Each call runs in a confined worker; the policy decides which
+tools a caller sees and whether each call runs.
+`
+
+func serveMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	o := &toolOptions{}
+	fs := toolFlags("jail serve", o, stderr)
+	fs.IntVar(&o.maxConc, "max-concurrency", runtime.NumCPU(), "calls run at once, each in its own worker sandbox")
+	fs.IntVar(&o.prewarm, "prewarm", 1, "workers started before the first request")
+	fs.Usage = func() { fmt.Fprint(stderr, serveUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 || o.maxConc < 1 || o.prewarm < 0 {
+		fmt.Fprintln(stderr, "jail serve: takes no arguments; --max-concurrency must be at least 1")
+		return 2
+	}
+	s, closeAll, err := newToolServer(o, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "jail serve:", err)
+		return 2
+	}
+	defer closeAll()
+	ctx := context.Background()
+	// A worker that cannot start now will not start later: say why before
+	// the harness sends anything.
+	if err := s.Prewarm(ctx, o.prewarm); err != nil {
+		fmt.Fprintln(stderr, "jail serve:", err)
+		return 125
+	}
+	if err := s.Serve(ctx, stdin, stdout); err != nil {
+		fmt.Fprintln(stderr, "jail serve:", err)
+		return 1
+	}
+	return 0
+}
