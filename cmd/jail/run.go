@@ -39,7 +39,8 @@ type runOptions struct {
 	outputLimit              int
 	asRoot                   bool
 	outputLimitSet           bool
-	policyHash               string
+	policyHash               func() string // the effective policy's SHA-256
+	hash                     string
 	argv                     []string
 }
 
@@ -194,6 +195,11 @@ func buildEnv(caller []string, pass []string, extra []string) ([]string, error) 
 }
 
 func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
+	// A reader that goes away (jail run ... | head) must not kill jail
+	// before it cleans up: with SIGPIPE caught, a write fails with EPIPE
+	// instead. A caught signal is reset at execve, so the command still
+	// gets the default action.
+	signal.Notify(make(chan os.Signal, 1), unix.SIGPIPE)
 	o, err := parseRunFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -224,9 +230,17 @@ func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if o.json {
-		// Hashing costs a canonical encoding of the whole policy: only
-		// for the result that reports it (the network audit hashes its own).
-		o.policyHash = p.Hash()
+		// The result names the policy that produced it. Hashing costs a
+		// canonical encoding of the whole policy, so it runs while the
+		// sandbox starts.
+		hash := make(chan string, 1)
+		go func() { hash <- p.Hash() }() // lifetime: one hash, received by policyHash
+		o.policyHash = func() string {
+			if o.hash == "" {
+				o.hash = <-hash
+			}
+			return o.hash
+		}
 	}
 	// Network (net.go): the proxy is built, and the policy's network errors surface, before
 	// any sandbox exists.
@@ -399,7 +413,7 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 		fmt.Fprintf(stderr, "jail: --memory/--pids enforced with rlimits (per process, weaker than a cgroup): %s\n", res.LimitsNote)
 	}
 	if o.json {
-		out := jsonResult{Result: res, PolicySHA256: o.policyHash}
+		out := jsonResult{Result: res, PolicySHA256: o.policyHash()}
 		if o.capture {
 			s1, s2 := outCap.String(), errCap.String()
 			out.Stdout, out.Stderr = &s1, &s2
