@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // LayerStatus is one line of `jail check`.
@@ -51,8 +49,8 @@ func Check() []LayerStatus {
 	out = append(out, ll)
 
 	sc := LayerStatus{Layer: LayerSeccomp}
-	if _, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err != nil {
-		sc.Detail = "not available: " + err.Error()
+	if !seccompAvailable() {
+		sc.Detail = "not available: PR_GET_SECCOMP fails"
 		sc.Fix = seccompFix
 	} else if prog, err := CompileSeccomp(SeccompOptions{}); err != nil {
 		sc.Detail = "filter does not compile: " + err.Error()

@@ -90,6 +90,10 @@ func (c *Cmd) Start() error {
 		s.RLimits = append(s.RLimits, rlimitsFor(c.Limits)...)
 	}
 	abi, _ := landlockABI()
+	if s.Degraded(LayerSeccomp) && !seccompAvailable() {
+		// Asked for by name: run without the filter this kernel cannot load.
+		s.Seccomp = nil
+	}
 	body, err := compilePlanBody(s, abi)
 	if err != nil {
 		c.Abort()
@@ -146,6 +150,13 @@ func (c *Cmd) Start() error {
 		})
 	}
 	return nil
+}
+
+// seccompAvailable reports whether this kernel has seccomp: PR_GET_SECCOMP
+// fails with EINVAL without CONFIG_SECCOMP.
+func seccompAvailable() bool {
+	_, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
+	return err == nil
 }
 
 // prestart is what Prestart set up for Start to finish.

@@ -62,7 +62,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 	fs.IntVar(&o.outputLimit, "output-limit", 0, "characters of each captured stream to keep (default: the policy's [limits] output_chars, 100000)")
 	fs.StringVar(&o.policyFile, "policy", "", "policy `FILE` (see policy.toml.example)")
 	fs.StringVar(&o.net, "net", "", "network: none (loopback only), proxy (HTTP and SOCKS5 proxies enforcing the policy's allowlist), transparent (proxy, plus DNS and TCP for any program to allowed hosts) or host (the host's network; printed as a warning); default from the policy, none")
-	fs.Var(&o.degraded, "allow-degraded", "run without `LAYER` (landlock, seccomp, cgroup) when the kernel lacks it; printed on every run")
+	fs.Var(&o.degraded, "allow-degraded", "run without `LAYER` (landlock, seccomp) when the kernel lacks it; printed on every run")
 	fs.BoolVar(&o.asRoot, "as-root", false, "map the caller to uid 0 inside the sandbox (files keep their host owners)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: jail run [flags] -- CMD [ARG...]")
@@ -98,9 +98,11 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 	for _, d := range o.degraded {
 		for _, l := range strings.Split(d, ",") {
 			switch confine.Layer(l) {
-			case confine.LayerLandlock, confine.LayerSeccomp, confine.LayerCgroup:
+			case confine.LayerLandlock, confine.LayerSeccomp:
 			default:
-				return nil, fmt.Errorf("--allow-degraded %q: not a layer that may be skipped (landlock, seccomp, cgroup)", l)
+				// Limits need no opt-in: without a usable cgroup they fall
+				// back to rlimits, and jail says so.
+				return nil, fmt.Errorf("--allow-degraded %q: not a layer that may be skipped (landlock, seccomp)", l)
 			}
 		}
 	}

@@ -116,7 +116,7 @@ func TestBuildEnv(t *testing.T) {
 func TestParseRunFlags(t *testing.T) {
 	o, err := parseRunFlags([]string{"-w", "ws", "--ro", "/a", "--ro", "/b", "--env", "X", "--env", "Y=1",
 		"--memory", "1G", "--pids", "64", "--timeout", "30s", "--capture", "--output-limit", "10",
-		"--allow-degraded", "landlock,cgroup", "--net", "host", "--", "make", "-j4"}, io.Discard)
+		"--allow-degraded", "landlock,seccomp", "--net", "host", "--", "make", "-j4"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
