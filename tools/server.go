@@ -367,6 +367,10 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		running   = map[string]context.CancelFunc{}
 		approvals = map[string]chan bool{}
 		calls     sync.WaitGroup
+		// inputDone closes at the end of the input: no approval can
+		// arrive any more, so pending and later questions are refused at
+		// once instead of waiting for the gate's timeout.
+		inputDone = make(chan struct{})
 	)
 	br := bufio.NewReaderSize(in, 64<<10)
 	for {
@@ -376,9 +380,10 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 			continue
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
-			s.handle(ctx, line, send, &mu, running, approvals, &calls)
+			s.handle(ctx, line, send, &mu, running, approvals, &calls, inputDone)
 		}
 		if err != nil {
+			close(inputDone)
 			calls.Wait()
 			if errors.Is(err, io.EOF) {
 				return nil
@@ -389,7 +394,7 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 }
 
 // handle dispatches one request line.
-func (s *Server) handle(ctx context.Context, line []byte, send func(Response), mu *sync.Mutex, running map[string]context.CancelFunc, approvals map[string]chan bool, calls *sync.WaitGroup) {
+func (s *Server) handle(ctx context.Context, line []byte, send func(Response), mu *sync.Mutex, running map[string]context.CancelFunc, approvals map[string]chan bool, calls *sync.WaitGroup, inputDone <-chan struct{}) {
 	var r Request
 	if err := json.Unmarshal(line, &r); err != nil {
 		send(Response{ID: idOf(line), Type: "error", Error: "malformed request: " + err.Error()})
@@ -467,6 +472,8 @@ func (s *Server) handle(ctx context.Context, line []byte, send func(Response), m
 				return policy.Answer{Approve: ok}, nil
 			case <-actx.Done():
 				return policy.Answer{}, actx.Err()
+			case <-inputDone:
+				return policy.Answer{}, errors.New("the harness closed its input: nobody can answer")
 			}
 		})
 		calls.Add(1)

@@ -1,0 +1,349 @@
+package integration
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// served is a running `jail serve` driven over its stdin and stdout.
+type served struct {
+	t   *testing.T
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Scanner
+	err strings.Builder
+}
+
+// toolPolicy writes a policy that auto-approves bash and logs to audit.
+func (r runner) toolPolicy(t *testing.T, dir, extra string) (file, audit string) {
+	t.Helper()
+	file = filepath.Join(dir, "policy.toml")
+	audit = filepath.Join(dir, "audit", "audit.jsonl")
+	r.writeFile(t, file, fmt.Sprintf("[approval]\nauto_approve = [\"bash\"]\n[audit]\npath = %q\n%s", audit, extra))
+	return file, audit
+}
+
+// serve starts `jail serve` as r in ws.
+func (r runner) serve(t *testing.T, ws string, args ...string) *served {
+	t.Helper()
+	cmd := exec.Command(suite.bin, append([]string{"serve", "-w", ws}, args...)...)
+	cmd.Dir = ws
+	home := "/root"
+	if r.uid != 0 {
+		if u, err := user.LookupId(strconv.Itoa(r.uid)); err == nil {
+			home = u.HomeDir
+		}
+	}
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "LANG=C.UTF-8"}
+	if r.uid != os.Geteuid() {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}}
+	}
+	s := &served{t: t, cmd: cmd}
+	cmd.Stderr = &s.err
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.in = in
+	s.out = bufio.NewScanner(out)
+	s.out.Buffer(make([]byte, 1<<20), 64<<20)
+	t.Cleanup(func() {
+		in.Close()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Errorf("jail serve did not exit after stdin closed\nstderr: %s", s.err.String())
+		}
+	})
+	return s
+}
+
+func (s *served) send(line string) {
+	s.t.Helper()
+	if _, err := io.WriteString(s.in, line+"\n"); err != nil {
+		s.t.Fatalf("send: %v\nstderr: %s", err, s.err.String())
+	}
+}
+
+// resp is a response line of jail serve.
+type resp struct {
+	ID     json.RawMessage `json:"id"`
+	Type   string          `json:"type"`
+	Error  string          `json:"error"`
+	Tools  []struct{ Name string }
+	Result *struct {
+		Content string         `json:"content"`
+		IsError bool           `json:"is_error"`
+		Meta    map[string]any `json:"meta"`
+	} `json:"result"`
+}
+
+func (s *served) next() resp {
+	s.t.Helper()
+	line := make(chan bool, 1)
+	go func() { line <- s.out.Scan() }()
+	select {
+	case ok := <-line:
+		if !ok {
+			s.t.Fatalf("jail serve ended: %v\nstderr: %s", s.out.Err(), s.err.String())
+		}
+	case <-time.After(30 * time.Second):
+		s.t.Fatalf("no response within 30s\nstderr: %s", s.err.String())
+	}
+	var r resp
+	if err := json.Unmarshal(s.out.Bytes(), &r); err != nil {
+		s.t.Fatalf("bad response %q: %v", s.out.Bytes(), err)
+	}
+	return r
+}
+
+// call sends one call and waits for its result (no other call in flight).
+func (s *served) call(id int, tool, args string) resp {
+	s.t.Helper()
+	s.send(fmt.Sprintf(`{"id":%d,"tool":%q,"args":%s}`, id, tool, args))
+	r := s.next()
+	if r.Type != "result" || string(r.ID) != strconv.Itoa(id) {
+		s.t.Fatalf("call %d: %+v", id, r)
+	}
+	return r
+}
+
+// TestServeTools drives jail serve as a harness would: every tool, the
+// protocol's error paths, concurrency, cancellation, idempotency, the
+// bash session, and the audit log, as root and as a user.
+func TestServeTools(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-tools-")
+		cfg := r.dir(t, "jail-it-toolcfg-")
+		pol, audit := r.toolPolicy(t, cfg, "")
+		r.writeFile(t, filepath.Join(ws, "src", "a.go"), "package a\n\nfunc Hello() string { return \"hi\" }\n")
+		r.writeFile(t, filepath.Join(ws, ".gitignore"), "gen/\n")
+		r.writeFile(t, filepath.Join(ws, "gen", "x.go"), "func Hello()\n")
+		s := r.serve(t, ws, "--policy", pol, "--max-concurrency", "3")
+
+		s.send(`{"id":1,"type":"list_tools"}`)
+		lt := s.next()
+		var names []string
+		for _, d := range lt.Tools {
+			names = append(names, d.Name)
+		}
+		if strings.Join(names, ",") != "read,ls,glob,grep,write,edit,bash" {
+			t.Fatalf("list_tools: %+v", lt)
+		}
+		res := s.call(2, "read", `{"path":"src/a.go"}`)
+		if res.Result.IsError || !strings.Contains(res.Result.Content, "     3\tfunc Hello()") {
+			t.Fatalf("read: %+v", res.Result)
+		}
+		if res = s.call(3, "write", `{"path":"new/dir/f.txt","content":"one\ntwo\n"}`); res.Result.IsError {
+			t.Fatalf("write: %+v", res.Result)
+		}
+		if b, _ := os.ReadFile(filepath.Join(ws, "new/dir/f.txt")); string(b) != "one\ntwo\n" {
+			t.Fatalf("written: %q", b)
+		}
+		if st, _ := os.Stat(filepath.Join(ws, "new/dir/f.txt")); st.Sys().(*syscall.Stat_t).Uid != uint32(r.uid) {
+			t.Fatalf("written file owned by %d, want %d", st.Sys().(*syscall.Stat_t).Uid, r.uid)
+		}
+		edit := `{"id":%d,"tool":"edit","args":{"path":"new/dir/f.txt","old_string":"two","new_string":"two two"},"context":{"idempotency_key":"e1"}}`
+		s.send(fmt.Sprintf(edit, 4))
+		e1 := s.next()
+		s.send(fmt.Sprintf(edit, 5))
+		e2 := s.next()
+		if e1.Result.IsError || e2.Result.Meta["idempotent_replay"] != true {
+			t.Fatalf("idempotent edit: %+v / %+v", e1.Result, e2.Result)
+		}
+		if b, _ := os.ReadFile(filepath.Join(ws, "new/dir/f.txt")); string(b) != "one\ntwo two\n" {
+			t.Fatalf("edit applied twice: %q", b)
+		}
+		if res = s.call(6, "grep", `{"pattern":"Hello","output_mode":"files_with_matches"}`); res.Result.Content != "src/a.go\n" {
+			t.Fatalf("grep (gitignore): %+v", res.Result)
+		}
+		if res = s.call(7, "glob", `{"pattern":"**/*.txt"}`); res.Result.Content != "new/dir/f.txt\n" {
+			t.Fatalf("glob: %+v", res.Result)
+		}
+		if res = s.call(8, "ls", `{"path":"new"}`); !strings.Contains(res.Result.Content, "dir/") {
+			t.Fatalf("ls: %+v", res.Result)
+		}
+		// bash: a session's directory and environment carry over.
+		s.call(9, "bash", `{"command":"cd new && export GREETING=hello"}`)
+		if res = s.call(10, "bash", `{"command":"echo $GREETING from $(pwd)"}`); res.Result.Content != "hello from "+filepath.Join(ws, "new")+"\n" {
+			t.Fatalf("bash session: %+v", res.Result)
+		}
+		// Protocol errors: the server answers and goes on.
+		s.send(`{"id":11,"tool":"read","args":`)
+		if e := s.next(); e.Type != "error" || !strings.Contains(e.Error, "malformed") {
+			t.Fatalf("malformed: %+v", e)
+		}
+		s.send(`{"id":12,"tool":"write","args":{"path":"huge","content":"` + strings.Repeat("x", 9<<20) + `"}}`)
+		if e := s.next(); e.Type != "error" || !strings.Contains(e.Error, "longer than") {
+			t.Fatalf("huge line: %+v", e)
+		}
+		if res = s.call(13, "read", `{"path":"../../etc/passwd"}`); !res.Result.IsError || !strings.Contains(res.Result.Content, "outside the workspace") {
+			t.Fatalf("escape: %+v", res.Result)
+		}
+		if res = s.call(14, "read", `{"limit":"x"}`); !res.Result.IsError || !strings.Contains(res.Result.Content, "invalid arguments") {
+			t.Fatalf("validation: %+v", res.Result)
+		}
+
+		// Concurrency and cancellation: a long bash call, reads answered
+		// meanwhile, then the bash call cancelled.
+		s.send(`{"id":"long","tool":"bash","args":{"command":"sleep 60"}}`)
+		for i := 100; i < 110; i++ {
+			s.send(fmt.Sprintf(`{"id":%d,"tool":"read","args":{"path":"src/a.go"}}`, i))
+		}
+		for range 10 {
+			if rr := s.next(); rr.Result == nil || rr.Result.IsError {
+				t.Fatalf("read during a long call: %+v", rr)
+			}
+		}
+		start := time.Now()
+		s.send(`{"id":"c1","type":"cancel","target":"long"}`)
+		got := map[string]resp{}
+		for range 2 {
+			rr := s.next()
+			got[string(rr.ID)] = rr
+		}
+		if got[`"c1"`].Type != "cancelled" || got[`"long"`].Result == nil || !strings.Contains(got[`"long"`].Result.Content, "cancelled") {
+			t.Fatalf("cancel: %+v", got)
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("cancel took %s", time.Since(start))
+		}
+		if res = s.call(15, "bash", `{"command":"echo still here"}`); res.Result.Content != "still here\n" {
+			t.Fatalf("after cancel: %+v", res.Result)
+		}
+
+		// Every call left one audit record naming the policy's hash.
+		s.in.Close()
+		s.cmd.Wait()
+		chk := r.jail(t, call{dir: ws, args: []string{"policy", "check", pol}})
+		b, err := os.ReadFile(audit)
+		if err != nil {
+			t.Fatalf("audit log: %v", err)
+		}
+		var tools []string
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var rec struct {
+				Tool, Decision string
+				PolicyHash     string `json:"policy_hash"`
+			}
+			json.Unmarshal([]byte(l), &rec)
+			if rec.PolicyHash == "" || !strings.Contains(chk.stdout, rec.PolicyHash) {
+				t.Fatalf("audit record without the policy's hash (%s): %s", chk.stdout, l)
+			}
+			tools = append(tools, rec.Tool)
+		}
+		sort.Strings(tools)
+		// reads 2, 13, 14 and ten concurrent; write 3; edits 4 and 5 (the
+		// replay); grep, glob, ls; bash 9, 10, long and 15. The malformed
+		// and the huge line never became calls.
+		if len(tools) != 23 {
+			t.Fatalf("%d audit records, want 23: %v", len(tools), tools)
+		}
+	})
+}
+
+// TestToolWorkerIsConfined: the file tools and bash in a worker see what a
+// jail run command sees, and nothing outside the workspace.
+func TestToolWorkerIsConfined(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-tools-")
+		cfg := r.dir(t, "jail-it-toolcfg-")
+		pol, _ := r.toolPolicy(t, cfg, "")
+		canary, content := r.canary(t)
+		os.Symlink(canary, filepath.Join(ws, "out-link"))
+		os.Symlink(filepath.Dir(canary), filepath.Join(ws, "out-dir"))
+		os.Lchown(filepath.Join(ws, "out-link"), r.uid, r.gid)
+		os.Lchown(filepath.Join(ws, "out-dir"), r.uid, r.gid)
+		tool := func(name, args string) resp {
+			t.Helper()
+			res := r.jail(t, call{dir: ws, args: []string{"tool", "--policy", pol, "-w", ws, name, args}})
+			mustExit(t, res, 0)
+			var out resp
+			out.Result = &struct {
+				Content string         `json:"content"`
+				IsError bool           `json:"is_error"`
+				Meta    map[string]any `json:"meta"`
+			}{}
+			if err := json.Unmarshal([]byte(res.stdout), out.Result); err != nil {
+				t.Fatalf("jail tool output %q: %v", res.stdout, err)
+			}
+			return out
+		}
+		for _, p := range []string{canary, "out-link", "out-dir/canary", "../" + filepath.Base(filepath.Dir(canary)) + "/canary"} {
+			if res := tool("read", fmt.Sprintf(`{"path":%q}`, p)); !res.Result.IsError || strings.Contains(res.Result.Content, content) {
+				t.Fatalf("read %s: %+v", p, res.Result)
+			}
+			tool("write", fmt.Sprintf(`{"path":%q,"content":"PWNED"}`, p))
+		}
+		checkCanary(t, canary, content)
+		// bash in the worker: no host file, no capability, seccomp on.
+		res := tool("bash", fmt.Sprintf(`{"command":"cat %s; grep -E '^(Seccomp|NoNewPrivs|CapEff):' /proc/self/status; ls /proc | grep -c '^[0-9]'"}`, canary))
+		c := res.Result.Content
+		if strings.Contains(c, content) || !strings.Contains(c, "Seccomp:\t2") || !strings.Contains(c, "NoNewPrivs:\t1") || !strings.Contains(c, "CapEff:\t0000000000000000") {
+			t.Fatalf("bash in the worker: %s", c)
+		}
+		// An error result still exits 0; jail's own failure does not.
+		if res := r.jail(t, call{dir: ws, args: []string{"tool", "--policy", pol, "-w", ws, "read", `{"path":"nope"}`}}); res.code != 0 || !strings.Contains(res.stdout, `"is_error":true`) {
+			t.Fatalf("error result: %+v", res)
+		}
+		if res := r.jail(t, call{dir: ws, args: []string{"tool", "--policy", "/nonexistent.toml", "read", `{"path":"x"}`}}); res.code == 0 {
+			t.Fatalf("a policy that does not load exited 0: %+v", res)
+		}
+		// Arguments from stdin.
+		if res := r.jail(t, call{dir: ws, stdin: `{"path":".","all":true}`, args: []string{"tool", "--policy", pol, "-w", ws, "ls", "-"}}); res.code != 0 || !strings.Contains(res.stdout, "out-link") {
+			t.Fatalf("args from stdin: %+v", res)
+		}
+	})
+}
+
+// TestBashTimeoutInWorker: a timed-out bash call kills what it started,
+// a daemon in its own session included, and the worker serves on.
+func TestBashTimeoutInWorker(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-tools-")
+		cfg := r.dir(t, "jail-it-toolcfg-")
+		pol, _ := r.toolPolicy(t, cfg, "")
+		s := r.serve(t, ws, "--policy", pol, "--max-concurrency", "1")
+		marker := "400." + strconv.FormatInt(time.Now().UnixNano()%1000000, 10)
+		s.send(fmt.Sprintf(`{"id":1,"tool":"bash","args":{"timeout":1,"command":"(setsid sh -c 'sleep %s; :' >/dev/null 2>&1 &); sleep %s"}}`, marker, marker))
+		// setsid is a soft guard: the harness is asked, and approves.
+		if ask := s.next(); ask.Type != "approval_request" {
+			t.Fatalf("want an approval request for setsid: %+v", ask)
+		}
+		s.send(`{"id":1,"type":"approval_response","approve":true}`)
+		res := s.next()
+		if !res.Result.IsError || res.Result.Meta["timed_out"] != true {
+			t.Fatalf("timeout: %+v", res.Result)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if pids := hostProcessesWith(marker); len(pids) > 0 {
+			t.Fatalf("processes left after the timeout: %v", pids)
+		}
+		if res = s.call(2, "bash", `{"command":"echo alive"}`); res.Result.Content != "alive\n" {
+			t.Fatalf("after a timeout: %+v", res.Result)
+		}
+	})
+}
