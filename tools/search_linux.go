@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"regexp/syntax"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/jail-sandbox/jail/confine"
@@ -179,12 +181,11 @@ func (w *Workspace) grep(ctx context.Context, a grepArgs, outputCap int) Result 
 	if err != nil {
 		return errorf("argument /pattern: %v", err)
 	}
-	// A pattern that is a plain literal is found with bytes.Index, which
-	// beats the regexp engine by a wide margin on large inputs.
-	var literal []byte
-	if lit, complete := re.LiteralPrefix(); complete && !a.IgnoreCase {
-		literal = []byte(lit)
-	}
+	// A literal every match must contain is looked for first with
+	// bytes.Index (on an ASCII-lowered copy for case-insensitive ones),
+	// which beats the regexp engine by far; only files holding it are
+	// matched with the regexp.
+	literal, fold := requiredLiteral("(?m)" + expr)
 	mode := a.OutputMode
 	if mode == "" {
 		mode = "content"
@@ -216,7 +217,7 @@ func (w *Workspace) grep(ctx context.Context, a grepArgs, outputCap int) Result 
 	var (
 		mu      sync.Mutex
 		results []fileHits
-		bufs    = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+		bufs    = sync.Pool{New: func() any { return &scratch{file: make([]byte, 0, 64<<10)} }}
 	)
 	err = w.walkTree(ctx, a.Path, walkOptions{gitignore: true, hidden: a.Hidden}, func(rel string) {
 		for _, g := range globs {
@@ -227,17 +228,16 @@ func (w *Workspace) grep(ctx context.Context, a grepArgs, outputCap int) Result 
 		if len(typeGlobs) > 0 && !slicesAny(typeGlobs, func(g string) bool { return matchGlob(g, rel) }) {
 			return
 		}
-		bp := bufs.Get().(*[]byte)
+		bp := bufs.Get().(*scratch)
 		defer bufs.Put(bp)
-		b, ok := w.slurp(rel, bp)
+		b, ok := w.slurp(rel, &bp.file)
 		if !ok || isBinary(b) {
 			return
 		}
-		if literal != nil {
-			if !bytes.Contains(b, literal) {
-				return
-			}
-		} else if !re.Match(b) {
+		if literal != nil && !containsLiteral(b, literal, fold, bp) {
+			return
+		}
+		if !re.Match(b) {
 			return
 		}
 		h := fileHits{rel: rel}
@@ -409,4 +409,68 @@ func formatMatches(rel string, re *regexp.Regexp, b []byte, before, after int) (
 		}
 	}
 	return sb.String(), len(starts), lines
+}
+
+// scratch is one grep goroutine's buffers: the file, and its lowered copy
+// for case-insensitive literals.
+type scratch struct{ file, lower []byte }
+
+// requiredLiteral finds the longest literal that every match of expr must
+// contain (a literal, or a literal part of a top-level concatenation), and
+// whether it is case-folded. It returns nil when there is none, or when a
+// folded literal is not ASCII (Unicode folding is left to the regexp).
+func requiredLiteral(expr string) ([]byte, bool) {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return nil, false
+	}
+	re = re.Simplify()
+	for re.Op == syntax.OpCapture {
+		re = re.Sub[0]
+	}
+	var best *syntax.Regexp
+	consider := func(r *syntax.Regexp) {
+		if r.Op == syntax.OpLiteral && (best == nil || len(r.Rune) > len(best.Rune)) {
+			best = r
+		}
+	}
+	consider(re)
+	if re.Op == syntax.OpConcat {
+		for _, sub := range re.Sub {
+			consider(sub)
+		}
+	}
+	if best == nil || len(best.Rune) < 3 {
+		return nil, false
+	}
+	fold := best.Flags&syntax.FoldCase != 0
+	lit := []byte(string(best.Rune))
+	if fold {
+		for _, c := range lit {
+			if c >= utf8.RuneSelf {
+				return nil, false
+			}
+		}
+		lit = bytes.ToLower(lit)
+	}
+	return lit, fold
+}
+
+// containsLiteral reports whether b holds lit, comparing ASCII letters
+// without case when fold is set.
+func containsLiteral(b, lit []byte, fold bool, sc *scratch) bool {
+	if !fold {
+		return bytes.Contains(b, lit)
+	}
+	if cap(sc.lower) < len(b) {
+		sc.lower = make([]byte, len(b))
+	}
+	low := sc.lower[:len(b)]
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		low[i] = c
+	}
+	return bytes.Contains(low, lit)
 }
