@@ -18,6 +18,7 @@ usage:
   jail run [flags] -- CMD [ARG...]   run CMD confined (jail run -h for flags)
   jail tool NAME '{json}'|-          one tool call in a confined worker, result as JSON
   jail serve [flags]                 JSON-lines tool server on stdin/stdout
+  jail mcp [flags]                   Model Context Protocol server on stdin/stdout
   jail check                         which layers this kernel and user give, and why not
   jail policy check FILE             validate a policy file
   jail policy explain [flags]        which tools an agent or role gets, and why
@@ -47,6 +48,8 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		return toolMain(args[1:], stdin, stdout, stderr)
 	case "serve":
 		return serveMain(args[1:], stdin, stdout, stderr)
+	case "mcp":
+		return mcpMain(args[1:], stdin, stdout, stderr)
 	case "run":
 		return runMain(args[1:], stdin, stdout, stderr)
 	case "check":

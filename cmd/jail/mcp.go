@@ -1,0 +1,454 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/signal"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jail-sandbox/jail/policy"
+	"github.com/jail-sandbox/jail/tools"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const mcpUsage = `usage: jail mcp [flags]
+
+A Model Context Protocol server on stdin and stdout (README: "jail mcp").
+It offers the tools the policy grants --agent (or --role); each call runs
+in a confined worker exactly as in jail serve. Calls the policy's approval
+gate sends to a person are asked through MCP elicitation, and denied when
+the client cannot ask.
+`
+
+func mcpMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	o := &toolOptions{}
+	fs := toolFlags("jail mcp", o, stderr)
+	fs.StringVar(&o.agent, "agent", "", "serve the tools of `AGENT` from the policy's [agents.*]")
+	fs.StringVar(&o.role, "role", "", "serve the tools of `ROLE`")
+	fs.IntVar(&o.maxConc, "max-concurrency", runtime.NumCPU(), "calls run at once, each in its own worker sandbox")
+	fs.IntVar(&o.prewarm, "prewarm", 1, "workers started before the client connects")
+	fs.Usage = func() { fmt.Fprint(stderr, mcpUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 || o.maxConc < 1 || o.prewarm < 0 {
+		fmt.Fprintln(stderr, "jail mcp: takes no arguments; --max-concurrency must be at least 1")
+		return 2
+	}
+	ts, closeAll, err := newToolServer(o, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "jail mcp:", err)
+		return 2
+	}
+	defer closeAll()
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, err := newMCPServer(ts, tools.CallContext{Agent: o.agent, Role: o.role}, logger)
+	if err != nil {
+		fmt.Fprintln(stderr, "jail mcp:", err)
+		return 2
+	}
+	// A client that stops jail with a signal rather than by closing stdin
+	// still gets its sandboxes ended: the cancelled context ends the
+	// session, which cancels every call, and closeAll ends the workers.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	// A worker that cannot start now will not start later: say why before
+	// the client sends anything.
+	if err := ts.Prewarm(ctx, o.prewarm); err != nil {
+		fmt.Fprintln(stderr, "jail mcp:", err)
+		return 125
+	}
+	if err := srv.Run(ctx, &lineTransport{in: stdin, out: stdout, maxLine: tools.DefaultMaxLine}); err != nil && ctx.Err() == nil {
+		fmt.Fprintln(stderr, "jail mcp:", err)
+		return 1
+	}
+	return 0
+}
+
+// mcpServer adapts a tools.Server to MCP for one caller identity.
+type mcpServer struct {
+	tools *tools.Server
+	who   tools.CallContext
+	// granted are the names ListTools gave who; a registered tool outside
+	// it is refused through the gate, so the refusal is audited and says
+	// why.
+	granted map[string]bool
+	// gate is a copy of the policy gate the tools server decides with,
+	// used only to learn ahead of a call whether it will need approval
+	// (wouldAsk); the tools server still makes, and audits, the decision.
+	gate *policy.Gate
+	// progressEvery is the interval of progress notifications.
+	progressEvery time.Duration
+	logger        *slog.Logger
+}
+
+// newMCPServer builds the MCP server offering the tools ts grants who.
+// It sets ts.Asker, so ts must not be serving other front ends.
+func newMCPServer(ts *tools.Server, who tools.CallContext, logger *slog.Logger) (*mcp.Server, error) {
+	defs, err := ts.ListTools(who)
+	if err != nil {
+		return nil, fmt.Errorf("list the tools of %s: %w", subjectName(who), err)
+	}
+	gate, err := policy.NewGate(ts.Policy, ts.Registry.Infos(), policy.Subject{Agent: who.Agent, Role: who.Role}, ts.Home, nil)
+	if err != nil {
+		return nil, fmt.Errorf("policy gate of %s: %w", subjectName(who), err)
+	}
+	m := &mcpServer{tools: ts, who: who, granted: map[string]bool{}, gate: gate, progressEvery: time.Second, logger: logger}
+	ts.Asker = policy.AskFunc(elicitApproval)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "jail", Title: "jail sandbox", Version: version}, &mcp.ServerOptions{
+		Instructions: "Every tool runs inside a sandbox (namespaces, Landlock, seccomp) confined to the workspace; " +
+			"paths are relative to the workspace. A refused call's text says why.",
+		Logger: logger,
+		// The tool list is fixed for the process (the policy is read
+		// once), so no list_changed notifications; declared even when
+		// the policy grants nothing, so the client sees an empty list
+		// rather than a server without tools.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+	})
+	for _, d := range defs {
+		t, ok := ts.Registry.Lookup(d.Name)
+		if !ok {
+			return nil, fmt.Errorf("tool %s is granted but not registered", d.Name)
+		}
+		m.granted[d.Name] = true
+		srv.AddTool(mcpTool(d, t.Capabilities), m.handler(d.Name))
+	}
+	srv.AddReceivingMiddleware(m.refuseUngranted)
+	return srv, nil
+}
+
+func subjectName(cc tools.CallContext) string {
+	switch {
+	case cc.Agent != "":
+		return "agent " + cc.Agent
+	case cc.Role != "":
+		return "role " + cc.Role
+	}
+	return "the default caller"
+}
+
+// refuseUngranted sends a call of a registered tool the policy does not
+// grant through the gate: the model learns the policy's reason from an
+// error result and the audit log records the attempt, where the SDK would
+// answer a JSON-RPC "unknown tool". Names jail has no tool for still get
+// that JSON-RPC error.
+func (m *mcpServer) refuseUngranted(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "tools/call" {
+			return next(ctx, method, req)
+		}
+		p, ok := req.GetParams().(*mcp.CallToolParamsRaw)
+		if !ok || m.granted[p.Name] {
+			return next(ctx, method, req)
+		}
+		if _, known := m.tools.Registry.Lookup(p.Name); !known {
+			return next(ctx, method, req)
+		}
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		return m.call(ctx, ss, p), nil
+	}
+}
+
+// handler runs one call of a granted tool.
+func (m *mcpServer) handler(name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		stop := m.reportProgress(ctx, req, name)
+		defer stop()
+		return m.call(ctx, req.Session, req.Params), nil
+	}
+}
+
+// call runs p through the tools server. ctx is cancelled by the SDK when
+// the client sends notifications/cancelled or disconnects; the worker then
+// kills the call's processes.
+//
+// Approval takes one of two shapes, after the protocol version the client
+// speaks. Up to 2025-11-25 the gate's question goes to the client as an
+// elicitation/create request while the call waits (elicitApproval). From
+// 2026-07-28 a server may not send requests while serving one (multi
+// round-trip requests, SEP-2322): a call that will need approval returns
+// the question as an input request instead, and the client repeats the
+// call with the answer, which the gate then reads.
+func (m *mcpServer) call(ctx context.Context, ss *mcp.ServerSession, p *mcp.CallToolParamsRaw) *mcp.CallToolResult {
+	args := p.Arguments
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}") // MCP makes arguments optional
+	}
+	if ss != nil && multiRoundTrip(ss) && canElicit(ss) {
+		key := approvalKey(p.Name, args)
+		if ans, ok := p.InputResponses[key].(*mcp.ElicitResult); ok {
+			ctx = context.WithValue(ctx, answerKey{}, ans)
+		} else if q, asks := m.wouldAsk(ctx, p.Name, args); asks {
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{key: approvalQuestion(q)}}
+		}
+	}
+	ctx = context.WithValue(ctx, sessionKey{}, ss)
+	res := m.tools.Call(ctx, tools.Request{Tool: p.Name, Args: args, Context: m.who})
+	return mcpResult(res)
+}
+
+// wouldAsk runs the gate with an asker that only records the question:
+// whether the call, as it stands, reaches the gate's last step. Nothing is
+// run or audited.
+func (m *mcpServer) wouldAsk(ctx context.Context, name string, args json.RawMessage) (policy.Question, bool) {
+	t, ok := m.tools.Registry.Lookup(name)
+	if !ok || t.Validate(args) != nil {
+		return policy.Question{}, false // refused before any question
+	}
+	var parsed map[string]any
+	if json.Unmarshal(args, &parsed) != nil {
+		return policy.Question{}, false
+	}
+	var asked *policy.Question
+	g := *m.gate
+	g.Asker = policy.AskFunc(func(_ context.Context, q policy.Question) (policy.Answer, error) {
+		asked = &q
+		return policy.Answer{}, errors.New("dry run")
+	})
+	g.Check(ctx, policy.Call{Tool: name, Args: parsed, Declared: t.Risk})
+	if asked == nil {
+		return policy.Question{}, false
+	}
+	return *asked, true
+}
+
+// multiRoundTrip reports whether the session speaks a protocol version in
+// which approval questions travel as input requests (2026-07-28 on).
+func multiRoundTrip(ss *mcp.ServerSession) bool {
+	ip := ss.InitializeParams()
+	return ip != nil && ip.ProtocolVersion >= "2026-07-28"
+}
+
+// canElicit reports whether the client declared it can ask its user.
+func canElicit(ss *mcp.ServerSession) bool {
+	ip := ss.InitializeParams()
+	return ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil
+}
+
+// approvalKey names an approval question after the exact call it is
+// about, so an answer the client returns applies to that call only: a
+// repeat with other arguments is asked again.
+func approvalKey(tool string, args json.RawMessage) string {
+	sum := sha256.Sum256(append([]byte(tool+"\x00"), args...))
+	return "jail-approval-" + hex.EncodeToString(sum[:8])
+}
+
+// reportProgress sends a progress notification every m.progressEvery
+// while a call runs, when the request carries a progress token, so a
+// client can tell a long bash call from a hung server. The returned stop
+// ends the notifications and waits for them.
+func (m *mcpServer) reportProgress(ctx context.Context, req *mcp.CallToolRequest, name string) (stop func()) {
+	token := req.Params.GetProgressToken()
+	if token == nil || req.Session == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		// Lifetime: until the call returns (stop) or is cancelled; stop
+		// waits for it.
+		defer wg.Done()
+		tick := time.NewTicker(m.progressEvery)
+		defer tick.Stop()
+		start := time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			elapsed := time.Since(start)
+			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
+				Progress: elapsed.Seconds(), Message: fmt.Sprintf("%s running for %s", name, elapsed.Round(time.Second))})
+			if err != nil {
+				m.logger.Debug("progress notification", "tool", name, "err", err)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// sessionKey carries a call's *mcp.ServerSession in its context, for the
+// approval question: the gate hands the asker only the context.
+type sessionKey struct{}
+
+// answerKey carries the client's answer (*mcp.ElicitResult) to a
+// multi-round-trip approval question in the repeated call's context.
+type answerKey struct{}
+
+// maxElicitArgs bounds the arguments quoted in an approval question; a
+// whole file being written is no use in a dialog.
+const maxElicitArgs = 2000
+
+// elicitApproval is the tools server's Asker: it asks the client's user
+// whether a call the gate holds may run. Accepting the (empty) form
+// approves; declining or dismissing refuses. A client that did not declare
+// the elicitation capability gets an error, which the gate turns into a
+// refusal with this reason; the gate also bounds the wait (ask_timeout).
+func elicitApproval(ctx context.Context, q policy.Question) (policy.Answer, error) {
+	if ans, ok := ctx.Value(answerKey{}).(*mcp.ElicitResult); ok {
+		return policy.Answer{Approve: ans.Action == "accept"}, nil
+	}
+	ss, _ := ctx.Value(sessionKey{}).(*mcp.ServerSession)
+	if ss == nil {
+		return policy.Answer{}, errors.New("no MCP session to ask")
+	}
+	if !canElicit(ss) {
+		return policy.Answer{}, errors.New("the MCP client cannot ask its user (it did not declare the elicitation capability)")
+	}
+	res, err := ss.Elicit(ctx, approvalQuestion(q))
+	if err != nil {
+		return policy.Answer{}, fmt.Errorf("elicitation: %w", err)
+	}
+	return policy.Answer{Approve: res.Action == "accept"}, nil
+}
+
+// approvalQuestion is the elicitation form for q: a message and an empty
+// schema, since accepting or declining is the whole answer.
+func approvalQuestion(q policy.Question) *mcp.ElicitParams {
+	args, _ := json.Marshal(q.Args)
+	quoted := string(args)
+	if len(quoted) > maxElicitArgs {
+		quoted = quoted[:maxElicitArgs] + fmt.Sprintf("... [%d chars truncated]", len(quoted)-maxElicitArgs)
+	}
+	who := q.Agent
+	if who == "" {
+		who = "the agent"
+	}
+	msg := fmt.Sprintf("jail: %s wants to run %s (%s).\nWhy approval is needed: %s\nArguments: %s\nAccept to allow this one call; decline to refuse it.",
+		who, q.Tool, q.Risk, q.Reason, quoted)
+	return &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}}}
+}
+
+// mcpTool is the MCP declaration of a tool: its schema, a title, and
+// hints derived from its effective risk and capabilities.
+func mcpTool(d tools.Definition, caps []string) *mcp.Tool {
+	caps = effectiveCapabilities(d.Name, caps)
+	readOnly := d.Risk == policy.ReadOnly
+	openWorld := slices.Contains(caps, policy.CapNetworkOutbound) || slices.Contains(caps, policy.CapBrowser)
+	ann := &mcp.ToolAnnotations{
+		Title:         toolTitle(d.Name),
+		ReadOnlyHint:  readOnly,
+		OpenWorldHint: &openWorld,
+		// A read-only call changes nothing, so repeating it changes
+		// nothing either; write replaces a file with the same content.
+		IdempotentHint: readOnly || idempotentTools()[d.Name],
+	}
+	if !readOnly {
+		// Every tool above read_only replaces, edits or runs something
+		// that can delete: none is merely additive.
+		destructive := true
+		ann.DestructiveHint = &destructive
+	}
+	return &mcp.Tool{Name: d.Name, Title: ann.Title, Description: d.Description, InputSchema: d.InputSchema, Annotations: ann}
+}
+
+// effectiveCapabilities is the union of a tool's declared capabilities
+// and the policy's static map, as the gate reads them: a tool cannot talk
+// its hints down either.
+func effectiveCapabilities(name string, declared []string) []string {
+	caps := slices.Clone(declared)
+	for _, t := range policy.Catalogue() {
+		if t.Name != name {
+			continue
+		}
+		for _, c := range t.Capabilities {
+			if !slices.Contains(caps, c) {
+				caps = append(caps, c)
+			}
+		}
+	}
+	return caps
+}
+
+// idempotentTools are the tools above read_only whose repetition with the
+// same arguments has no further effect.
+func idempotentTools() map[string]bool { return map[string]bool{"write": true} }
+
+// toolTitle is the human title a client shows for a tool; a tool without
+// an entry gets its name in words ("browser_click" -> "Browser click").
+func toolTitle(name string) string {
+	titles := map[string]string{
+		"read":  "Read a file",
+		"ls":    "List a directory",
+		"glob":  "Find files by pattern",
+		"grep":  "Search file contents",
+		"write": "Write a file",
+		"edit":  "Edit a file",
+		"bash":  "Run a shell command",
+	}
+	if t, ok := titles[name]; ok {
+		return t
+	}
+	words := strings.ReplaceAll(name, "_", " ")
+	if words == "" {
+		return words
+	}
+	return strings.ToUpper(words[:1]) + words[1:]
+}
+
+// Result meta keys that become MCP image content. A tool that captures a
+// screen (the browser and desktop tools) puts the PNG, base64-encoded, in
+// meta[metaImagePNG]; the MCP result carries it as an image block after
+// the text and leaves it out of the structured meta.
+const metaImagePNG = "image_png_base64"
+
+// metaKey is the _meta key under which an MCP result carries the tool's
+// structured meta (exit code, truncation, decision, ...).
+const metaKey = "jail/meta"
+
+// mcpResult maps a tool result to MCP content: the text as a text block,
+// an image in the meta as an image block, is_error as IsError.
+func mcpResult(r tools.Result) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{IsError: r.IsError, Content: []mcp.Content{}}
+	var img []byte
+	if s, ok := r.Meta[metaImagePNG].(string); ok {
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			out.IsError = true
+			r.Content += fmt.Sprintf("\n[the tool's image (meta %q) is not valid base64: %v]", metaImagePNG, err)
+		} else {
+			img = b
+		}
+	}
+	if r.Content != "" || img == nil {
+		out.Content = append(out.Content, &mcp.TextContent{Text: r.Content})
+	}
+	if img != nil {
+		out.Content = append(out.Content, &mcp.ImageContent{Data: img, MIMEType: "image/png"})
+	}
+	if len(r.Meta) > 0 {
+		meta := make(map[string]any, len(r.Meta))
+		for k, v := range r.Meta {
+			if k != metaImagePNG {
+				meta[k] = v
+			}
+		}
+		if len(meta) > 0 {
+			out.Meta = mcp.Meta{metaKey: meta}
+		}
+	}
+	return out
+}

@@ -1,0 +1,569 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jail-sandbox/jail/policy"
+	"github.com/jail-sandbox/jail/tools"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// lockedBuffer collects the server's stderr, written by many goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// mcpHarness is a jail mcp server running in this process, built by the
+// same code as the command (newToolServer, newMCPServer, lineTransport),
+// with real sandboxed workers, reached over a pair of pipes.
+type mcpHarness struct {
+	t      *testing.T
+	ws     string
+	audit  string
+	stderr *lockedBuffer
+	in     *io.PipeWriter // the server's stdin
+	out    *io.PipeReader // the server's stdout
+	done   chan error     // Run's error, after every worker ended
+}
+
+// startMCP serves the tools policyTOML grants agent in a fresh workspace.
+func startMCP(t *testing.T, policyTOML, agent string) *mcpHarness {
+	t.Helper()
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	h := &mcpHarness{t: t, ws: ws, audit: filepath.Join(dir, "audit.jsonl"), stderr: &lockedBuffer{}, done: make(chan error, 1)}
+	pf := filepath.Join(dir, "policy.toml")
+	if err := os.WriteFile(pf, fmt.Appendf(nil, "%s\n[audit]\npath = %q\n", policyTOML, h.audit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := &toolOptions{maxConc: 2, agent: agent}
+	o.run.workdir, o.run.policyFile = ws, pf
+	ts, closeAll, err := newToolServer(o, h.stderr)
+	if err != nil {
+		t.Fatalf("newToolServer: %v\n%s", err, h.stderr)
+	}
+	srv, err := newMCPServer(ts, tools.CallContext{Agent: agent}, slog.New(slog.NewTextHandler(h.stderr, nil)))
+	if err != nil {
+		closeAll()
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	h.in, h.out = inW, outR
+	go func() {
+		// Lifetime: until the client closes the server's stdin (Cleanup
+		// at the latest); then every worker is ended before done.
+		err := srv.Run(context.Background(), &lineTransport{in: inR, out: outW, maxLine: 1 << 20})
+		closeAll()
+		outW.Close()
+		h.done <- err
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		go io.Copy(io.Discard, outR) // a response still being written must not block Run
+		select {
+		case <-h.done:
+		case <-time.After(30 * time.Second):
+			t.Errorf("jail mcp did not end within 30s of its stdin closing\n%s", h.stderr)
+		}
+	})
+	return h
+}
+
+// connect attaches an SDK client to the harness, speaking the SDK's
+// newest protocol version.
+func (h *mcpHarness) connect(opts *mcp.ClientOptions) *mcp.ClientSession {
+	return h.connectVersion(opts, "")
+}
+
+// connectVersion attaches an SDK client speaking protocol version (empty:
+// the SDK's newest).
+func (h *mcpHarness) connectVersion(opts *mcp.ClientOptions, version string) *mcp.ClientSession {
+	h.t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "jail-test", Version: "1"}, opts)
+	cs, err := c.Connect(context.Background(), &mcp.IOTransport{Reader: h.out, Writer: h.in}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		h.t.Fatalf("connect: %v\n%s", err, h.stderr)
+	}
+	h.t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// call calls a tool and returns its result's text, failing on a protocol
+// error.
+func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (*mcp.CallToolResult, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var text strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text.WriteString(tc.Text)
+		}
+	}
+	return res, text.String()
+}
+
+// autoBashPolicy lets bash run without asking, as most harnesses set it.
+const autoBashPolicy = "[approval]\nauto_approve = [\"bash\"]\n"
+
+func TestMCPListTools(t *testing.T) {
+	h := startMCP(t, autoBashPolicy+`
+[roles.docs]
+remit = ["fs.read", "fs.write"]
+max_risk = "write"
+defaults = ["read", "ls", "glob", "grep", "write", "edit"]
+[agents.writer]
+role = "docs"
+denies = ["edit"]
+`, "writer")
+	cs := h.connect(nil)
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	byName := map[string]*mcp.Tool{}
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+		byName[tl.Name] = tl
+	}
+	// Exactly the role's defaults minus the agent's deny: no bash (outside
+	// the remit), no edit (denied). The SDK lists tools by name.
+	slices.Sort(names)
+	if want := []string{"glob", "grep", "ls", "read", "write"}; !slices.Equal(names, want) {
+		t.Fatalf("tools %v, want %v", names, want)
+	}
+	read, write := byName["read"], byName["write"]
+	if read.Title != "Read a file" || read.Annotations == nil || !read.Annotations.ReadOnlyHint || !read.Annotations.IdempotentHint ||
+		read.Annotations.OpenWorldHint == nil || *read.Annotations.OpenWorldHint {
+		t.Fatalf("read declaration: %+v %+v", read, read.Annotations)
+	}
+	if write.Annotations.ReadOnlyHint || write.Annotations.DestructiveHint == nil || !*write.Annotations.DestructiveHint || !write.Annotations.IdempotentHint {
+		t.Fatalf("write annotations: %+v", write.Annotations)
+	}
+	schema, _ := json.Marshal(read.InputSchema)
+	if !strings.Contains(string(schema), `"path"`) || !strings.Contains(string(schema), `"required"`) {
+		t.Fatalf("read schema: %s", schema)
+	}
+}
+
+func TestMCPCoreTools(t *testing.T) {
+	h := startMCP(t, autoBashPolicy, "")
+	cs := h.connect(nil)
+	os.MkdirAll(filepath.Join(h.ws, "src"), 0o755)
+	os.WriteFile(filepath.Join(h.ws, "src", "main.go"), []byte("package main\n\nfunc main() { println(\"needle\") }\n"), 0o644)
+
+	steps := []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"write", map[string]any{"path": "notes.txt", "content": "alpha\nbeta\n"}, ""},
+		{"read", map[string]any{"path": "notes.txt"}, "beta"},
+		{"edit", map[string]any{"path": "notes.txt", "old_string": "beta", "new_string": "gamma"}, ""},
+		{"read", map[string]any{"path": "notes.txt"}, "gamma"},
+		{"glob", map[string]any{"pattern": "**/*.go"}, "src/main.go"},
+		{"grep", map[string]any{"pattern": "needle"}, "src/main.go"},
+		{"ls", map[string]any{"path": "."}, "notes.txt"},
+		{"bash", map[string]any{"command": "cat notes.txt; echo uid=$(id -u) host=$(hostname)"}, "host=jail"},
+	}
+	for _, s := range steps {
+		res, text := call(t, cs, s.tool, s.args)
+		if res.IsError || !strings.Contains(text, s.want) {
+			t.Fatalf("%s %v: error=%v %q (want %q)\n%s", s.tool, s.args, res.IsError, text, s.want, h.stderr)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(h.ws, "notes.txt")); string(b) != "alpha\ngamma\n" {
+		t.Fatalf("host file: %q", b)
+	}
+	// A path outside the workspace is a tool error the model can act on.
+	res, text := call(t, cs, "read", map[string]any{"path": "../../etc/passwd"})
+	if !res.IsError || !strings.Contains(text, "outside the workspace") {
+		t.Fatalf("escape: %v %q", res.IsError, text)
+	}
+	// bash's exit status travels in the result's meta.
+	res, _ = call(t, cs, "bash", map[string]any{"command": "exit 3"})
+	meta, _ := res.Meta[metaKey].(map[string]any)
+	if meta["exit_code"] != float64(3) {
+		t.Fatalf("bash meta: %+v (error %v)", res.Meta, res.IsError)
+	}
+}
+
+func TestMCPDeniedTool(t *testing.T) {
+	h := startMCP(t, autoBashPolicy+"[tools]\ndeny = [\"bash\"]\n", "")
+	cs := h.connect(nil)
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range res.Tools {
+		if tl.Name == "bash" {
+			t.Fatal("a denied tool is listed")
+		}
+	}
+	// Calling it anyway: an error result with the policy's reason, and
+	// an audit record of the attempt.
+	cr, text := call(t, cs, "bash", map[string]any{"command": "touch pwned"})
+	if !cr.IsError || !strings.Contains(text, "tools.deny") {
+		t.Fatalf("denied call: %v %q", cr.IsError, text)
+	}
+	if _, err := os.Stat(filepath.Join(h.ws, "pwned")); err == nil {
+		t.Fatal("the denied call ran")
+	}
+	if b, _ := os.ReadFile(h.audit); !strings.Contains(string(b), `"denied"`) {
+		t.Fatalf("no audit record of the denied call: %s", b)
+	}
+	// A tool jail does not have is a JSON-RPC error, and the session
+	// goes on.
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "no_such_tool"}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
+		t.Fatalf("unknown tool: %v", err)
+	}
+	// Arguments the schema refuses: a tool error naming the argument.
+	cr, text = call(t, cs, "read", map[string]any{"path": 5})
+	if !cr.IsError || !strings.Contains(text, "invalid arguments") || !strings.Contains(text, "/path") {
+		t.Fatalf("invalid arguments: %v %q", cr.IsError, text)
+	}
+}
+
+func TestMCPElicitation(t *testing.T) {
+	pol := "[approval]\nrequire_approval = [\"write\"]\nask_timeout = \"3s\"\n"
+	approve := func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		if !strings.Contains(req.Params.Message, "write") || !strings.Contains(req.Params.Message, "x.txt") {
+			return nil, fmt.Errorf("question without the tool or its arguments: %q", req.Params.Message)
+		}
+		return &mcp.ElicitResult{Action: "accept"}, nil
+	}
+	decline := func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}
+	silent := func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	type elicitCase struct {
+		name    string
+		handler func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+		written bool
+		want    string
+	}
+	cases := []elicitCase{
+		{"approve", approve, true, "x.txt"},
+		{"decline", decline, false, "refused by a human"},
+		{"no-capability", nil, false, "did not declare the elicitation capability"},
+	}
+	// 2025-06-18: the question is an elicitation/create request during
+	// the call, bounded by ask_timeout. The SDK's newest version: the
+	// question is an input request and the client repeats the call
+	// (SEP-2322); the client holds the question, so there is no server
+	// timeout to test there.
+	for _, version := range []string{"2025-06-18", ""} {
+		vcases := cases
+		if version != "" {
+			vcases = append(vcases, elicitCase{"no-answer", silent, false, "no answer within 3s"})
+		}
+		for _, tc := range vcases {
+			t.Run(cmp.Or(version, "newest")+"/"+tc.name, func(t *testing.T) {
+				h := startMCP(t, pol, "")
+				cs := h.connectVersion(&mcp.ClientOptions{ElicitationHandler: tc.handler}, version)
+				res, text := call(t, cs, "write", map[string]any{"path": "x.txt", "content": "x"})
+				_, err := os.Stat(filepath.Join(h.ws, "x.txt"))
+				if res.IsError == tc.written || (err == nil) != tc.written || !strings.Contains(text, tc.want) {
+					t.Fatalf("error=%v written=%v %q (want %q)\n%s", res.IsError, err == nil, text, tc.want, h.stderr)
+				}
+				// The decision is audited once, with who decided.
+				b, _ := os.ReadFile(h.audit)
+				if n := bytes.Count(b, []byte("\n")); n != 1 {
+					t.Fatalf("%d audit records, want 1:\n%s", n, b)
+				}
+				if tc.written && !bytes.Contains(b, []byte(`"approved"`)) {
+					t.Fatalf("audit of an approved call: %s", b)
+				}
+			})
+		}
+	}
+}
+
+// sandboxProcesses lists host pids whose command line contains marker.
+func sandboxProcesses(marker string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && bytes.Contains(b, []byte(marker)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// waitFor polls cond for up to 10s.
+func waitFor(cond func() bool) bool {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return false
+}
+
+func TestMCPCancelAndProgress(t *testing.T) {
+	h := startMCP(t, autoBashPolicy, "")
+	var mu sync.Mutex
+	var progress []float64
+	cs := h.connect(&mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		defer mu.Unlock()
+		progress = append(progress, req.Params.Progress)
+	}})
+	marker := fmt.Sprintf("%d", 900000+time.Now().UnixNano()%99999)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		// Lifetime: one call, ended by cancel below.
+		p := &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "sleep " + marker, "timeout": 600}}
+		p.SetProgressToken("tok")
+		_, err := cs.CallTool(ctx, p)
+		errc <- err
+	}()
+	if !waitFor(func() bool { return len(sandboxProcesses("sleep\x00"+marker)) > 0 }) {
+		t.Fatalf("the sleep never started\n%s", h.stderr)
+	}
+	// Progress arrives every second while the call runs.
+	if !waitFor(func() bool { mu.Lock(); defer mu.Unlock(); return len(progress) >= 2 }) {
+		t.Fatalf("progress notifications: %v", progress)
+	}
+	mu.Lock()
+	if progress[1] <= progress[0] {
+		t.Fatalf("progress does not increase: %v", progress)
+	}
+	mu.Unlock()
+	cancel() // the client sends notifications/cancelled
+	if err := <-errc; err == nil {
+		t.Fatal("a cancelled call returned no error")
+	}
+	if !waitFor(func() bool { return len(sandboxProcesses("sleep\x00"+marker)) == 0 }) {
+		t.Fatalf("the cancelled call's process is still alive: %v", sandboxProcesses("sleep\x00"+marker))
+	}
+	// The server and its pool are still usable.
+	if res, text := call(t, cs, "bash", map[string]any{"command": "echo after"}); res.IsError || text != "after\n" {
+		t.Fatalf("after cancel: %v %q", res.IsError, text)
+	}
+	if b, _ := os.ReadFile(h.audit); !bytes.Contains(b, []byte("sleep "+marker)) && !bytes.Contains(b, []byte(`"bash"`)) {
+		t.Fatalf("audit: %s", b)
+	}
+}
+
+func TestMCPDisconnectEndsSandboxes(t *testing.T) {
+	h := startMCP(t, autoBashPolicy, "")
+	cs := h.connect(nil)
+	marker := fmt.Sprintf("%d", 800000+time.Now().UnixNano()%99999)
+	go func() {
+		// Lifetime: until the session closes under it.
+		cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "sleep " + marker + " & sleep " + marker + "; wait", "timeout": 600}})
+	}()
+	if !waitFor(func() bool { return len(sandboxProcesses("sleep\x00"+marker)) == 2 }) {
+		t.Fatalf("the sleeps never started\n%s", h.stderr)
+	}
+	// The client goes away: stdin ends.
+	h.in.Close()
+	go io.Copy(io.Discard, h.out)
+	select {
+	case err := <-h.done:
+		if err != nil {
+			t.Logf("Run: %v", err)
+		}
+		h.done <- err // for Cleanup
+	case <-time.After(20 * time.Second):
+		t.Fatalf("jail mcp did not end after stdin closed\n%s", h.stderr)
+	}
+	if pids := sandboxProcesses("sleep\x00" + marker); len(pids) > 0 {
+		t.Fatalf("processes outlived the client: %v", pids)
+	}
+	if pids := sandboxProcesses(workerCommand); len(pids) > 0 {
+		t.Fatalf("workers outlived the client: %v", pids)
+	}
+}
+
+// rawSession initialises a session by hand, for input no SDK client sends.
+type rawSession struct {
+	t   *testing.T
+	h   *mcpHarness
+	out *bufio.Scanner
+}
+
+func (r *rawSession) send(line string) {
+	r.t.Helper()
+	if _, err := io.WriteString(r.h.in, line+"\n"); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+type rawResponse struct {
+	ID     any             `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func (r *rawSession) next() rawResponse {
+	r.t.Helper()
+	if !r.out.Scan() {
+		r.t.Fatalf("server output ended: %v\n%s", r.out.Err(), r.h.stderr)
+	}
+	var resp rawResponse
+	if err := json.Unmarshal(r.out.Bytes(), &resp); err != nil {
+		r.t.Fatalf("bad response %q: %v", r.out.Bytes(), err)
+	}
+	return resp
+}
+
+func TestMCPMalformedInput(t *testing.T) {
+	h := startMCP(t, autoBashPolicy, "")
+	r := &rawSession{t: t, h: h, out: bufio.NewScanner(h.out)}
+	r.out.Buffer(make([]byte, 64<<10), 4<<20)
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if resp := r.next(); resp.Error != nil {
+		t.Fatalf("initialize: %+v", resp.Error)
+	}
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	for _, tc := range []struct {
+		line string
+		id   any
+		code int
+	}{
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/list"`, nil, -32700},                 // cut short
+		{`not json at all`, nil, -32700},                                               // garbage
+		{`{"jsonrpc":"1.0","id":3,"method":"tools/list"}`, float64(3), -32600},         // wrong version
+		{`[{"jsonrpc":"2.0","id":4,"method":"tools/list"}]`, nil, -32600},              // a batch
+		{`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":5}}`, nil, 0}, // bad params: the SDK's error
+		{`{"jsonrpc":"2.0","id":6,"method":"no/such/method"}`, float64(6), -32601},     // unknown method
+		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"nope"}}`, float64(7), -32602},
+		{`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"read","arguments":{"path":"x","extra":1}}}`, float64(8), 0},
+		{`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"write","arguments":{"path":"big","content":"` + strings.Repeat("a", 2<<20) + `"}}}`, nil, -32600},
+	} {
+		r.send(tc.line)
+		resp := r.next()
+		short := tc.line[:min(len(tc.line), 80)]
+		switch {
+		case tc.code != 0 && (resp.Error == nil || resp.Error.Code != tc.code || fmt.Sprint(resp.ID) != fmt.Sprint(tc.id)):
+			t.Errorf("%s: got id %v %+v, want id %v code %d", short, resp.ID, resp.Error, tc.id, tc.code)
+		case tc.code == 0 && tc.id != nil && (resp.Error != nil || !strings.Contains(string(resp.Result), `"isError":true`)):
+			// Arguments the schema refuses are a tool error (MCP: the
+			// model can correct them), not a protocol error.
+			t.Errorf("%s: got %+v %s, want a tool error", short, resp.Error, resp.Result)
+		case tc.code == 0 && tc.id == nil && resp.Error == nil:
+			t.Errorf("%s: got %s, want a JSON-RPC error", short, resp.Result)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(h.ws, "big")); err == nil {
+		t.Fatal("an oversized request was executed")
+	}
+	// Still up: a well-formed call works.
+	r.send(`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo alive"}}}`)
+	if resp := r.next(); resp.Error != nil || !strings.Contains(string(resp.Result), "alive") {
+		t.Fatalf("after bad input: %+v %s", resp.Error, resp.Result)
+	}
+}
+
+func TestMCPResult(t *testing.T) {
+	png := []byte("\x89PNG\r\n\x1a\nfake")
+	res := mcpResult(tools.Result{Content: "screenshot of example.com", Meta: map[string]any{
+		metaImagePNG: base64.StdEncoding.EncodeToString(png), "url": "https://example.com"}})
+	if res.IsError || len(res.Content) != 2 {
+		t.Fatalf("image result: %+v", res)
+	}
+	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "screenshot of example.com" {
+		t.Fatalf("text block: %+v", res.Content[0])
+	}
+	img, ok := res.Content[1].(*mcp.ImageContent)
+	if !ok || !bytes.Equal(img.Data, png) || img.MIMEType != "image/png" {
+		t.Fatalf("image block: %+v", res.Content[1])
+	}
+	meta := res.Meta[metaKey].(map[string]any)
+	if _, dup := meta[metaImagePNG]; dup || meta["url"] != "https://example.com" {
+		t.Fatalf("meta: %+v", meta)
+	}
+	wire, _ := json.Marshal(res)
+	if !bytes.Contains(wire, []byte(`"type":"image"`)) || !bytes.Contains(wire, []byte(base64.StdEncoding.EncodeToString(png))) {
+		t.Fatalf("wire form: %s", wire)
+	}
+
+	// An image alone is one image block; a broken one is an error.
+	if res := mcpResult(tools.Result{Meta: map[string]any{metaImagePNG: base64.StdEncoding.EncodeToString(png)}}); len(res.Content) != 1 {
+		t.Fatalf("image only: %+v", res.Content)
+	}
+	if res := mcpResult(tools.Result{Content: "x", Meta: map[string]any{metaImagePNG: "%%%"}}); !res.IsError || len(res.Content) != 1 {
+		t.Fatalf("bad image: %+v", res)
+	}
+	// is_error maps to IsError; an empty text is still one text block.
+	if res := mcpResult(tools.Result{IsError: true}); !res.IsError || len(res.Content) != 1 {
+		t.Fatalf("error result: %+v", res)
+	}
+}
+
+func TestMCPToolAnnotations(t *testing.T) {
+	for _, tc := range []struct {
+		name                                      string
+		risk                                      policy.Risk
+		caps                                      []string
+		readOnly, destructive, openWorld, idempot bool
+		title                                     string
+	}{
+		{"grep", policy.ReadOnly, []string{policy.CapFSRead}, true, false, false, true, "Search file contents"},
+		{"edit", policy.Write, []string{policy.CapFSWrite}, false, true, false, false, "Edit a file"},
+		{"bash", policy.Exec, []string{policy.CapProcessExec}, false, true, false, false, "Run a shell command"},
+		{"web_fetch", policy.ReadOnly, nil, true, false, true, true, "Web fetch"}, // network.outbound from the static map
+		{"browser_click", policy.Write, []string{policy.CapBrowser}, false, true, true, false, "Browser click"},
+	} {
+		tl := mcpTool(tools.Definition{Name: tc.name, Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`), Risk: tc.risk}, tc.caps)
+		a := tl.Annotations
+		destructive := a.DestructiveHint != nil && *a.DestructiveHint
+		if a.ReadOnlyHint != tc.readOnly || destructive != tc.destructive || a.OpenWorldHint == nil || *a.OpenWorldHint != tc.openWorld ||
+			a.IdempotentHint != tc.idempot || tl.Title != tc.title || a.Title != tc.title {
+			t.Errorf("%s: %+v (title %q)", tc.name, a, tl.Title)
+		}
+	}
+}

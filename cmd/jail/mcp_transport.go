@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// lineTransport is MCP's stdio framing (one JSON-RPC message per line) with
+// the SDK's own message types and encoding, and one difference from the
+// SDK's IOTransport: a line that is not a JSON-RPC message, or is longer
+// than maxLine, is answered with a JSON-RPC error and skipped. The SDK's
+// transport decodes the stream with a json.Decoder, which cannot
+// resynchronise after a syntax error, so one bad line would end the
+// session and with it every sandbox the client started.
+//
+// JSON-RPC batches (a line holding an array) are refused: MCP removed them
+// in protocol version 2025-06-18.
+type lineTransport struct {
+	in      io.Reader
+	out     io.Writer
+	maxLine int
+}
+
+// Connect starts reading in; it is called once, by Server.Connect.
+func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
+	c := &lineConn{in: t.in, out: t.out, msgs: make(chan jsonrpc.Message), closed: make(chan struct{})}
+	go c.readLoop(bufio.NewReaderSize(t.in, 64<<10), t.maxLine)
+	return c, nil
+}
+
+// lineConn is the connection lineTransport makes.
+type lineConn struct {
+	in      io.Reader
+	out     io.Writer
+	writeMu sync.Mutex
+	msgs    chan jsonrpc.Message // closed when the input ends; readErr says why
+	readErr error
+	closed  chan struct{}
+	close   sync.Once
+}
+
+// readLoop delivers the well-formed messages of in to Read and answers the
+// rest itself.
+func (c *lineConn) readLoop(br *bufio.Reader, maxLine int) {
+	// Lifetime: until in ends or fails, or Close (which closes in when it
+	// can; a blocked read of a terminal or pipe that cannot be closed ends
+	// with the process, as in the SDK's own stdio transport).
+	defer close(c.msgs)
+	for {
+		line, tooLong, err := readBoundedLine(br, maxLine)
+		if tooLong {
+			c.reject(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("request longer than %d bytes: refused", maxLine))
+		} else if line = bytes.TrimSpace(line); len(line) > 0 {
+			if msg, ok := c.decode(line); ok {
+				select {
+				case c.msgs <- msg:
+				case <-c.closed:
+					return
+				}
+			}
+		}
+		if err != nil {
+			c.readErr = err
+			return
+		}
+	}
+}
+
+// decode parses one line, answering it with a JSON-RPC error when it is
+// not a message: -32700 when it is not JSON, -32600 when it is JSON but not
+// a JSON-RPC 2.0 request, notification or response.
+func (c *lineConn) decode(line []byte) (jsonrpc.Message, bool) {
+	if !json.Valid(line) {
+		c.reject(nil, jsonrpc.CodeParseError, "parse error: the line is not valid JSON")
+		return nil, false
+	}
+	if line[0] == '[' {
+		c.reject(nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported (MCP removed them in 2025-06-18)")
+		return nil, false
+	}
+	msg, err := jsonrpc.DecodeMessage(line)
+	if err != nil {
+		c.reject(idOf(line), jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+		return nil, false
+	}
+	return msg, true
+}
+
+// idOf digs the id out of a line that is JSON but no message, so the
+// client can match the error to its request when it sent one.
+func idOf(line []byte) any {
+	var probe struct {
+		ID any `json:"id"`
+	}
+	if json.Unmarshal(line, &probe) != nil {
+		return nil
+	}
+	switch probe.ID.(type) {
+	case string, float64:
+		return probe.ID
+	}
+	return nil
+}
+
+// reject writes a JSON-RPC error response. id is nil when the request's
+// id is unknown, which JSON-RPC 2.0 writes as "id": null.
+func (c *lineConn) reject(id any, code int64, message string) {
+	resp := struct {
+		JSONRPC string         `json:"jsonrpc"`
+		ID      any            `json:"id"`
+		Error   *jsonrpc.Error `json:"error"`
+	}{"2.0", id, &jsonrpc.Error{Code: code, Message: message}}
+	b, err := json.Marshal(resp)
+	if err == nil {
+		c.writeLine(b)
+	}
+}
+
+// Read returns the next message; io.EOF when the client closed its end.
+func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case msg, ok := <-c.msgs:
+		if !ok {
+			if c.readErr == nil || errors.Is(c.readErr, io.EOF) {
+				return nil, io.EOF
+			}
+			return nil, fmt.Errorf("mcp: read: %w", c.readErr)
+		}
+		return msg, nil
+	case <-c.closed:
+		return nil, io.EOF
+	}
+}
+
+// Write sends one message as one line.
+func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("mcp: encode: %w", err)
+	}
+	return c.writeLine(b)
+}
+
+func (c *lineConn) writeLine(b []byte) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	if _, err := c.out.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("mcp: write: %w", err)
+	}
+	return nil
+}
+
+// Close stops reading. The output is left open: it is the process's
+// stdout, which main owns.
+func (c *lineConn) Close() error {
+	c.close.Do(func() {
+		close(c.closed)
+		if cl, ok := c.in.(io.Closer); ok {
+			cl.Close()
+		}
+	})
+	return nil
+}
+
+// SessionID is empty: stdio has one session and no session header.
+func (c *lineConn) SessionID() string { return "" }
+
+// readBoundedLine reads one line of at most max bytes. A longer line is
+// consumed to its end and reported with tooLong, so the stream stays in
+// step.
+func readBoundedLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) > max+1 { // +1: the newline
+			tooLong, line = true, nil
+		} else if !tooLong {
+			line = append(line, chunk...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if tooLong {
+			return nil, true, err
+		}
+		return line, false, err
+	}
+}
