@@ -6,7 +6,11 @@
 # that toolchain from the module proxy when an older one is installed.
 set -euo pipefail
 
-pkgs=(gcc libc6-dev libseccomp-dev pkg-config git python3 make util-linux passwd procps curl iproute2 netcat-openbsd ca-certificates)
+pkgs=(gcc libc6-dev libseccomp-dev pkg-config git python3 make util-linux passwd procps curl iproute2 netcat-openbsd ca-certificates nodejs)
+# npm runs the MCP Inspector in integration/mcp_test.go. Debian packages it
+# apart from nodejs; NodeSource's nodejs bundles it and conflicts with
+# Debian's, so it is added only when missing.
+command -v npm >/dev/null || pkgs+=(npm)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
