@@ -32,6 +32,9 @@ type Layout struct {
 	Hidden []string
 	// Protected paths are relative to the workspace and stay read-only.
 	Protected []string
+	// WorkspaceReadOnly binds the workspace read-only (roles whose remit
+	// is to look, not to change: their commands cannot write either).
+	WorkspaceReadOnly bool
 	// Extra are further mounts made by jail itself (a resolv.conf for the
 	// transparent network mode); Bind sources are resolved like the rest.
 	Extra []Mount
@@ -136,7 +139,7 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 	if l.Home != "" && filepath.IsAbs(home) && home != "/" && !pathWithin(home, ws) && !pathWithin(home, "/tmp") {
 		ms = append(ms, Mount{Kind: Tmpfs, Dest: home, Writable: true, Exec: true})
 	}
-	ms = append(ms, Mount{Kind: Bind, Source: ws, Dest: ws, Writable: true, Exec: true})
+	ms = append(ms, Mount{Kind: Bind, Source: ws, Dest: ws, Writable: !l.WorkspaceReadOnly, Exec: true})
 	for _, p := range l.ReadOnly {
 		m, err := userBind(p, false)
 		if err != nil {

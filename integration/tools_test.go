@@ -347,3 +347,37 @@ func TestBashTimeoutInWorker(t *testing.T) {
 		}
 	})
 }
+
+// TestReadOnlyRoleCannotWrite: a role whose remit is to look (verify) gets
+// a worker whose workspace is mounted read-only, so even its bash cannot
+// change the project; a build role's bash can.
+func TestReadOnlyRoleCannotWrite(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		cfg := r.dir(t, "jail-it-cfg-")
+		file, _ := r.toolPolicy(t, cfg, "[agents.checker]\nrole = \"verify\"\n[agents.builder]\nrole = \"build\"\n")
+		s := r.serve(t, ws, "--policy", file)
+		bash := func(id int, agent, name string) resp {
+			s.send(fmt.Sprintf(`{"id":%d,"tool":"bash","args":{"command":"echo x > %s; echo rc=$?"},"context":{"agent":%q}}`, id, name, agent))
+			res := s.next()
+			if res.Type != "result" || res.Result == nil {
+				t.Fatalf("call %d: %+v\nstderr: %s", id, res, s.err.String())
+			}
+			return res
+		}
+		res := bash(1, "checker", "by-verify")
+		if !strings.Contains(res.Result.Content, "Read-only file system") {
+			t.Errorf("verify role's bash wrote to the workspace: %q", res.Result.Content)
+		}
+		if _, err := os.Stat(filepath.Join(ws, "by-verify")); err == nil {
+			t.Fatal("a verify-role command created a file in the workspace")
+		}
+		res = bash(2, "builder", "by-build")
+		if !strings.Contains(res.Result.Content, "rc=0") {
+			t.Errorf("build role's bash could not write: %q", res.Result.Content)
+		}
+		if _, err := os.Stat(filepath.Join(ws, "by-build")); err != nil {
+			t.Fatalf("the build role's file is missing: %v", err)
+		}
+	})
+}

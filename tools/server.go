@@ -70,6 +70,11 @@ type Server struct {
 	Audit *policy.AuditLog
 	// Spawn starts a worker in a fresh sandbox.
 	Spawn func(ctx context.Context) (*Worker, error)
+	// SpawnReadOnly starts a worker whose sandbox has the workspace
+	// mounted read-only, for callers whose role says so (verify, review,
+	// analysis, triage): their bash cannot write either. Nil refuses such
+	// calls rather than run them in a writable workspace.
+	SpawnReadOnly func(ctx context.Context) (*Worker, error)
 	// MaxConcurrency bounds calls running at once and workers alive; zero
 	// means runtime.NumCPU().
 	MaxConcurrency int
@@ -85,6 +90,7 @@ type Server struct {
 
 	once     sync.Once
 	pool     *pool
+	roPool   *pool
 	mu       sync.Mutex
 	gates    map[policy.Subject]*policy.Gate
 	idem     map[string]*idemEntry
@@ -125,6 +131,7 @@ func (s *Server) init() {
 			s.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 		}
 		s.pool = newPool(s.Spawn, s.MaxConcurrency)
+		s.roPool = newPool(s.SpawnReadOnly, s.MaxConcurrency)
 		s.gates = map[policy.Subject]*policy.Gate{}
 		s.idem = map[string]*idemEntry{}
 		s.sessions = map[string]*session{}
@@ -135,6 +142,7 @@ func (s *Server) init() {
 func (s *Server) Close() {
 	s.init()
 	s.pool.close()
+	s.roPool.close()
 }
 
 // Prewarm starts n workers ahead of the first calls.
@@ -293,6 +301,10 @@ func (s *Server) decideAndRun(ctx context.Context, t *Tool, g *policy.Gate, pc p
 		timeout = DefaultTimeout
 	}
 	req := callRequest{Tool: t.Name, Args: r.Args, Timeout: timeout, OutputCap: t.OutputCap}
+	workers := s.pool
+	if g.Toolset != nil && g.Toolset.WorkspaceReadOnly {
+		workers = s.roPool
+	}
 	var sess *session
 	if t.Name == "bash" {
 		sess = s.session(r.Context)
@@ -301,7 +313,7 @@ func (s *Server) decideAndRun(ctx context.Context, t *Tool, g *policy.Gate, pc p
 		st := sess.state
 		req.Session = &st
 	}
-	res, newState, err := s.run(ctx, req)
+	res, newState, err := s.run(ctx, workers, req)
 	if err != nil {
 		res = errorf("%v", err)
 	}
@@ -314,20 +326,20 @@ func (s *Server) decideAndRun(ctx context.Context, t *Tool, g *policy.Gate, pc p
 
 // run gets a worker, makes the call, and puts the worker back, or
 // discards it when it died or got stuck.
-func (s *Server) run(ctx context.Context, req callRequest) (Result, *Session, error) {
-	w, err := s.pool.get(ctx)
+func (s *Server) run(ctx context.Context, workers *pool, req callRequest) (Result, *Session, error) {
+	w, err := workers.get(ctx)
 	if err != nil {
 		return Result{}, nil, fmt.Errorf("no worker: %w", err)
 	}
 	res, sess, err := w.call(ctx, req)
 	if err != nil {
-		s.pool.discard(w)
+		workers.discard(w)
 		if ctx.Err() != nil {
 			return errorf("cancelled"), nil, nil
 		}
 		return Result{}, nil, err
 	}
-	s.pool.put(w)
+	workers.put(w)
 	return res, sess, nil
 }
 

@@ -90,61 +90,70 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 	}
 	errFile := asFile(stderr)
 	var warnOnce sync.Once
-	spawn := func(ctx context.Context) (*tools.Worker, error) {
-		warn := io.Discard
-		warnOnce.Do(func() { warn = stderr })
-		spec := newSpec(&o.run, []string{workerPath, workerCommand}, warn)
-		inR, inW, err := os.Pipe()
-		if err != nil {
-			return nil, err
-		}
-		outR, outW, err := os.Pipe()
-		if err != nil {
-			inR.Close()
-			inW.Close()
-			return nil, err
-		}
-		// No Timeout: a worker lives for many calls; each call has its
-		// own, enforced inside the worker and again by the supervisor.
-		cmd := &confine.Cmd{Spec: spec, Stdin: inR, Stdout: outW, Stderr: errFile,
-			Limits: confine.Limits{MemoryBytes: o.run.memory, Pids: o.run.pids}}
-		ph, err := startSandbox(cmd, layout, pass, o.run.env, sc, nr)
-		inR.Close()
-		outW.Close()
-		if err != nil {
-			ph.Release()
-			inW.Close()
-			outR.Close()
-			return nil, err
-		}
-		stopNet := nr.serve(cmd.Sockets(), stderr)
-		stop := func() {
-			// Stdin is closed: the worker finishes its call and exits.
-			// One that does not within a second is killed with its
-			// sandbox.
-			done := make(chan struct{})
-			go func() {
-				// Lifetime: until the sandbox is waited for.
-				cmd.Wait()
-				close(done)
-			}()
-			select {
-			case <-done:
-			case <-time.After(time.Second):
-				cmd.Signal(unix.SIGKILL)
-				<-done
+	// spawnIn starts workers in sandboxes built from layout.
+	spawnIn := func(layout *confine.Layout) func(ctx context.Context) (*tools.Worker, error) {
+		return func(ctx context.Context) (*tools.Worker, error) {
+			warn := io.Discard
+			warnOnce.Do(func() { warn = stderr })
+			spec := newSpec(&o.run, []string{workerPath, workerCommand}, warn)
+			inR, inW, err := os.Pipe()
+			if err != nil {
+				return nil, err
 			}
-			stopNet()
-			ph.Release()
+			outR, outW, err := os.Pipe()
+			if err != nil {
+				inR.Close()
+				inW.Close()
+				return nil, err
+			}
+			// No Timeout: a worker lives for many calls; each call has its
+			// own, enforced inside the worker and again by the supervisor.
+			cmd := &confine.Cmd{Spec: spec, Stdin: inR, Stdout: outW, Stderr: errFile,
+				Limits: confine.Limits{MemoryBytes: o.run.memory, Pids: o.run.pids}}
+			ph, err := startSandbox(cmd, layout, pass, o.run.env, sc, nr)
+			inR.Close()
+			outW.Close()
+			if err != nil {
+				ph.Release()
+				inW.Close()
+				outR.Close()
+				return nil, err
+			}
+			stopNet := nr.serve(cmd.Sockets(), stderr)
+			stop := func() {
+				// Stdin is closed: the worker finishes its call and exits.
+				// One that does not within a second is killed with its
+				// sandbox.
+				done := make(chan struct{})
+				go func() {
+					// Lifetime: until the sandbox is waited for.
+					cmd.Wait()
+					close(done)
+				}()
+				select {
+				case <-done:
+				case <-time.After(time.Second):
+					cmd.Signal(unix.SIGKILL)
+					<-done
+				}
+				stopNet()
+				ph.Release()
+			}
+			return tools.NewWorker(inW, outR, stop), nil
 		}
-		return tools.NewWorker(inW, outR, stop), nil
 	}
+	// Roles whose remit is to look (verify, review, analysis, triage) get
+	// workers whose workspace is mounted read-only: the toolset already
+	// lacks write and edit, and this makes their bash unable to write too.
+	roLayout := *layout
+	roLayout.WorkspaceReadOnly = true
+	spawn, spawnRO := spawnIn(layout), spawnIn(&roLayout)
 	reg, err := tools.NewRegistry(tools.Core(tools.Options{BashMaxTimeout: o.run.timeout})...)
 	if err != nil {
 		nr.close()
 		return nil, nil, err
 	}
-	s = &tools.Server{Registry: reg, Policy: p, PolicyHash: p.Hash(), Home: penv.Home, Audit: audit, Spawn: spawn,
+	s = &tools.Server{Registry: reg, Policy: p, PolicyHash: p.Hash(), Home: penv.Home, Audit: audit, Spawn: spawn, SpawnReadOnly: spawnRO,
 		MaxConcurrency: o.maxConc, BashMaxTimeout: o.run.timeout,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	return s, func() {
