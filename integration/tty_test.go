@@ -84,12 +84,27 @@ func (p *pty) send(s string) { p.master.Write([]byte(s)) }
 // its own session, in the foreground of that terminal.
 func startOnTTY(t *testing.T, r runner, ws string, args ...string) (*pty, *exec.Cmd) {
 	t.Helper()
+	return startOnTTYStdin(t, r, ws, true, args...)
+}
+
+// startOnTTYStdin is startOnTTY; with ttyStdin false, stdin is /dev/null
+// (the command is not interactive, so jail keeps the terminal).
+func startOnTTYStdin(t *testing.T, r runner, ws string, ttyStdin bool, args ...string) (*pty, *exec.Cmd) {
+	t.Helper()
 	p, slave := openPTY(t, r.uid, r.gid)
-	cmd := exec.Command(suite.bin, append([]string{"run", "-w", ws, "--env", "PS1=jail$ ", "--"}, args...)...)
+	full := []string{"run", "-w", ws, "--env", "PS1=jail$ "}
+	if len(args) == 0 || args[0] != "--policy" {
+		full = append(full, "--")
+	}
+	cmd := exec.Command(suite.bin, append(full, args...)...)
 	cmd.Dir = ws
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "TERM=xterm"}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if !ttyStdin {
+		cmd.Stdin = nil // /dev/null
+		cmd.SysProcAttr.Ctty = 1
+	}
 	if r.uid != os.Geteuid() {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}
 	}
@@ -234,6 +249,41 @@ func TestSuspendAndResume(t *testing.T) {
 		p.send("\x04") // ^D: cat reads end of file
 		if code := waitExit(t, cmd); code != 0 {
 			t.Fatalf("jail exited %d, want 0", code)
+		}
+	})
+}
+
+// TestNetworkAskOnTerminal: with [network] ask, a host outside the
+// allowlist is put to the person at jail's terminal; "n" refuses it (403
+// with the reason), "y" lets the proxy go on to its own checks (here the
+// name cannot be resolved: the policy's resolver is a closed loopback
+// port, so no traffic leaves the machine).
+func TestNetworkAskOnTerminal(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("requires curl: not installed")
+	}
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		cfg := r.dir(t, "jail-it-cfg-")
+		pol := cfg + "/policy.toml"
+		r.writeFile(t, pol, "[network]\nmode = \"proxy\"\nask = true\nresolver = \"127.0.0.1:9\"\n[approval]\nask_timeout = \"30s\"\n[audit]\nenabled = false\n")
+		p, cmd := startOnTTYStdin(t, r, ws, false, "--policy", pol, "--", "/bin/sh", "-c",
+			`curl -s -o /dev/null -D - http://refused.test/ | grep -i -e '^HTTP' -e deny-reason; curl -s -o /dev/null -D - http://approved.test/ | grep -i -e '^HTTP' -e deny-reason`)
+		p.expect(t, "refused.test")
+		p.expect(t, "allow? [y]es")
+		p.send("n\n")
+		p.expect(t, "approval refused")
+		p.expect(t, "approved.test")
+		p.send("y\n")
+		if code := waitExit(t, cmd); code != 0 {
+			t.Fatalf("jail exited %d", code)
+		}
+		p.mu.Lock()
+		out := p.out.String()
+		p.mu.Unlock()
+		after := out[strings.LastIndex(out, "approved.test"):]
+		if strings.Contains(after, "approval refused") || !strings.Contains(strings.ToLower(after), "deny-reason") {
+			t.Fatalf("the approved host was not passed on to the proxy's checks:\n%s", out)
 		}
 	})
 }

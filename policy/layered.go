@@ -200,6 +200,11 @@ func (t *tightener) apply(base *Policy) {
 		}
 		o.Network.AllowPrivate = keep
 	}
+	if t.has("network", "ask") && p.Network.Ask && !base.Network.Ask {
+		t.widen("network.ask", "a project file cannot open the network to approvals")
+	} else if t.has("network", "ask") {
+		o.Network.Ask = p.Network.Ask
+	}
 	if t.has("network", "resolver") && p.Network.Resolver != base.Network.Resolver {
 		t.widen("network.resolver", "a project file cannot choose the resolver")
 	}

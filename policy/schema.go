@@ -87,6 +87,11 @@ type Network struct {
 	AllowPrivate []string `toml:"allow_private" json:"allow_private"`
 	// Resolver is the DNS server (ip or ip:port) the proxy resolves with. Empty means the host's.
 	Resolver string `toml:"resolver" json:"resolver"`
+	// Ask sends a host that is neither allowed nor denied to a person on jail's controlling
+	// terminal (as the approval gate's terminal prompt does), within approval.ask_timeout; the
+	// answer holds for that host and port for the rest of the run. The address checks and the
+	// deny list still apply. False (the default) refuses such hosts; so does having no terminal.
+	Ask bool `toml:"ask" json:"ask"`
 }
 
 // Seccomp adjusts jail's built-in syscall filter.

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io"
 	"log/slog"
 	"net"
@@ -64,7 +65,8 @@ type netRun struct {
 	connectPorts []uint16
 	mounts       []confine.Mount
 
-	tmpDir string // holds resolv.conf; removed by close
+	tmpDir string   // holds resolv.conf; removed by close
+	tty    *os.File // the terminal [network] ask prompts on
 }
 
 // prepareNet builds the proxy for mode from the policy's [network] section. It returns nil for
@@ -105,9 +107,10 @@ func prepareNet(mode string, p *policy.Policy, stderr io.Writer) (nr *netRun, er
 	cfg := netns.Config{
 		Rules:    rules,
 		Resolver: res,
-		// No Approve: the approval gate decides tool calls, and has no question for a host yet;
-		// a host no rule allows is denied with that reason.
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:   slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+	if n.Ask {
+		cfg.Approve = nr.askOnTerminal(p.Approval.AskTimeout, stderr)
 	}
 	if nr.audit != nil {
 		cfg.Audit = nr.audit.write
@@ -257,9 +260,46 @@ func (nr *netRun) serve(files []*os.File, stderr io.Writer) (stop func()) {
 }
 
 // close releases what prepareNet made: the audit file and resolv.conf's directory.
+// askOnTerminal returns the proxy's approval callback for [network] ask: the question goes to
+// a person on jail's controlling terminal, one at a time, and times out to a refusal. Without
+// a terminal every such host is refused, and jail says so once. While an interactive command
+// owns the terminal (its process group is in the foreground) jail cannot read an answer
+// without stopping the command, so the host is refused with that reason.
+func (nr *netRun) askOnTerminal(timeout time.Duration, stderr io.Writer) func(context.Context, string, int) (bool, error) {
+	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+	if err != nil {
+		fmt.Fprintln(stderr, "jail: network.ask: no terminal to ask on; hosts outside the allowlist are refused")
+		return nil
+	}
+	nr.tty = tty
+	asker := &policy.TerminalAsker{In: tty, Out: tty}
+	var mu sync.Mutex
+	return func(ctx context.Context, host string, port int) (bool, error) {
+		mu.Lock() // one question on the terminal at a time
+		defer mu.Unlock()
+		if fg, err := unix.IoctlGetInt(int(tty.Fd()), unix.TIOCGPGRP); err != nil || fg != unix.Getpgrp() {
+			return false, errors.New("the command owns the terminal, so no one can be asked")
+		}
+		if timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+		}
+		a, err := asker.Ask(ctx, policy.Question{Tool: "network", Risk: policy.Exec,
+			Args: map[string]any{"host": host, "port": port}, Reason: "a connection to a host outside [network] allow"})
+		if err != nil {
+			return false, err
+		}
+		return a.Approve, nil
+	}
+}
+
 func (nr *netRun) close() {
 	if nr == nil {
 		return
+	}
+	if nr.tty != nil {
+		nr.tty.Close()
 	}
 	if nr.audit != nil {
 		nr.audit.close()
