@@ -180,3 +180,30 @@ func TestHostCovered(t *testing.T) {
 		}
 	}
 }
+
+// TestProjectFileCannotAskForHosts: [network] ask opens the network to
+// approvals, so only the user file may turn it on; a project file may turn
+// it off.
+func TestProjectFileCannotAskForHosts(t *testing.T) {
+	dir := t.TempDir()
+	env := Env{Home: "/home/alice", Workspace: dir}
+	off := writeFile(t, dir, "off.toml", "[network]\nmode = \"proxy\"\n")
+	on := writeFile(t, dir, "on.toml", "[network]\nmode = \"proxy\"\nask = true\n")
+	askProj := writeFile(t, dir, "ask.toml", "[network]\nask = true\n")
+	quietProj := writeFile(t, dir, "quiet.toml", "[network]\nask = false\n")
+
+	p, ws, err := LoadLayered(off, askProj, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Network.Ask || len(ws) != 1 || ws[0].Key != "network.ask" {
+		t.Errorf("a project file turned ask on: ask=%v widenings=%v", p.Network.Ask, ws)
+	}
+	p, ws, err = LoadLayered(on, quietProj, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Network.Ask || len(ws) != 0 {
+		t.Errorf("a project file could not turn ask off: ask=%v widenings=%v", p.Network.Ask, ws)
+	}
+}
