@@ -3,15 +3,12 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/jail-sandbox/jail/policy"
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 )
 
 // Tool is one tool: its declaration for models and the policy, and the
@@ -36,8 +33,8 @@ type Tool struct {
 
 	// run executes the call inside the worker.
 	run func(ctx context.Context, x *execCtx, args json.RawMessage) Result
-	// schema is Schema, compiled by NewRegistry.
-	schema *jsonschema.Schema
+	// schema is Schema, resolved by NewRegistry.
+	schema *jsonschema.Resolved
 }
 
 // Result is what a call returns: text for a model and structured metadata.
@@ -85,7 +82,6 @@ const MaxDescription = 200
 func NewRegistry(ts ...*Tool) (*Registry, error) {
 	r := &Registry{}
 	seen := map[string]bool{}
-	c := jsonschema.NewCompiler()
 	for _, t := range ts {
 		switch {
 		case t.Name == "" || seen[t.Name]:
@@ -96,15 +92,12 @@ func NewRegistry(ts ...*Tool) (*Registry, error) {
 			return nil, fmt.Errorf("registry: tool %s: no implementation", t.Name)
 		}
 		seen[t.Name] = true
-		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(t.Schema))
-		if err != nil {
+		var doc jsonschema.Schema
+		if err := json.Unmarshal([]byte(t.Schema), &doc); err != nil {
 			return nil, fmt.Errorf("registry: tool %s: schema: %w", t.Name, err)
 		}
-		url := "jail:///tools/" + t.Name + ".json"
-		if err := c.AddResource(url, doc); err != nil {
-			return nil, fmt.Errorf("registry: tool %s: schema: %w", t.Name, err)
-		}
-		if t.schema, err = c.Compile(url); err != nil {
+		var err error
+		if t.schema, err = doc.Resolve(nil); err != nil {
 			return nil, fmt.Errorf("registry: tool %s: schema: %w", t.Name, err)
 		}
 		r.tools = append(r.tools, t)
@@ -140,40 +133,35 @@ func (t *Tool) Validate(args json.RawMessage) error {
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	v, err := jsonschema.UnmarshalJSON(strings.NewReader(string(args)))
-	if err != nil {
+	var v any
+	if err := json.Unmarshal(args, &v); err != nil {
 		return fmt.Errorf("arguments are not valid JSON: %w", err)
 	}
 	if err := t.schema.Validate(v); err != nil {
-		var ve *jsonschema.ValidationError
-		if errors.As(err, &ve) {
-			return errors.New(describeValidation(ve))
-		}
-		return err
+		return fmt.Errorf("invalid arguments: %s", describeValidation(err))
 	}
 	return nil
 }
 
-// describeValidation flattens the library's error tree into one line per
-// failing leaf: "/path: message", with "(root)" for the object itself.
-func describeValidation(ve *jsonschema.ValidationError) string {
-	var lines []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			loc := "/" + strings.Join(e.InstanceLocation, "/")
-			if loc == "/" {
-				loc = "(root)"
-			}
-			lines = append(lines, fmt.Sprintf("argument %s: %s", loc, e.ErrorKind.LocalizedString(englishPrinter())))
-			return
+// describeValidation turns the library's message, a chain such as
+// "validating root: validating /properties/limit: minimum: 0/1 is less than
+// 1.000000", into one naming the argument: "argument /limit: minimum: 0/1
+// is less than 1.000000".
+func describeValidation(err error) string {
+	msg, path := err.Error(), "(root)"
+	for {
+		rest, ok := strings.CutPrefix(msg, "validating ")
+		if !ok {
+			break
 		}
-		for _, c := range e.Causes {
-			walk(c)
+		p, detail, ok := strings.Cut(rest, ": ")
+		if !ok {
+			break
 		}
+		if p != "root" {
+			path = strings.ReplaceAll(p, "/properties/", "/")
+		}
+		msg = detail
 	}
-	walk(ve)
-	return "invalid arguments: " + strings.Join(lines, "; ")
+	return "argument " + path + ": " + msg
 }
-
-func englishPrinter() *message.Printer { return message.NewPrinter(language.English) }
