@@ -59,6 +59,9 @@ type Decision struct {
 	Risk           Risk        `json:"risk"`
 	Step           string      `json:"step"` // the pipeline step that decided
 	Guard          GuardResult `json:"guard"`
+	// Actions are the call's action types (see [Action]); empty only when the call was refused
+	// before it could be classified (an unknown tool).
+	Actions []Action `json:"action_types,omitempty"`
 }
 
 // Question is what an [Asker] is asked.
@@ -68,6 +71,10 @@ type Question struct {
 	Risk   Risk
 	Args   map[string]any // already redacted
 	Reason string         // why approval is needed
+	// Actions are the call's action types.
+	Actions []Action
+	// Role is the asking agent's role, for approvers that decide by it.
+	Role string
 }
 
 // Answer is a human's reply. Remember asks for a persistent grant for this exact call.
@@ -119,13 +126,16 @@ func LoadGrants(path string) ([]Grant, error) {
 //  0. toolset: a tool not granted by [Resolve] is denied (or unavailable) with Resolve's reason.
 //  1. hard guard: an exec tool's command that hits a hard guard (or does not parse) is denied.
 //     No approval can lift it.
-//  2. risk classification: the stricter of the static map and the declaration; a soft guard hit
-//     or approval.require_approval marks the call as needing approval.
+//  2. risk and action classification: the stricter of the static map and the declaration; the
+//     call's action types ([ToolActions], or the parsed command for exec tools); a soft guard hit,
+//     or approval.require_approval naming the tool or covering any of its action types, marks the
+//     call as needing approval.
 //  3. unattended: read_only passes; dangerous is denied; a call needing approval is denied
 //     (nobody can approve it); the rest follow approval.unattended_policy (allow or deny).
 //  4. read_only and write auto-approve (approval.auto_approve_read_only / _write), unless the
 //     call needs approval.
-//  5. approval.auto_approve lists the tool, unless the call needs approval.
+//  5. approval.auto_approve lists the tool, or covers every one of its action types, unless the
+//     call needs approval or is dangerous.
 //  6. a persistent grant matches (tool and exact command).
 //  7. ask the [Asker]; nil means denial ("no one to ask"); no answer within ask_timeout denies.
 type Gate struct {
@@ -180,17 +190,19 @@ func (g *Gate) check(ctx context.Context, c Call) Decision {
 		}
 		return deny(o, "toolset", td.Reason)
 	}
-	// 1. hard guard
+	// 1. hard guard (and, for exec tools, classification of the command)
 	var gr GuardResult
+	acts := ToolActions(td.Tool)
 	if slices.Contains(effectiveCaps(td.Tool), CapProcessExec) {
 		cmd, isString := c.Args["command"].(string)
 		if !isString {
 			return deny(OutcomeDenied, "guard", "exec call without a string \"command\" argument")
 		}
 		gr = g.Guard.Check(cmd)
+		acts = gr.Actions
 		if gr.Level == GuardHard {
 			d := deny(OutcomeDenied, "guard", "hard block: "+gr.Reason())
-			d.Guard = gr
+			d.Guard, d.Actions = gr, acts
 			return d
 		}
 	}
@@ -201,10 +213,15 @@ func (g *Gate) check(ctx context.Context, c Call) Decision {
 	switch {
 	case gr.Level == GuardSoft:
 		needsApproval, why = true, "soft block: "+gr.Reason()
-	case slices.Contains(a.RequireApproval, c.Tool):
-		needsApproval, why = true, "approval.require_approval lists "+c.Tool
+	default:
+		if e, ok := selectorMatches(a.RequireApproval, c.Tool, acts); ok {
+			needsApproval, why = true, "approval.require_approval lists "+e
+			if e != c.Tool {
+				why += " (the call is " + actionList(acts) + ")"
+			}
+		}
 	}
-	finish := func(d Decision) Decision { d.Risk, d.Guard = risk, gr; return d }
+	finish := func(d Decision) Decision { d.Risk, d.Guard, d.Actions = risk, gr, acts; return d }
 	// 3. unattended
 	if c.Unattended {
 		switch {
@@ -229,8 +246,11 @@ func (g *Gate) check(ctx context.Context, c Call) Decision {
 			return finish(allow("auto-risk", "write calls are auto-approved (the sandbox contains them)"))
 		}
 		// 5. auto_approve list
-		if slices.Contains(a.AutoApprove, c.Tool) && risk != Dangerous {
-			return finish(allow("auto-approve", "approval.auto_approve lists "+c.Tool))
+		if coversAll(a.AutoApprove, c.Tool, acts) && risk != Dangerous {
+			if slices.Contains(a.AutoApprove, c.Tool) {
+				return finish(allow("auto-approve", "approval.auto_approve lists "+c.Tool))
+			}
+			return finish(allow("auto-approve", "approval.auto_approve covers "+actionList(acts)))
 		}
 	}
 	if why == "" {
@@ -254,7 +274,7 @@ func (g *Gate) check(ctx context.Context, c Call) Decision {
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ans, err := g.Asker.Ask(actx, Question{Agent: g.Toolset.Agent, Tool: c.Tool, Risk: risk, Args: Redact(c.Args), Reason: why})
+	ans, err := g.Asker.Ask(actx, Question{Agent: g.Toolset.Agent, Role: g.Toolset.Role, Tool: c.Tool, Risk: risk, Args: Redact(c.Args), Reason: why, Actions: acts})
 	switch {
 	case err != nil && actx.Err() != nil:
 		return finish(deny(OutcomeRefused, "ask", fmt.Sprintf("%s; no answer within %s", why, timeout)))

@@ -26,13 +26,15 @@ type AuditRecord struct {
 	PolicyHash     string    `json:"policy_hash"`
 	DurationMS     int64     `json:"duration_ms"`
 	ApprovalSource string    `json:"approval_source"`
+	ActionTypes    []Action  `json:"action_types,omitempty"`
 }
 
 // NewAuditRecord fills a record from a call and its decision; args are digested here, after
 // redaction.
 func NewAuditRecord(now time.Time, ts *Toolset, c Call, d Decision, policyHash string, took time.Duration) AuditRecord {
 	r := AuditRecord{Time: now.UTC(), Tool: c.Tool, ArgsDigest: ArgsDigest(c.Args), Decision: d.Outcome,
-		Reason: d.Reason, PolicyHash: policyHash, DurationMS: took.Milliseconds(), ApprovalSource: d.ApprovalSource}
+		Reason: d.Reason, PolicyHash: policyHash, DurationMS: took.Milliseconds(), ApprovalSource: d.ApprovalSource,
+		ActionTypes: d.Actions}
 	if ts != nil {
 		r.Agent, r.Role = ts.Agent, ts.Role
 	}

@@ -82,6 +82,9 @@ type GuardHit struct {
 type GuardResult struct {
 	Level GuardLevel `json:"level"`
 	Hits  []GuardHit `json:"hits,omitempty"`
+	// Actions is the set of action types of every simple command in the line, in the order
+	// first met; never empty (a line with nothing classifiable runs a process).
+	Actions []Action `json:"actions,omitempty"`
 }
 
 // Reason joins the reasons of the hits at the verdict's level.
@@ -147,7 +150,10 @@ func (g *Guard) Check(command string) GuardResult {
 			s.hit("soft:"+re.String(), command, "matches the policy's soft pattern")
 		}
 	}
-	r := GuardResult{Hits: s.hits}
+	if len(s.actions) == 0 {
+		s.act(ActProcRun)
+	}
+	r := GuardResult{Hits: s.hits, Actions: s.actions}
 	for _, h := range s.hits {
 		r.Level = max(r.Level, h.Level)
 	}
@@ -159,6 +165,7 @@ type scan struct {
 	hits    []GuardHit
 	vars    map[string]string
 	pending string // here-document text for the next simple command
+	actions []Action
 }
 
 func (s *scan) hit(id, cmd, reason string) {
@@ -405,6 +412,7 @@ func (s *scan) stripWrappers(args []arg, depth int) []arg {
 				rest = rest[1:]
 			}
 		case "sudo", "doas":
+			s.act(ActSysAdmin)
 			rest = skipOptions(rest, "ughpCDrtUT")
 		case "nice":
 			rest = skipOptions(rest, "n")
@@ -437,6 +445,7 @@ func (s *scan) stripWrappers(args []arg, depth int) []arg {
 			s.reparse(rest, depth)
 			return nil
 		case "su":
+			s.act(ActSysAdmin)
 			for i := 0; i+1 < len(rest); i++ {
 				if rest[i].v == "-c" || rest[i].v == "--command" {
 					s.hit(GuardInline, joinArgs(args), "su -c runs an inline shell script")
@@ -516,6 +525,7 @@ func (s *scan) command(args []arg, depth int) {
 	if len(args) == 0 {
 		return
 	}
+	s.classify(args)
 	text := joinArgs(args)
 	if args[0].dyn {
 		// An unknown command name might be anything; if reading it as rm would be a hard block,
@@ -958,6 +968,9 @@ func (s *scan) redirects(st *syntax.Stmt) {
 		target, _ := s.word(r.Word)
 		switch r.Op {
 		case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob, syntax.RdrInOut, syntax.DplOut:
+			if r.Op != syntax.DplOut && !strings.HasPrefix(path.Clean(target), "/dev/") {
+				s.act(ActCodeWrite)
+			}
 			if isBlockDevice(target) {
 				s.hit(GuardBlockDevice, "> "+target, "redirects output to block device "+target)
 			}

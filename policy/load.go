@@ -401,8 +401,8 @@ func (v *validator) check() {
 
 	a := &p.Approval
 	v.oneOf("approval.unattended_policy", a.UnattendedPolicy, []string{"allow", "deny"})
-	v.tools("approval.auto_approve", a.AutoApprove)
-	v.tools("approval.require_approval", a.RequireApproval)
+	v.toolsOrActions("approval.auto_approve", a.AutoApprove)
+	v.toolsOrActions("approval.require_approval", a.RequireApproval)
 	a.GrantsFile = v.absPath("approval.grants_file", a.GrantsFile)
 
 	for _, id := range p.Guards.Disable {

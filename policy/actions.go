@@ -1,0 +1,475 @@
+package policy
+
+import (
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Action is what a tool call does, as "category:action" (code:write, vcs:push). Operators write
+// approval rules in these terms instead of tool names, so one rule covers the write tool, the
+// edit tool and `sed -i` in bash alike. The vocabulary is fixed (see [Actions]); classification
+// is static (the tool, and for bash the parsed command) and involves no model.
+type Action string
+
+// Category is the part before the colon.
+func (a Action) Category() string { c, _, _ := strings.Cut(string(a), ":"); return c }
+
+// The action vocabulary. Each leaf says what a call may change, so approval lists can single out
+// the consequential ones (vcs:push, pkg:publish, db:mutate, deploy:run) and wave through the
+// routine ones (code, test, build).
+const (
+	ActCodeRead   Action = "code:read"   // reads or searches files: read ls glob grep, cat, find
+	ActCodeWrite  Action = "code:write"  // creates or changes files: write edit, > file, sed -i, mv
+	ActCodeDelete Action = "code:delete" // deletes files: rm, rmdir, unlink, find -delete
+	ActTestRun    Action = "test:run"    // runs tests: go test, pytest, npm test, make test
+	ActBuildRun   Action = "build:run"   // compiles: go build, make, cargo build, tsc, gcc
+	ActVCSRead    Action = "vcs:read"    // reads history: git status, log, diff, show, blame
+	ActVCSFetch   Action = "vcs:fetch"   // brings history in from a remote: git fetch, pull, clone
+	ActVCSBranch  Action = "vcs:branch"  // moves between lines of work: git branch, checkout, switch
+	ActVCSCommit  Action = "vcs:commit"  // changes local history or the index: git add, commit, reset, rebase
+	ActVCSPush    Action = "vcs:push"    // publishes history: git push
+	ActPkgInstall Action = "pkg:install" // installs dependencies: npm install, pip install, go get
+	ActPkgPublish Action = "pkg:publish" // publishes a package: npm publish, cargo publish, twine upload
+	ActNetFetch   Action = "net:fetch"   // downloads: curl, wget, web_fetch
+	ActNetConnect Action = "net:connect" // opens a session elsewhere: ssh, scp, rsync host:, nc
+	ActDBRead     Action = "db:read"     // queries a database: psql -c 'SELECT ...'
+	ActDBMutate   Action = "db:mutate"   // changes a database: INSERT, UPDATE, DELETE, DROP, or SQL jail cannot see
+	ActProcRun    Action = "process:run" // runs a program jail does not classify further
+	ActProcKill   Action = "process:kill"
+	ActContainer  Action = "container:run" // docker, podman, nerdctl
+	ActDeploy     Action = "deploy:run"    // kubectl apply, terraform apply, helm install
+	ActSysAdmin   Action = "system:admin"  // sudo, systemctl, mount, mkfs, useradd, shutdown
+	ActBrowseNav  Action = "browser:navigate"
+	ActBrowseShot Action = "browser:screenshot"
+	ActBrowseClk  Action = "browser:click"
+	ActBrowseType Action = "browser:type"
+	ActBrowseEval Action = "browser:evaluate"
+	ActDeskShot   Action = "desktop:screenshot"
+	ActDeskClick  Action = "desktop:click"
+	ActDeskType   Action = "desktop:type"
+)
+
+// Actions returns the whole vocabulary in a fixed order.
+func Actions() []Action {
+	return []Action{ActCodeRead, ActCodeWrite, ActCodeDelete, ActTestRun, ActBuildRun,
+		ActVCSRead, ActVCSFetch, ActVCSBranch, ActVCSCommit, ActVCSPush, ActPkgInstall, ActPkgPublish,
+		ActNetFetch, ActNetConnect, ActDBRead, ActDBMutate, ActProcRun, ActProcKill, ActContainer,
+		ActDeploy, ActSysAdmin, ActBrowseNav, ActBrowseShot, ActBrowseClk, ActBrowseType, ActBrowseEval,
+		ActDeskShot, ActDeskClick, ActDeskType}
+}
+
+// ActionCategories returns the categories of [Actions], in order.
+func ActionCategories() []string {
+	var cs []string
+	for _, a := range Actions() {
+		if !slices.Contains(cs, a.Category()) {
+			cs = append(cs, a.Category())
+		}
+	}
+	return cs
+}
+
+// IsActionSelector reports whether s names a category ("code") or a leaf ("vcs:push").
+func IsActionSelector(s string) bool {
+	return slices.Contains(Actions(), Action(s)) || slices.Contains(ActionCategories(), s)
+}
+
+// MatchAction reports whether selector (a category or a leaf) covers a.
+func MatchAction(selector string, a Action) bool {
+	return string(a) == selector || a.Category() == selector
+}
+
+// selectorMatches reports whether any entry of list (tool names or action selectors) names the
+// tool or covers one of its actions; it returns the entry that matched, for the reason.
+func selectorMatches(list []string, tool string, acts []Action) (string, bool) {
+	for _, e := range list {
+		if e == tool {
+			return e, true
+		}
+		for _, a := range acts {
+			if MatchAction(e, a) {
+				return e, true
+			}
+		}
+	}
+	return "", false
+}
+
+// coversAll reports whether list names the tool or covers every one of its actions. Auto-approval
+// needs all: `go test ./... && git push` must not pass because "test" is auto-approved.
+func coversAll(list []string, tool string, acts []Action) bool {
+	if slices.Contains(list, tool) {
+		return true
+	}
+	if len(acts) == 0 {
+		return false
+	}
+	for _, a := range acts {
+		if !slices.ContainsFunc(list, func(e string) bool { return MatchAction(e, a) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// ToolActions classifies a call of a tool that is not a shell: jail's own tools by name, others
+// by their capabilities, the most consequential first. Shell commands are classified by
+// [Guard.Check], which parses them.
+func ToolActions(t ToolInfo) []Action {
+	switch t.Name {
+	case "read", "ls", "glob", "grep":
+		return []Action{ActCodeRead}
+	case "write", "edit":
+		return []Action{ActCodeWrite}
+	case "web_fetch":
+		return []Action{ActNetFetch}
+	case "browser_navigate":
+		return []Action{ActBrowseNav}
+	case "browser_screenshot":
+		return []Action{ActBrowseShot}
+	case "browser_click":
+		return []Action{ActBrowseClk}
+	case "browser_type":
+		return []Action{ActBrowseType}
+	case "browser_evaluate":
+		return []Action{ActBrowseEval}
+	case "desktop_screenshot":
+		return []Action{ActDeskShot}
+	case "desktop_click":
+		return []Action{ActDeskClick}
+	case "desktop_type":
+		return []Action{ActDeskType}
+	}
+	// A tool jail does not know by name is classified by what it touches; several capabilities
+	// give several actions, so a rule on any of them applies.
+	var acts []Action
+	caps := effectiveCaps(t)
+	for _, m := range []struct {
+		cap string
+		act Action
+	}{{CapProcessExec, ActProcRun}, {CapFSWrite, ActCodeWrite}, {CapNetworkOutbound, ActNetFetch},
+		{CapBrowser, ActBrowseNav}, {CapDesktop, ActDeskClick}, {CapFSRead, ActCodeRead}} {
+		if slices.Contains(caps, m.cap) {
+			acts = append(acts, m.act)
+		}
+	}
+	if len(acts) == 0 {
+		acts = []Action{ActProcRun}
+	}
+	return acts
+}
+
+func (s *scan) act(as ...Action) {
+	for _, a := range as {
+		if !slices.Contains(s.actions, a) {
+			s.actions = append(s.actions, a)
+		}
+	}
+}
+
+// classify adds the actions of one simple command (wrappers already stripped). It errs towards
+// the more consequential reading: a command it does not know is process:run, a database client
+// whose SQL it cannot see is db:mutate.
+func (s *scan) classify(args []arg) {
+	if len(args) == 0 {
+		return
+	}
+	if args[0].dyn {
+		s.act(ActProcRun)
+		return
+	}
+	name := path.Base(args[0].v)
+	sub, sub2 := "", ""
+	var rest []string
+	for _, a := range args[1:] {
+		if !strings.HasPrefix(a.v, "-") {
+			rest = append(rest, a.v)
+		}
+	}
+	if len(rest) > 0 {
+		sub = rest[0]
+	}
+	if len(rest) > 1 {
+		sub2 = rest[1]
+	}
+	has := func(flags ...string) bool {
+		return slices.ContainsFunc(args[1:], func(a arg) bool { return slices.Contains(flags, a.v) })
+	}
+	switch {
+	case slices.Contains(quietBuiltins(), name):
+		// No effect of their own beyond the shell: the other commands of the line classify it.
+	case slices.Contains(readers(), name):
+		s.act(ActCodeRead)
+	case name == "find":
+		s.act(ActCodeRead)
+		if has("-delete") {
+			s.act(ActCodeDelete)
+		}
+	case name == "sed" && slices.ContainsFunc(args[1:], func(a arg) bool { return strings.HasPrefix(a.v, "-i") }):
+		s.act(ActCodeWrite)
+	case slices.Contains([]string{"rm", "rmdir", "unlink", "shred"}, name):
+		s.act(ActCodeDelete)
+	case name == "sed" || name == "awk":
+		s.act(ActCodeRead)
+	case slices.Contains([]string{"cp", "mv", "mkdir", "touch", "ln", "install", "tee", "truncate", "chmod", "chown", "patch", "tar", "unzip", "gzip", "gunzip"}, name):
+		s.act(ActCodeWrite)
+	case isShell(name) && has("-c") || name == "eval":
+		// The script was re-parsed by the guard and classified command by command.
+	case name == "git":
+		s.act(gitAction(args))
+	case name == "go":
+		switch sub {
+		case "test":
+			s.act(ActTestRun)
+		case "build", "vet", "generate", "fmt", "install":
+			if sub == "install" && strings.Contains(sub2, "@") {
+				s.act(ActPkgInstall)
+				break
+			}
+			s.act(ActBuildRun)
+		case "get":
+			s.act(ActPkgInstall)
+		case "mod":
+			if sub2 == "download" || sub2 == "tidy" {
+				s.act(ActPkgInstall)
+			} else {
+				s.act(ActBuildRun)
+			}
+		default:
+			s.act(ActProcRun)
+		}
+	case slices.Contains([]string{"npm", "yarn", "pnpm", "bun"}, name):
+		s.act(jsAction(name, sub, sub2))
+	case name == "npx":
+		s.act(ActPkgInstall, ActProcRun)
+	case slices.Contains([]string{"pip", "pip3", "uv", "poetry", "pipenv", "conda", "gem", "bundle", "composer", "apt", "apt-get", "dnf", "yum", "apk", "brew"}, name):
+		switch {
+		case slices.Contains([]string{"install", "add", "update", "upgrade", "sync", "i"}, sub) || sub == "pip" && sub2 == "install":
+			s.act(ActPkgInstall)
+		case sub == "publish" || sub == "push":
+			s.act(ActPkgPublish)
+		case sub == "run" || sub == "exec":
+			s.act(ActProcRun)
+		default:
+			s.act(ActCodeRead)
+		}
+	case name == "cargo":
+		switch sub {
+		case "test", "nextest", "bench":
+			s.act(ActTestRun)
+		case "build", "check", "clippy", "fmt", "doc":
+			s.act(ActBuildRun)
+		case "add", "install", "fetch", "update":
+			s.act(ActPkgInstall)
+		case "publish":
+			s.act(ActPkgPublish)
+		default:
+			s.act(ActProcRun)
+		}
+	case name == "twine" && sub == "upload":
+		s.act(ActPkgPublish)
+	case slices.Contains([]string{"make", "gmake", "just", "task", "ninja", "bazel", "mvn", "gradle", "gradlew", "./gradlew", "dotnet", "mix", "rake"}, name):
+		if slices.ContainsFunc(rest, func(t string) bool {
+			return regexp.MustCompile(`(^|[-_:])(test|tests|check|spec)($|[-_:])`).MatchString(t)
+		}) {
+			s.act(ActTestRun)
+		} else if name == "mvn" && has("deploy") || slices.Contains(rest, "deploy") {
+			s.act(ActDeploy)
+		} else {
+			s.act(ActBuildRun)
+		}
+	case slices.Contains([]string{"pytest", "py.test", "tox", "nox", "jest", "vitest", "mocha", "rspec", "ctest", "phpunit", "karma", "ava", "playwright"}, name):
+		s.act(ActTestRun)
+	case slices.Contains([]string{"tsc", "gcc", "g++", "cc", "c++", "clang", "clang++", "javac", "rustc", "cmake", "meson", "esbuild", "webpack", "vite", "swiftc", "kotlinc", "zig"}, name):
+		s.act(ActBuildRun)
+	case isInterpreter(name) && !isShell(name):
+		s.interpreterAction(args)
+	case isDownloader(name):
+		s.act(ActNetFetch)
+		if has("-T", "--upload-file", "-d", "--data", "-F", "--form", "-X") {
+			s.act(ActNetConnect)
+		}
+	case slices.Contains([]string{"ssh", "scp", "sftp", "nc", "ncat", "netcat", "telnet", "socat", "ftp", "mosh"}, name):
+		s.act(ActNetConnect)
+	case name == "rsync":
+		if slices.ContainsFunc(rest, func(t string) bool { return strings.Contains(t, ":") }) {
+			s.act(ActNetConnect)
+		} else {
+			s.act(ActCodeWrite)
+		}
+	case slices.Contains([]string{"psql", "mysql", "mariadb", "sqlite3", "sqlcmd", "clickhouse-client", "duckdb", "cockroach", "mongosh", "redis-cli"}, name):
+		sql := s.pending
+		for _, a := range args[1:] {
+			sql += " " + a.v
+		}
+		s.act(sqlAction(sql))
+	case slices.Contains([]string{"kill", "pkill", "killall"}, name):
+		s.act(ActProcKill)
+	case slices.Contains([]string{"docker", "podman", "nerdctl"}, name):
+		if sub == "push" {
+			s.act(ActDeploy)
+		} else {
+			s.act(ActContainer)
+		}
+	case slices.Contains([]string{"kubectl", "helm", "terraform", "tofu", "pulumi", "ansible-playbook", "fly", "flyctl", "vercel", "netlify", "heroku"}, name):
+		if slices.Contains([]string{"get", "describe", "logs", "plan", "show", "list", "ls", "status", "version", "template", "validate", "fmt"}, sub) {
+			s.act(ActCodeRead)
+		} else {
+			s.act(ActDeploy)
+		}
+	case slices.Contains([]string{"sudo", "doas", "su", "systemctl", "service", "mount", "umount", "useradd", "userdel", "usermod", "groupadd", "passwd", "chroot", "iptables", "nft", "modprobe", "insmod", "sysctl", "shutdown", "reboot", "halt", "poweroff", "init", "telinit", "dd", "wipefs", "blkdiscard", "mkswap", "mke2fs"}, name) || strings.HasPrefix(name, "mkfs"):
+		s.act(ActSysAdmin)
+	default:
+		s.act(ActProcRun)
+	}
+}
+
+// quietBuiltins change nothing outside the shell itself.
+func quietBuiltins() []string {
+	return []string{"echo", "printf", "cd", "pushd", "popd", "true", "false", ":", "export", "unset", "set", "shift",
+		"test", "[", "[[", "pwd", "sleep", "read", "local", "declare", "typeset", "return", "exit", "wait", "trap", "alias", "type", "which", "date", "whoami", "id", "uname", "env", "printenv"}
+}
+
+// readers only look at files.
+func readers() []string {
+	return []string{"cat", "less", "more", "head", "tail", "ls", "ll", "tree", "grep", "egrep", "fgrep", "rg", "ag", "ack",
+		"wc", "sort", "uniq", "cut", "tr", "diff", "cmp", "file", "stat", "du", "df", "realpath", "readlink", "basename",
+		"dirname", "md5sum", "sha256sum", "sha1sum", "jq", "yq", "xxd", "od", "hexdump", "strings", "nl", "column", "fd", "locate", "bat", "comm", "join", "paste", "fold", "tac", "rev"}
+}
+
+// gitAction reads git's subcommand after its global options.
+func gitAction(args []arg) Action {
+	i := 1
+	for i < len(args) && strings.HasPrefix(args[i].v, "-") {
+		switch args[i].v {
+		case "-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env":
+			i++
+		}
+		i++
+	}
+	if i >= len(args) {
+		return ActVCSRead
+	}
+	next := ""
+	if i+1 < len(args) {
+		next = args[i+1].v
+	}
+	switch args[i].v {
+	case "status", "log", "diff", "show", "blame", "shortlog", "describe", "rev-parse", "rev-list", "ls-files", "ls-tree", "grep", "cat-file", "reflog", "whatchanged", "help", "version", "show-ref", "for-each-ref", "name-rev", "count-objects", "fsck", "ls-remote":
+		if args[i].v == "ls-remote" {
+			return ActVCSFetch
+		}
+		return ActVCSRead
+	case "fetch", "pull", "clone", "submodule":
+		return ActVCSFetch
+	case "push":
+		return ActVCSPush
+	case "branch", "checkout", "switch", "worktree":
+		if args[i].v == "branch" && (next == "" || next == "-a" || next == "-r" || next == "--list" || next == "-v" || next == "-vv" || next == "--show-current") {
+			return ActVCSRead
+		}
+		return ActVCSBranch
+	case "remote", "tag", "stash", "config":
+		if next == "" || next == "-v" || next == "list" || next == "--list" || next == "-l" || next == "--get" || next == "show" {
+			return ActVCSRead
+		}
+		return ActVCSCommit
+	}
+	// add, commit, reset, restore, rm, mv, merge, rebase, cherry-pick, revert, am, apply, clean,
+	// gc, and anything newer: they change the local repository.
+	return ActVCSCommit
+}
+
+func jsAction(tool, sub, sub2 string) Action {
+	switch sub {
+	case "test", "t":
+		return ActTestRun
+	case "install", "i", "ci", "add", "update", "upgrade", "up", "link":
+		return ActPkgInstall
+	case "":
+		if tool == "yarn" || tool == "bun" && sub2 == "" {
+			return ActPkgInstall // bare yarn installs
+		}
+		return ActProcRun
+	case "publish":
+		return ActPkgPublish
+	case "build":
+		return ActBuildRun
+	case "run", "run-script":
+		switch {
+		case strings.Contains(sub2, "test"):
+			return ActTestRun
+		case strings.Contains(sub2, "build") || strings.Contains(sub2, "compile") || strings.Contains(sub2, "lint"):
+			return ActBuildRun
+		}
+		return ActProcRun
+	case "ls", "list", "outdated", "view", "info", "why", "audit":
+		return ActCodeRead
+	}
+	return ActProcRun
+}
+
+// interpreterAction classifies python -m MODULE and friends by the module they run.
+func (s *scan) interpreterAction(args []arg) {
+	for i, a := range args[1:] {
+		if a.v != "-m" || i+2 >= len(args) {
+			continue
+		}
+		mod, next := args[i+2].v, ""
+		if i+3 < len(args) {
+			next = args[i+3].v
+		}
+		switch {
+		case mod == "pytest" || mod == "unittest" || mod == "tox" || mod == "nose2":
+			s.act(ActTestRun)
+		case mod == "pip" && (next == "install" || next == "download"):
+			s.act(ActPkgInstall)
+		case mod == "build" || mod == "compileall" || mod == "py_compile":
+			s.act(ActBuildRun)
+		case mod == "twine" && next == "upload":
+			s.act(ActPkgPublish)
+		case mod == "http.server":
+			s.act(ActProcRun)
+		default:
+			s.act(ActProcRun)
+		}
+		return
+	}
+	s.act(ActProcRun)
+}
+
+// sqlAction reads the SQL a database client was given. SQL it cannot see (a file, stdin, an
+// interactive session) counts as a mutation: the guard assumes the worse reading.
+func sqlAction(sql string) Action {
+	mutate := regexp.MustCompile(`(?i)\b(insert|update|delete|drop|truncate|alter|create|grant|revoke|replace|merge|upsert|copy|vacuum|flushall|flushdb|del|set)\b`)
+	read := regexp.MustCompile(`(?i)\b(select|show|explain|describe|with|\\d[a-z+]*|\\l|keys|get|find|count)\b`)
+	switch {
+	case mutate.MatchString(sql):
+		return ActDBMutate
+	case read.MatchString(sql):
+		return ActDBRead
+	}
+	return ActDBMutate
+}
+
+// actionList formats actions for a reason string.
+func actionList(acts []Action) string {
+	var ss []string
+	for _, a := range acts {
+		ss = append(ss, string(a))
+	}
+	return strings.Join(ss, ",")
+}
+
+// toolsOrActions validates a list that may mix tool names and action selectors.
+func (v *validator) toolsOrActions(key string, names []string) {
+	for _, n := range names {
+		if _, ok := catalogueEntry(n); ok || IsActionSelector(n) {
+			continue
+		}
+		v.add(key, "unknown tool or action type %q (accepted: a tool (%s), a category (%s) or a type such as vcs:push; see README \"Policy vocabulary\")",
+			n, strings.Join(catalogueNames(), ", "), strings.Join(ActionCategories(), ", "))
+	}
+}
