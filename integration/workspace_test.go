@@ -252,3 +252,25 @@ func TestReaderGoesAway(t *testing.T) {
 		}
 	})
 }
+
+// TestAsRoot maps the caller to uid 0 inside: the command sees root, the
+// files it makes belong to the caller on the host, and root inside still
+// has no capability.
+func TestAsRoot(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		res := r.jail(t, call{dir: ws, args: []string{"run", "--as-root", "--", "/bin/sh", "-c",
+			"id -u; echo x > made; grep CapEff /proc/self/status; chown 1234 made && echo CHOWNED; exit 0"}})
+		mustExit(t, res, 0)
+		if !strings.HasPrefix(res.stdout, "0\n") || !strings.Contains(res.stdout, "CapEff:\t0000000000000000") || strings.Contains(res.stdout, "CHOWNED") {
+			t.Fatalf("inside: %q", res.stdout)
+		}
+		var st syscall.Stat_t
+		if err := syscall.Stat(filepath.Join(ws, "made"), &st); err != nil {
+			t.Fatal(err)
+		}
+		if int(st.Uid) != r.uid {
+			t.Fatalf("file made as root inside belongs to uid %d on the host, want %d", st.Uid, r.uid)
+		}
+	})
+}
