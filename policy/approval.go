@@ -27,6 +27,7 @@ const (
 )
 
 // Approval sources, recorded with every decision.
+// SourceApprover (approver.go) marks the operator's approver command.
 const (
 	SourcePolicy = "policy" // the policy decided (rules, lists, persistent grants)
 	SourceHuman  = "human"  // a person answered the question for this call
@@ -62,6 +63,10 @@ type Decision struct {
 	// Actions are the call's action types (see [Action]); empty only when the call was refused
 	// before it could be classified (an unknown tool).
 	Actions []Action `json:"action_types,omitempty"`
+	// Elevation is "approved" or "refused" on the call at which a human answered whether the
+	// policy's elevated access level may take effect; ElevationSource is then "human".
+	Elevation       string `json:"elevation,omitempty"`
+	ElevationSource string `json:"elevation_source,omitempty"`
 }
 
 // Question is what an [Asker] is asked.
@@ -137,13 +142,21 @@ func LoadGrants(path string) ([]Grant, error) {
 //  5. approval.auto_approve lists the tool, or covers every one of its action types, unless the
 //     call needs approval or is dangerous.
 //  6. a persistent grant matches (tool and exact command).
-//  7. ask the [Asker]; nil means denial ("no one to ask"); no answer within ask_timeout denies.
+//  7. the approver command (approval.approver), if any: approve runs the call (except a
+//     dangerous one, which still goes to a human), deny refuses it, escalate goes on to the human;
+//     a missing program, a non-zero exit, no answer within approver_timeout or an answer that is
+//     not one JSON line with a known decision refuses it with the reason.
+//  8. ask the [Asker]; nil means denial ("no one to ask"); no answer within ask_timeout denies.
 type Gate struct {
 	Policy  *Policy
 	Toolset *Toolset
 	Guard   *Guard
 	Grants  []Grant
 	Asker   Asker // nil: nobody to ask
+	// Approver is asked before Asker; nil means none.
+	Approver *Approver
+
+	elevation *elevation // non-nil when the access level is elevated
 }
 
 // NewGate resolves the toolset for who and builds the guard and grants.
@@ -160,7 +173,14 @@ func NewGate(p *Policy, registry []ToolInfo, who Subject, home string, asker Ask
 	if err != nil {
 		return nil, err
 	}
-	return &Gate{Policy: p, Toolset: ts, Guard: g, Grants: grants, Asker: asker}, nil
+	gt := &Gate{Policy: p, Toolset: ts, Guard: g, Grants: grants, Asker: asker}
+	if len(p.Approval.Approver) > 0 {
+		gt.Approver = &Approver{Argv: slices.Clone(p.Approval.Approver), Timeout: p.Approval.ApproverTimeout}
+	}
+	if p.Access.Level == LevelElevated {
+		gt.elevation = &elevation{}
+	}
+	return gt, nil
 }
 
 func deny(outcome Outcome, step, reason string) Decision {
@@ -172,9 +192,30 @@ func allow(step, reason string) Decision {
 }
 
 // Check decides one call. It never returns an error: every failure is a denial with a reason.
+//
+// Under access level elevated, the first call of a granted tool first asks the [Asker] whether the
+// level may take effect (step "access"); until a human approves, every call is refused, and an
+// unattended call is refused without asking. The call at which the human answered records it in
+// Elevation and ElevationSource.
 func (g *Gate) Check(ctx context.Context, c Call) Decision {
-	d := g.check(ctx, c)
-	return d
+	if g.elevation != nil {
+		if td, ok := g.Toolset.Lookup(c.Tool); ok && td.Status == StatusGranted {
+			why, asked := g.elevate(ctx, c)
+			if why != "" {
+				d := deny(OutcomeRefused, "access", why)
+				if asked {
+					d.Elevation, d.ElevationSource = "refused", SourceHuman
+				}
+				return d
+			}
+			if asked {
+				d := g.check(ctx, c)
+				d.Elevation, d.ElevationSource = "approved", SourceHuman
+				return d
+			}
+		}
+	}
+	return g.check(ctx, c)
 }
 
 func (g *Gate) check(ctx context.Context, c Call) Decision {
@@ -264,7 +305,34 @@ func (g *Gate) check(ctx context.Context, c Call) Decision {
 			return finish(d)
 		}
 	}
-	// 7. ask
+	// 7. approver
+	if g.Approver != nil {
+		resp, err := g.Approver.Decide(ctx, ApproverRequest{Tool: c.Tool, ArgsDigest: ArgsDigest(c.Args), Risk: risk,
+			ActionTypes: acts, Reason: why, Agent: g.Toolset.Agent, Role: g.Toolset.Role})
+		said := func(r string) string {
+			if r == "" {
+				return ""
+			}
+			return ": " + r
+		}
+		switch {
+		case err != nil:
+			return finish(deny(OutcomeRefused, "approver", why+"; "+err.Error()))
+		case resp.Decision == VerdictDeny:
+			d := deny(OutcomeRefused, "approver", why+"; denied by the approver"+said(resp.Reason))
+			d.ApprovalSource = SourceApprover
+			return finish(d)
+		case resp.Decision == VerdictApprove && risk != Dangerous:
+			d := allow("approver", why+"; approved by the approver"+said(resp.Reason))
+			d.Outcome, d.ApprovalSource = OutcomeApproved, SourceApprover
+			return finish(d)
+		case resp.Decision == VerdictApprove:
+			why += "; the approver approved, but a dangerous call needs a human"
+		default:
+			why += "; escalated by the approver" + said(resp.Reason)
+		}
+	}
+	// 8. ask
 	if g.Asker == nil {
 		return finish(deny(OutcomeRefused, "ask", why+"; no one to ask"))
 	}

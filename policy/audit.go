@@ -27,6 +27,9 @@ type AuditRecord struct {
 	DurationMS     int64     `json:"duration_ms"`
 	ApprovalSource string    `json:"approval_source"`
 	ActionTypes    []Action  `json:"action_types,omitempty"`
+	// Elevation records a human's answer to the elevated access level (see [Decision]).
+	Elevation       string `json:"elevation,omitempty"`
+	ElevationSource string `json:"elevation_source,omitempty"`
 }
 
 // NewAuditRecord fills a record from a call and its decision; args are digested here, after
@@ -34,7 +37,7 @@ type AuditRecord struct {
 func NewAuditRecord(now time.Time, ts *Toolset, c Call, d Decision, policyHash string, took time.Duration) AuditRecord {
 	r := AuditRecord{Time: now.UTC(), Tool: c.Tool, ArgsDigest: ArgsDigest(c.Args), Decision: d.Outcome,
 		Reason: d.Reason, PolicyHash: policyHash, DurationMS: took.Milliseconds(), ApprovalSource: d.ApprovalSource,
-		ActionTypes: d.Actions}
+		ActionTypes: d.Actions, Elevation: d.Elevation, ElevationSource: d.ElevationSource}
 	if ts != nil {
 		r.Agent, r.Role = ts.Agent, ts.Role
 	}

@@ -109,6 +109,12 @@ func (p *Policy) applyDefaults(env Env) {
 	if a.AskTimeout == 0 {
 		a.AskTimeout = DefaultAskTimeout
 	}
+	if a.ApproverTimeout == 0 {
+		a.ApproverTimeout = DefaultApproverTimeout
+	}
+	if p.Access.Level == "" {
+		p.Access.Level = LevelCustom
+	}
 	if p.Audit.Enabled == nil {
 		p.Audit.Enabled = boolPtr(true)
 	}

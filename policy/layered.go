@@ -96,7 +96,8 @@ func projectFileExists(path string) bool {
 //     approval.require_approval, guards.hard, guards.soft, agents.*.denies: added.
 //   - sandbox.env, network.allow, network.allow_private, seccomp.allow, approval.auto_approve,
 //     agents.*.grants: only entries the base already allows are kept (the list narrows).
-//   - limits, sandbox.tmp, approval.ask_timeout: the smaller value wins.
+//   - limits, sandbox.tmp, approval.ask_timeout, approval.approver_timeout: the smaller value wins.
+//   - approval.approver: never taken from a project file.
 //   - network.mode, tools.profile, tools.security, approval.unattended_policy: only a stricter
 //     value is taken (none < proxy < transparent < host; minimal < coding < full;
 //     public > daemon > personal; deny > allow).
@@ -104,12 +105,22 @@ func projectFileExists(path string) bool {
 //   - tools.also_allow: only entries the base already allows (a no-op otherwise ignored).
 //   - approval.auto_approve_read_only/_write, docker.enabled: only false is taken.
 //   - guards.disable, network.resolver, audit.enabled = false, agents.*.role: ignored.
+//   - sandbox.workspace_ro: only true is taken.
+//   - access.level: expanded first, its keys then follow these rules; elevated is ignored, and a
+//     user policy's elevated level stays elevated.
 func Tighten(base *Policy, projectFile string, env Env) (*Policy, []Widening, error) {
 	f, err := parseFile(projectFile, env)
 	if err != nil {
 		return nil, nil, err
 	}
 	t := &tightener{f: f, out: clonePolicy(base), proj: f.policy}
+	// A project file's access level is expanded like a user file's, and its keys then tighten
+	// like keys written out; elevated would only widen, so it is ignored whole.
+	if f.policy.Access.Level == LevelElevated && base.Access.Level != LevelElevated {
+		t.widen("access.level", "a project file cannot raise the access level to elevated")
+		f.policy.Access.Level = ""
+	}
+	f.expandLevel()
 	t.apply(base)
 	t.out.Sources = append(slices.Clone(base.Sources), projectFile)
 	return t.out, t.ws, nil
@@ -157,6 +168,18 @@ func (t *tightener) apply(base *Policy) {
 	}
 	if t.has("sandbox", "env_set") {
 		t.widen("sandbox.env_set", "a project file cannot set variables in the sandbox")
+	}
+	if t.has("sandbox", "workspace_ro") {
+		if p.Sandbox.WorkspaceRO {
+			o.Sandbox.WorkspaceRO = true
+		} else if base.Sandbox.WorkspaceRO {
+			t.widen("sandbox.workspace_ro", "the user policy makes the workspace read-only")
+		}
+	}
+	// The label follows the project, except that a user policy's elevated stays: its human
+	// approval is itself a restriction a project file must not drop.
+	if t.has("access", "level") && p.Access.Level != "" && base.Access.Level != LevelElevated {
+		o.Access.Level, o.Access.Expanded = p.Access.Level, p.Access.Expanded
 	}
 	if t.has("sandbox", "tmp") {
 		o.Sandbox.Tmp = t.smaller("sandbox.tmp", p.Sandbox.Tmp, base.Sandbox.Tmp)
@@ -285,6 +308,12 @@ func (t *tightener) apply(base *Policy) {
 	if t.has("approval", "grants_file") {
 		t.widen("approval.grants_file", "a project file cannot supply persistent grants")
 	}
+	if t.has("approval", "approver") {
+		t.widen("approval.approver", "a project file cannot choose who approves calls")
+	}
+	if t.has("approval", "approver_timeout") {
+		o.Approval.ApproverTimeout = time.Duration(t.smaller("approval.approver_timeout", Bytes(pa.ApproverTimeout), Bytes(ba.ApproverTimeout)))
+	}
 	if t.has("approval", "ask_timeout") {
 		o.Approval.AskTimeout = time.Duration(t.smaller("approval.ask_timeout", Bytes(pa.AskTimeout), Bytes(ba.AskTimeout)))
 	}
@@ -383,7 +412,7 @@ func clonePolicy(p *Policy) *Policy {
 		c.Agents[k] = a
 	}
 	a := &c.Approval
-	a.AutoApprove, a.RequireApproval = slices.Clone(a.AutoApprove), slices.Clone(a.RequireApproval)
+	a.AutoApprove, a.RequireApproval, a.Approver = slices.Clone(a.AutoApprove), slices.Clone(a.RequireApproval), slices.Clone(a.Approver)
 	g := &c.Guards
 	g.Disable, g.Hard, g.Soft = slices.Clone(g.Disable), slices.Clone(g.Hard), slices.Clone(g.Soft)
 	c.Sources = slices.Clone(p.Sources)

@@ -59,6 +59,7 @@ func Load(path string, env Env) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.expandLevel()
 	p := f.policy
 	p.applyDefaults(env)
 	p.Sources = []string{path}
@@ -71,6 +72,7 @@ func LoadBytes(name string, data []byte, env Env) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.expandLevel()
 	p := f.policy
 	p.applyDefaults(env)
 	p.Sources = []string{name}
@@ -83,9 +85,14 @@ type parsed struct {
 	policy *Policy
 	md     toml.MetaData
 	lines  map[string]int
+	// implied holds the dotted keys the file's access level set (see expandLevel); they count
+	// as defined, so tightening treats them like keys written out.
+	implied map[string]bool
 }
 
-func (f *parsed) defined(key ...string) bool { return f.md.IsDefined(key...) }
+func (f *parsed) defined(key ...string) bool {
+	return f.md.IsDefined(key...) || f.implied[strings.Join(key, ".")]
+}
 
 func (f *parsed) line(key string) int { return lookupLine(f.lines, key) }
 
@@ -404,6 +411,15 @@ func (v *validator) check() {
 	v.toolsOrActions("approval.auto_approve", a.AutoApprove)
 	v.toolsOrActions("approval.require_approval", a.RequireApproval)
 	a.GrantsFile = v.absPath("approval.grants_file", a.GrantsFile)
+	v.duration("approval.approver_timeout", a.ApproverTimeout)
+	if len(a.Approver) > 0 {
+		// The command is absolute so that what runs does not depend on jail's PATH.
+		if a.Approver[0] == "" {
+			v.add("approval.approver", "an empty program name (accepted: [\"/abs/path/cmd\", \"arg\", ...])")
+		} else {
+			a.Approver[0] = v.absPath("approval.approver", a.Approver[0])
+		}
+	}
 
 	for _, id := range p.Guards.Disable {
 		if !slices.Contains(GuardIDs(), id) {
@@ -421,6 +437,7 @@ func (v *validator) check() {
 		}
 	}
 	p.Audit.Path = v.absPath("audit.path", p.Audit.Path)
+	v.oneOf("access.level", p.Access.Level, levelNames())
 }
 
 func builtinRoleNames() []string {

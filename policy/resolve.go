@@ -58,7 +58,8 @@ func (ts *Toolset) Lookup(name string) (ToolDecision, bool) {
 // and the runtime [Gate] enforces it. For each registry tool, in this order:
 //
 //  1. tools.deny or the agent's denies: denied (a deny always wins, even over a grant).
-//  2. network.mode = none and the tool needs network.outbound: denied.
+//  2. sandbox.workspace_ro and the tool needs fs.write, or network.mode = none and the tool
+//     needs network.outbound: denied.
 //  3. docker.enabled = false and the tool needs browser or desktop: denied; or the security
 //     profile strips one of its capabilities: denied.
 //  4. not in the role's defaults or the agent's grants: denied ("not granted").
@@ -94,6 +95,9 @@ func Resolve(p *Policy, registry []ToolInfo, who Subject) (*Toolset, error) {
 		role = &r
 		ts.WorkspaceReadOnly = r.WorkspaceReadOnly
 	}
+	if p.Sandbox.WorkspaceRO {
+		ts.WorkspaceReadOnly = true
+	}
 	strips := securityStrips(p.Tools.Security)
 	for _, t := range registry {
 		d := ToolDecision{Tool: t, Risk: EffectiveRisk(t)}
@@ -104,6 +108,8 @@ func Resolve(p *Policy, registry []ToolInfo, who Subject) (*Toolset, error) {
 			d.Status, d.Reason = StatusDenied, "denied by tools.deny"
 		case slices.Contains(agent.Denies, t.Name):
 			d.Status, d.Reason = StatusDenied, "denied by agents."+who.Agent+".denies"
+		case p.Sandbox.WorkspaceRO && slices.Contains(caps, CapFSWrite):
+			d.Status, d.Reason = StatusDenied, "sandbox.workspace_ro = true removes tools needing fs.write"
 		case p.Network.Mode == NetNone && slices.Contains(caps, CapNetworkOutbound):
 			d.Status, d.Reason = StatusDenied, "network.mode = none removes tools needing network.outbound"
 		case !p.Docker.Enabled && (slices.Contains(caps, CapBrowser) || slices.Contains(caps, CapDesktop)):

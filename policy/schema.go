@@ -19,6 +19,7 @@ type Policy struct {
 	Guards   GuardConfig         `toml:"guards" json:"guards"`
 	Docker   Docker              `toml:"docker" json:"docker"`
 	Audit    Audit               `toml:"audit" json:"audit"`
+	Access   Access              `toml:"access" json:"access"`
 
 	// Sources lists the files this policy came from, in load order; empty for the default.
 	Sources []string `toml:"-" json:"-"`
@@ -47,6 +48,9 @@ type Sandbox struct {
 	EnvSet map[string]string `toml:"env_set" json:"env_set"`
 	// Tmp is the size of the private /tmp (tmpfs), e.g. "512M". Zero means 256M.
 	Tmp Bytes `toml:"tmp" json:"tmp"`
+	// WorkspaceRO mounts the workspace read-only for every run and tool call, and removes the
+	// tools that need fs.write, so nothing (bash included) can change it. Absent means false.
+	WorkspaceRO bool `toml:"workspace_ro" json:"workspace_ro"`
 }
 
 // Limits bound a run. A zero value in the file means "the default", never "unlimited".
@@ -163,6 +167,11 @@ type Approval struct {
 	GrantsFile string `toml:"grants_file" json:"grants_file"`
 	// AskTimeout denies a question nobody answered in time. Zero means 2m.
 	AskTimeout time.Duration `toml:"ask_timeout" json:"ask_timeout"`
+	// Approver is a command (absolute path, then arguments) asked before a human when a call
+	// needs approval; it runs outside every sandbox (see [Approver]). Empty means none.
+	Approver []string `toml:"approver" json:"approver"`
+	// ApproverTimeout denies a call whose approver has not answered in time. Zero means 5s.
+	ApproverTimeout time.Duration `toml:"approver_timeout" json:"approver_timeout"`
 }
 
 // GuardConfig adjusts the command guards (see [Guard]).

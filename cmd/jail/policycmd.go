@@ -98,7 +98,17 @@ type explanation struct {
 	Hash        string            `json:"policy_hash"`
 	Widenings   []policy.Widening `json:"ignored_widenings"`
 	Confinement confinement       `json:"confinement"`
+	Access      access            `json:"access"`
 	Toolset     *policy.Toolset   `json:"toolset"`
+}
+
+// access is what the policy's access level expands to (README: "Access levels").
+type access struct {
+	Level string `json:"level"`
+	// ExpandsTo lists the keys the level sets; overridden ones are set by the file instead.
+	ExpandsTo []policy.Setting `json:"expands_to"`
+	// NeedsHuman is true for elevated: it takes effect only once a human approves it.
+	NeedsHuman bool `json:"needs_human_approval"`
 }
 
 type confinement struct {
@@ -157,6 +167,13 @@ func policyExplain(args []string, stdout, stderr io.Writer) int {
 	if ex.Sources == nil {
 		ex.Sources = []string{"(embedded default)"}
 	}
+	ex.Access = access{Level: p.Access.Level, ExpandsTo: p.Access.Expanded, NeedsHuman: p.Access.Level == policy.LevelElevated}
+	if ex.Access.Level == "" {
+		ex.Access.Level = policy.LevelCustom
+	}
+	if ex.Access.ExpandsTo == nil {
+		ex.Access.ExpandsTo = []policy.Setting{}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -190,6 +207,24 @@ func printExplanation(w io.Writer, ex explanation) {
 	}
 	fmt.Fprintf(w, "every tool runs confined under:\n  workspace  %s (%s)\n  ro         %s\n  rw         %s\n  hidden     %s\n  protected  %s\n  network    %s\n  limits     timeout %s, memory %s, pids %d, output %d chars\n",
 		c.Workspace, mode, list(c.RO), list(c.RW), list(c.Hide), list(c.Protected), net, c.Timeout, c.Memory, c.Pids, c.OutputChars)
+	fmt.Fprintf(w, "\naccess level %s", ex.Access.Level)
+	if len(ex.Access.ExpandsTo) == 0 {
+		fmt.Fprintln(w, ": sets nothing; the file's keys alone apply")
+	} else {
+		fmt.Fprintln(w, " expands to (keys the file sets itself win):")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for _, s := range ex.Access.ExpandsTo {
+			note := ""
+			if s.Overridden {
+				note = "\toverridden by the file"
+			}
+			fmt.Fprintf(tw, "  %s\t= %s%s\n", s.Key, s.Value, note)
+		}
+		tw.Flush()
+	}
+	if ex.Access.NeedsHuman {
+		fmt.Fprintln(w, "  takes effect only when a human approves it at the first tool call (refused unattended)")
+	}
 	for _, sec := range []struct {
 		title string
 		ds    []policy.ToolDecision

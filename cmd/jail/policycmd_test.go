@@ -92,3 +92,48 @@ func TestPolicyExplain(t *testing.T) {
 		t.Errorf("unknown agent: %d %s", code, errs)
 	}
 }
+
+// TestPolicyExplainAccessLevels checks that explain shows what each access level expands to, in
+// text and JSON, and which keys the file overrides.
+func TestPolicyExplainAccessLevels(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "cfg"))
+	ws := filepath.Join(dir, "ws")
+	os.MkdirAll(ws, 0o755)
+	for _, level := range []string{"sandboxed", "restricted", "standard", "elevated", "custom"} {
+		file := filepath.Join(dir, level+".toml")
+		os.WriteFile(file, []byte("[access]\nlevel = \""+level+"\"\n[approval]\nunattended_policy = \"deny\"\n"), 0o644)
+		code, out, errs := runPolicy(t, "explain", "--policy", file, "-w", ws, "--json")
+		if code != 0 {
+			t.Fatalf("%s: %d %s", level, code, errs)
+		}
+		var ex explanation
+		if err := json.Unmarshal([]byte(out), &ex); err != nil {
+			t.Fatal(err)
+		}
+		want := policy.LevelExpansion(level)
+		if ex.Access.Level != level || len(ex.Access.ExpandsTo) != len(want) || ex.Access.NeedsHuman != (level == "elevated") {
+			t.Errorf("%s: json access %+v", level, ex.Access)
+		}
+		for i, s := range ex.Access.ExpandsTo {
+			if s.Key != want[i].Key || s.Value != want[i].Value || s.Overridden != (s.Key == "approval.unattended_policy") {
+				t.Errorf("%s: setting %d = %+v, want %+v", level, i, s, want[i])
+			}
+		}
+		_, text, _ := runPolicy(t, "explain", "--policy", file, "-w", ws)
+		if !strings.Contains(text, "access level "+level) {
+			t.Errorf("%s: text lacks the level:\n%s", level, text)
+		}
+		for _, s := range want {
+			if !strings.Contains(text, s.Key) || !strings.Contains(text, s.Value) {
+				t.Errorf("%s: text lacks %s = %s", level, s.Key, s.Value)
+			}
+		}
+		if level == "elevated" && !strings.Contains(text, "only when a human approves it") {
+			t.Errorf("elevated: text does not say it needs a human")
+		}
+		if level == "sandboxed" && (!strings.Contains(text, "(ro)") || !strings.Contains(text, "sandbox.workspace_ro = true removes tools needing fs.write")) {
+			t.Errorf("sandboxed: workspace not shown read-only:\n%s", text)
+		}
+	}
+}

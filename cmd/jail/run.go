@@ -271,7 +271,8 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 	for _, d := range confine.DefaultSystem() {
 		system[d] = true
 	}
-	layout := &confine.Layout{Workspace: ws, Home: penv.Home, Secrets: confine.DefaultSecrets()}
+	layout := &confine.Layout{Workspace: ws, Home: penv.Home, Secrets: confine.DefaultSecrets(),
+		WorkspaceReadOnly: p.Sandbox.WorkspaceRO}
 	for _, d := range sb.RO {
 		switch {
 		case system[d] || d == "/nix/store":
