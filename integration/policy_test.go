@@ -92,3 +92,32 @@ exit 0`}})
 		}
 	})
 }
+
+// TestWorkspaceReadOnly: sandbox.workspace_ro (and the sandboxed access
+// level, which sets it) mounts the workspace read-only for jail run.
+func TestWorkspaceReadOnly(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		cfg := r.dir(t, "jail-it-cfg-")
+		r.writeFile(t, filepath.Join(ws, "keep.txt"), "original")
+		for name, body := range map[string]string{
+			"key":   "[sandbox]\nworkspace_ro = true\n[audit]\nenabled = false\n",
+			"level": "[access]\nlevel = \"sandboxed\"\n[audit]\nenabled = false\n",
+		} {
+			file := filepath.Join(cfg, name+".toml")
+			r.writeFile(t, file, body)
+			res := r.jail(t, call{dir: ws, args: []string{"run", "--policy", file, "--", "/bin/sh", "-c",
+				"cat keep.txt; echo; echo changed > keep.txt && echo WROTE; touch new && echo CREATED; exit 0"}})
+			mustExit(t, res, 0)
+			if !strings.Contains(res.stdout, "original") || strings.Contains(res.stdout, "WROTE") || strings.Contains(res.stdout, "CREATED") {
+				t.Errorf("%s: the workspace was writable or unreadable:\n%s%s", name, res.stdout, res.stderr)
+			}
+			if b, _ := os.ReadFile(filepath.Join(ws, "keep.txt")); string(b) != "original" {
+				t.Fatalf("%s: keep.txt changed on the host: %q", name, b)
+			}
+			if _, err := os.Stat(filepath.Join(ws, "new")); err == nil {
+				t.Fatalf("%s: a file was created in the workspace", name)
+			}
+		}
+	})
+}
