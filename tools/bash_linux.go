@@ -45,6 +45,14 @@ func bashTool(max time.Duration) *Tool {
 		Capabilities: []string{"process.exec"},
 		Timeout:      max,
 		OutputCap:    30000,
+		// The sandbox binds the system directories as they are, so the
+		// host's /bin/sh is the one the worker will run.
+		Ready: func() error {
+			if err := unix.Access("/bin/sh", unix.X_OK); err != nil {
+				return fmt.Errorf("/bin/sh is not executable on this machine: %w", err)
+			}
+			return nil
+		},
 		run: func(ctx context.Context, x *execCtx, raw json.RawMessage) Result {
 			a, err := decode[struct{ Command string }](raw)
 			if err != nil {

@@ -189,6 +189,9 @@ func (s *Server) ListTools(cc CallContext) ([]Definition, error) {
 	}
 	defs := []Definition{}
 	for _, t := range s.Registry.Tools() {
+		if t.ready() != nil {
+			continue // unready tools are left out; jail check says why
+		}
 		if d, ok := g.Toolset.Lookup(t.Name); ok && d.Status == policy.StatusGranted {
 			defs = append(defs, t.Definition())
 		}
@@ -228,6 +231,9 @@ func (s *Server) call(ctx context.Context, r Request, asker policy.Asker) Result
 		return refuse(policy.OutcomeDenied, fmt.Sprintf("unknown tool %q", r.Tool))
 	}
 	pc.Declared = t.Risk
+	if err := t.ready(); err != nil {
+		return refuse(policy.OutcomeDenied, fmt.Sprintf("tool %s cannot run here: %v", t.Name, err))
+	}
 	g, err := s.gate(policy.Subject{Agent: r.Context.Agent, Role: r.Context.Role})
 	if err != nil {
 		return refuse(policy.OutcomeDenied, err.Error())

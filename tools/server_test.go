@@ -3,6 +3,7 @@
 package tools
 
 import (
+	"errors"
 	"bufio"
 	"context"
 	"encoding/json"
@@ -301,5 +302,39 @@ func TestServePolicyHidesTools(t *testing.T) {
 	h.send(`{"id":2,"tool":"bash","args":{"command":"true"}}`)
 	if r := h.next(); !r.Result.IsError || !strings.Contains(r.Result.Content, "tools.deny") {
 		t.Fatalf("denied tool: %+v", r)
+	}
+}
+
+// TestUnreadyToolIsLeftOut: a tool that cannot run on this machine is
+// absent from list_tools, refused with its reason when called anyway, and
+// reported by Readiness.
+func TestUnreadyToolIsLeftOut(t *testing.T) {
+	h := newServerHarness(t, nil, 1)
+	ls, _ := h.f.reg.Lookup("ls")
+	ls.Ready = func() error { return errors.New("the ls image is absent") }
+	h.send(`{"id":1,"type":"list_tools"}`)
+	resp := h.next()
+	listed := map[string]bool{}
+	for _, d := range resp.Tools {
+		listed[d.Name] = true
+	}
+	if listed["ls"] || !listed["read"] {
+		t.Fatalf("list_tools: %v", listed)
+	}
+	h.send(`{"id":2,"tool":"ls","args":{"path":"."}}`)
+	if r := h.next(); r.Result == nil || !r.Result.IsError || !strings.Contains(r.Result.Content, "cannot run here: the ls image is absent") {
+		t.Fatalf("call to an unready tool: %+v", r)
+	}
+	var found bool
+	for _, rd := range h.f.reg.Readiness() {
+		if rd.Tool == "ls" {
+			found = !rd.Ready && rd.Why == "the ls image is absent"
+		}
+		if rd.Tool == "bash" && !rd.Ready {
+			t.Errorf("bash reported unready on a machine with /bin/sh: %s", rd.Why)
+		}
+	}
+	if !found {
+		t.Fatalf("Readiness: %+v", h.f.reg.Readiness())
 	}
 }

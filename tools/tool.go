@@ -31,6 +31,12 @@ type Tool struct {
 	// cut with the marker "... [N chars truncated]".
 	OutputCap int
 
+	// Ready reports, in the supervisor, whether the tool can run on this
+	// machine, and why not (a program it needs is missing, Docker or an
+	// image is absent). Nil means always ready. Front ends leave unready
+	// tools out of their lists and refuse calls to them with the reason.
+	Ready func() error
+
 	// run executes the call inside the worker.
 	run func(ctx context.Context, x *execCtx, args json.RawMessage) Result
 	// schema is Schema, resolved by NewRegistry.
@@ -103,6 +109,32 @@ func NewRegistry(ts ...*Tool) (*Registry, error) {
 		r.tools = append(r.tools, t)
 	}
 	return r, nil
+}
+
+// Readiness is one tool's answer to "can it run here?".
+type Readiness struct {
+	Tool  string `json:"tool"`
+	Ready bool   `json:"ready"`
+	Why   string `json:"why,omitempty"`
+}
+
+// Readiness asks every tool, in registration order.
+func (r *Registry) Readiness() []Readiness {
+	out := make([]Readiness, len(r.tools))
+	for i, t := range r.tools {
+		out[i] = Readiness{Tool: t.Name, Ready: true}
+		if err := t.ready(); err != nil {
+			out[i].Ready, out[i].Why = false, err.Error()
+		}
+	}
+	return out
+}
+
+func (t *Tool) ready() error {
+	if t.Ready == nil {
+		return nil
+	}
+	return t.Ready()
 }
 
 // Tools are the registered tools in registration order.

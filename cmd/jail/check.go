@@ -3,13 +3,19 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/jail-sandbox/jail/confine"
+	"github.com/jail-sandbox/jail/tools"
 )
 
-// checkMain prints each layer: available or not, and why.
+// checkMain prints each layer (available or not, and why), then each tool
+// of the registry (ready to run here or not, and why). A missing layer is
+// a failure; an unready tool is not: the front ends leave it out.
 func checkMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprintln(stderr, "usage: jail check")
+		return 2
+	}
 	rep := confine.Check()
 	ok := true
 	for _, l := range rep {
@@ -23,10 +29,21 @@ func checkMain(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "%-12s %-8s fix: %s\n", "", "", l.Fix)
 		}
 	}
+	reg, err := tools.NewRegistry(tools.Core(tools.Options{})...)
+	if err != nil {
+		fmt.Fprintln(stderr, "jail check:", err)
+		return 1
+	}
+	for _, r := range reg.Readiness() {
+		state, why := "ready", ""
+		if !r.Ready {
+			state, why = "unready", r.Why
+		}
+		fmt.Fprintf(stdout, "tool %-7s %-8s %s\n", r.Tool, state, why)
+	}
 	if !ok {
 		fmt.Fprintln(stdout, "jail run refuses to start while a layer is missing, unless it is named in --allow-degraded")
 		return 1
 	}
-	_ = os.Stdout
 	return 0
 }
