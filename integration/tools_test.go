@@ -381,3 +381,29 @@ func TestReadOnlyRoleCannotWrite(t *testing.T) {
 		}
 	})
 }
+
+// TestServeDisclosure: [tools] disclosure through the built binary.
+func TestServeDisclosure(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		cfg := r.dir(t, "jail-it-cfg-")
+		file, _ := r.toolPolicy(t, cfg, "[tools]\ndisclosure = true\ndisclosure_budget = 400\n")
+		s := r.serve(t, ws, "--policy", file)
+		s.send(`{"id":1,"type":"list_tools"}`)
+		line := s.next()
+		if line.Type != "tools" || len(line.Tools) != 0 {
+			t.Fatalf("disclosed list_tools carried full definitions: %+v", line)
+		}
+		s.send(`{"id":2,"type":"load_tool","name":"read"}`)
+		if got := s.next(); got.Type != "tool" || len(got.Tools) != 1 || got.Tools[0].Name != "read" {
+			t.Fatalf("load_tool read: %+v", got)
+		}
+		s.send(`{"id":3,"type":"load_tool_resource","name":"bash","resource":"schema"}`)
+		if got := s.next(); got.Type != "resource" {
+			t.Fatalf("load_tool_resource: %+v", got)
+		}
+		if res := s.call(4, "read", `{"path":"missing.txt"}`); !res.Result.IsError {
+			t.Fatalf("a call after disclosure: %+v", res)
+		}
+	})
+}

@@ -93,6 +93,9 @@ func (p *Policy) applyDefaults(env Env) {
 	if p.Tools.Profile == "" {
 		p.Tools.Profile = ProfileCoding
 	}
+	if p.Tools.DisclosureBudget == 0 {
+		p.Tools.DisclosureBudget = DefaultDisclosureBudget
+	}
 	if p.Tools.Security == "" {
 		p.Tools.Security = SecurityPersonal
 	}

@@ -237,6 +237,13 @@ func (t *tightener) apply(base *Policy) {
 		o.Seccomp.Allow = t.narrow("seccomp.allow", p.Seccomp.Allow, base.Seccomp.Allow, "is not allowed by the user policy")
 	}
 
+	// How definitions are shown is the operator's choice of the harness, not the project's.
+	if t.has("tools", "disclosure") && p.Tools.Disclosure != base.Tools.Disclosure {
+		t.widen("tools.disclosure", "a project file cannot change how tools are listed")
+	}
+	if t.has("tools", "disclosure_budget") && p.Tools.DisclosureBudget != base.Tools.DisclosureBudget {
+		t.widen("tools.disclosure_budget", "a project file cannot change how tools are listed")
+	}
 	if t.has("tools", "profile") {
 		o.Tools.Profile = t.stricter("tools.profile", p.Tools.Profile, base.Tools.Profile, profileNames())
 	}

@@ -313,6 +313,7 @@ func (v *validator) check() {
 	v.duration("approval.ask_timeout", p.Approval.AskTimeout)
 	v.nonNegative("limits.pids", p.Limits.Pids)
 	v.nonNegative("limits.output_chars", p.Limits.OutputChars)
+	v.nonNegative("tools.disclosure_budget", p.Tools.DisclosureBudget)
 
 	n := &p.Network
 	v.oneOf("network.mode", n.Mode, netModes())

@@ -119,7 +119,17 @@ type Tools struct {
 	Deny []string `toml:"deny" json:"deny"`
 	// Security is personal, daemon or public; it strips tools by capability. Empty means personal.
 	Security string `toml:"security" json:"security"`
+	// Disclosure makes jail serve list short metadata for every tool and full definitions only
+	// for tools the caller loaded (load_tool), to spare a model's context when the toolset is
+	// large. False (the default) lists full definitions.
+	Disclosure bool `toml:"disclosure" json:"disclosure"`
+	// DisclosureBudget bounds the loaded definitions, in tokens (about 4 bytes each); the
+	// oldest-loaded is unloaded first. Zero means 15000.
+	DisclosureBudget int64 `toml:"disclosure_budget" json:"disclosure_budget"`
 }
+
+// DefaultDisclosureBudget is the token budget of loaded definitions.
+const DefaultDisclosureBudget = 15000
 
 // RoleSpec is a user-defined role under [roles.NAME]. Built-in roles cannot be redefined.
 type RoleSpec struct {

@@ -29,6 +29,9 @@ type Request struct {
 	Context CallContext     `json:"context"`
 	Target  json.RawMessage `json:"target,omitempty"`
 	Approve bool            `json:"approve,omitempty"`
+	// Name and Resource are the arguments of load_tool and load_tool_resource.
+	Name     string `json:"name,omitempty"`
+	Resource string `json:"resource,omitempty"`
 }
 
 // CallContext says who calls and why. Agent and Role select the toolset
@@ -51,7 +54,12 @@ type Response struct {
 	Type   string          `json:"type"`
 	Result *Result         `json:"result,omitempty"`
 	Tools  []Definition    `json:"tools,omitempty"`
-	Error  string          `json:"error,omitempty"`
+	// With [tools] disclosure: list_tools's short forms, the names a
+	// load_tool unloaded, and a load_tool_resource's document.
+	Summaries []Summary `json:"summaries,omitempty"`
+	Unloaded  []string  `json:"unloaded,omitempty"`
+	Document  string    `json:"document,omitempty"`
+	Error     string    `json:"error,omitempty"`
 	// approval_request fields
 	Tool       string `json:"tool,omitempty"`
 	ArgsDigest string `json:"args_digest,omitempty"`
@@ -365,6 +373,15 @@ func (s *Server) session(cc CallContext) *session {
 // (then waits for the calls still running) or ctx is cancelled.
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	s.init()
+	// One connection is one caller's context: what it loaded is its own.
+	var ds *disclosure
+	if s.Policy != nil && s.Policy.Tools.Disclosure {
+		budget := int(s.Policy.Tools.DisclosureBudget)
+		if budget <= 0 {
+			budget = policy.DefaultDisclosureBudget
+		}
+		ds = newDisclosure(budget)
+	}
 	ctx, cancelAll := context.WithCancel(ctx)
 	defer cancelAll()
 	var outMu sync.Mutex
@@ -398,7 +415,7 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 			continue
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
-			s.handle(ctx, line, send, &mu, running, approvals, &calls, inputDone)
+			s.handle(ctx, line, send, &mu, running, approvals, &calls, inputDone, ds)
 		}
 		if err != nil {
 			close(inputDone)
@@ -412,7 +429,7 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 }
 
 // handle dispatches one request line.
-func (s *Server) handle(ctx context.Context, line []byte, send func(Response), mu *sync.Mutex, running map[string]context.CancelFunc, approvals map[string]chan bool, calls *sync.WaitGroup, inputDone <-chan struct{}) {
+func (s *Server) handle(ctx context.Context, line []byte, send func(Response), mu *sync.Mutex, running map[string]context.CancelFunc, approvals map[string]chan bool, calls *sync.WaitGroup, inputDone <-chan struct{}, ds *disclosure) {
 	var r Request
 	if err := json.Unmarshal(line, &r); err != nil {
 		send(Response{ID: idOf(line), Type: "error", Error: "malformed request: " + err.Error()})
@@ -425,12 +442,46 @@ func (s *Server) handle(ctx context.Context, line []byte, send func(Response), m
 	id := string(r.ID)
 	switch r.Type {
 	case "list_tools":
+		if ds != nil {
+			sums, full, err := s.summaries(r.Context, ds)
+			if err != nil {
+				send(Response{ID: r.ID, Type: "error", Error: err.Error()})
+				return
+			}
+			send(Response{ID: r.ID, Type: "tools", Summaries: sums, Tools: full})
+			return
+		}
 		defs, err := s.ListTools(r.Context)
 		if err != nil {
 			send(Response{ID: r.ID, Type: "error", Error: err.Error()})
 			return
 		}
 		send(Response{ID: r.ID, Type: "tools", Tools: defs})
+	case "load_tool", "load_tool_resource":
+		if ds == nil {
+			send(Response{ID: r.ID, Type: "error", Error: r.Type + ": progressive disclosure is off ([tools] disclosure = true turns it on)"})
+			return
+		}
+		t, err := s.permitted(r.Context, r.Name)
+		if err != nil {
+			send(Response{ID: r.ID, Type: "error", Error: r.Type + ": " + err.Error()})
+			return
+		}
+		if r.Type == "load_tool_resource" {
+			doc, err := t.resource(r.Resource)
+			if err != nil {
+				send(Response{ID: r.ID, Type: "error", Error: err.Error()})
+				return
+			}
+			send(Response{ID: r.ID, Type: "resource", Document: doc})
+			return
+		}
+		unloaded, err := ds.load(t.Definition())
+		if err != nil {
+			send(Response{ID: r.ID, Type: "error", Error: err.Error()})
+			return
+		}
+		send(Response{ID: r.ID, Type: "tool", Tools: []Definition{t.Definition()}, Unloaded: unloaded})
 	case "cancel":
 		mu.Lock()
 		c, ok := running[string(r.Target)]

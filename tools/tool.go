@@ -31,6 +31,11 @@ type Tool struct {
 	// cut with the marker "... [N chars truncated]".
 	OutputCap int
 
+	// Resources are named documents a caller can fetch with
+	// load_tool_resource (examples, longer notes); "schema" and
+	// "description" always exist.
+	Resources map[string]string
+
 	// Ready reports, in the supervisor, whether the tool can run on this
 	// machine, and why not (a program it needs is missing, Docker or an
 	// image is absent). Nil means always ready. Front ends leave unready
