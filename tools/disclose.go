@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/jail-sandbox/jail/policy"
 )
 
 // Progressive disclosure ([tools] disclosure): with a large toolset, every
@@ -51,19 +53,26 @@ func (d Definition) tokens() int {
 	return (len(b) + 3) / 4
 }
 
-// disclosure is one caller's loaded definitions, oldest first.
-type disclosure struct {
+// Disclosure is one caller's loaded definitions, oldest first. jail
+// serve keeps one per connection; jail mcp one per process.
+type Disclosure struct {
 	mu     sync.Mutex
 	budget int
 	loaded []Definition
 	used   int
 }
 
-func newDisclosure(budget int) *disclosure { return &disclosure{budget: budget} }
+// NewDisclosure starts an empty loaded set bounded by budget tokens.
+func NewDisclosure(budget int) *Disclosure {
+	if budget <= 0 {
+		budget = policy.DefaultDisclosureBudget
+	}
+	return &Disclosure{budget: budget}
+}
 
-// load adds d (or refreshes it as the newest) and returns the names it had
+// Load adds d (or refreshes it as the newest) and returns the names it had
 // to unload to stay within the budget.
-func (ds *disclosure) load(d Definition) ([]string, error) {
+func (ds *Disclosure) Load(d Definition) ([]string, error) {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
 	cost := d.tokens()
@@ -85,16 +94,17 @@ func (ds *disclosure) load(d Definition) ([]string, error) {
 	return unloaded, nil
 }
 
-func (ds *disclosure) isLoaded(name string) bool {
+// IsLoaded reports whether name is loaded.
+func (ds *Disclosure) IsLoaded(name string) bool {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
 	return slices.ContainsFunc(ds.loaded, func(l Definition) bool { return l.Name == name })
 }
 
-// resource returns one of a tool's documents: "schema" (the arguments'
+// Resource returns one of a tool's documents: "schema" (the arguments'
 // JSON Schema), "description" (the whole description) or one of the
 // tool's own Resources.
-func (t *Tool) resource(id string) (string, error) {
+func (t *Tool) Resource(id string) (string, error) {
 	switch id {
 	case "schema":
 		return t.Schema, nil
@@ -112,9 +122,9 @@ func (t *Tool) resource(id string) (string, error) {
 	return "", fmt.Errorf("load_tool_resource: %s has no resource %q (it has: %s)", t.Name, id, strings.Join(ids, ", "))
 }
 
-// permitted is the caller's tool, if it may see it: granted by the policy
+// Permitted is the caller's tool, if it may see it: granted by the policy
 // and ready to run here.
-func (s *Server) permitted(cc CallContext, name string) (*Tool, error) {
+func (s *Server) Permitted(cc CallContext, name string) (*Tool, error) {
 	defs, err := s.ListTools(cc)
 	if err != nil {
 		return nil, err
@@ -128,9 +138,9 @@ func (s *Server) permitted(cc CallContext, name string) (*Tool, error) {
 	return nil, fmt.Errorf("no tool %q among the tools this caller may use", name)
 }
 
-// summaries is the disclosed list_tools: every permitted tool in short,
+// Summaries is the disclosed list_tools: every permitted tool in short,
 // and the full definitions of the loaded ones.
-func (s *Server) summaries(cc CallContext, ds *disclosure) ([]Summary, []Definition, error) {
+func (s *Server) Summaries(cc CallContext, ds *Disclosure) ([]Summary, []Definition, error) {
 	defs, err := s.ListTools(cc)
 	if err != nil {
 		return nil, nil, err
@@ -139,7 +149,7 @@ func (s *Server) summaries(cc CallContext, ds *disclosure) ([]Summary, []Definit
 	var full []Definition
 	for _, d := range defs {
 		t, _ := s.Registry.Lookup(d.Name)
-		loaded := ds.isLoaded(d.Name)
+		loaded := ds.IsLoaded(d.Name)
 		sums = append(sums, Summary{Name: d.Name, Summary: t.summary(), Risk: d.Risk.String(), Loaded: loaded})
 		if loaded {
 			full = append(full, d)

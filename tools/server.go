@@ -374,13 +374,9 @@ func (s *Server) session(cc CallContext) *session {
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	s.init()
 	// One connection is one caller's context: what it loaded is its own.
-	var ds *disclosure
+	var ds *Disclosure
 	if s.Policy != nil && s.Policy.Tools.Disclosure {
-		budget := int(s.Policy.Tools.DisclosureBudget)
-		if budget <= 0 {
-			budget = policy.DefaultDisclosureBudget
-		}
-		ds = newDisclosure(budget)
+		ds = NewDisclosure(int(s.Policy.Tools.DisclosureBudget))
 	}
 	ctx, cancelAll := context.WithCancel(ctx)
 	defer cancelAll()
@@ -429,7 +425,7 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 }
 
 // handle dispatches one request line.
-func (s *Server) handle(ctx context.Context, line []byte, send func(Response), mu *sync.Mutex, running map[string]context.CancelFunc, approvals map[string]chan bool, calls *sync.WaitGroup, inputDone <-chan struct{}, ds *disclosure) {
+func (s *Server) handle(ctx context.Context, line []byte, send func(Response), mu *sync.Mutex, running map[string]context.CancelFunc, approvals map[string]chan bool, calls *sync.WaitGroup, inputDone <-chan struct{}, ds *Disclosure) {
 	var r Request
 	if err := json.Unmarshal(line, &r); err != nil {
 		send(Response{ID: idOf(line), Type: "error", Error: "malformed request: " + err.Error()})
@@ -443,7 +439,7 @@ func (s *Server) handle(ctx context.Context, line []byte, send func(Response), m
 	switch r.Type {
 	case "list_tools":
 		if ds != nil {
-			sums, full, err := s.summaries(r.Context, ds)
+			sums, full, err := s.Summaries(r.Context, ds)
 			if err != nil {
 				send(Response{ID: r.ID, Type: "error", Error: err.Error()})
 				return
@@ -462,13 +458,13 @@ func (s *Server) handle(ctx context.Context, line []byte, send func(Response), m
 			send(Response{ID: r.ID, Type: "error", Error: r.Type + ": progressive disclosure is off ([tools] disclosure = true turns it on)"})
 			return
 		}
-		t, err := s.permitted(r.Context, r.Name)
+		t, err := s.Permitted(r.Context, r.Name)
 		if err != nil {
 			send(Response{ID: r.ID, Type: "error", Error: r.Type + ": " + err.Error()})
 			return
 		}
 		if r.Type == "load_tool_resource" {
-			doc, err := t.resource(r.Resource)
+			doc, err := t.Resource(r.Resource)
 			if err != nil {
 				send(Response{ID: r.ID, Type: "error", Error: err.Error()})
 				return
@@ -476,7 +472,7 @@ func (s *Server) handle(ctx context.Context, line []byte, send func(Response), m
 			send(Response{ID: r.ID, Type: "resource", Document: doc})
 			return
 		}
-		unloaded, err := ds.load(t.Definition())
+		unloaded, err := ds.Load(t.Definition())
 		if err != nil {
 			send(Response{ID: r.ID, Type: "error", Error: err.Error()})
 			return

@@ -96,6 +96,22 @@ type mcpServer struct {
 	// progressEvery is the interval of progress notifications.
 	progressEvery time.Duration
 	logger        *slog.Logger
+
+	// srv, ds and registered serve progressive disclosure ([tools]
+	// disclosure): only the discovery tools and the loaded ones are
+	// registered with the SDK, which announces each change
+	// (notifications/tools/list_changed). Without disclosure every
+	// granted tool is registered once.
+	srv        *mcp.Server
+	ds         *tools.Disclosure
+	mu         sync.Mutex
+	registered map[string]bool
+}
+
+func (m *mcpServer) isRegistered(name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.registered[name]
 }
 
 // newMCPServer builds the MCP server offering the tools ts grants who.
@@ -109,7 +125,9 @@ func newMCPServer(ts *tools.Server, who tools.CallContext, logger *slog.Logger) 
 	if err != nil {
 		return nil, fmt.Errorf("policy gate of %s: %w", subjectName(who), err)
 	}
-	m := &mcpServer{tools: ts, who: who, granted: map[string]bool{}, gate: gate, progressEvery: time.Second, logger: logger}
+	m := &mcpServer{tools: ts, who: who, granted: map[string]bool{}, gate: gate, progressEvery: time.Second, logger: logger,
+		registered: map[string]bool{}}
+	disclose := ts.Policy != nil && ts.Policy.Tools.Disclosure
 	ts.Asker = policy.AskFunc(elicitApproval)
 	srv := mcp.NewServer(&mcp.Implementation{Name: "jail", Title: "jail sandbox", Version: version}, &mcp.ServerOptions{
 		Instructions: "Every tool runs inside a sandbox (namespaces, Landlock, seccomp) confined to the workspace; " +
@@ -119,15 +137,24 @@ func newMCPServer(ts *tools.Server, who tools.CallContext, logger *slog.Logger) 
 		// once), so no list_changed notifications; declared even when
 		// the policy grants nothing, so the client sees an empty list
 		// rather than a server without tools.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		// With disclosure the list changes as the client loads tools.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: disclose}},
 	})
+	m.srv = srv
 	for _, d := range defs {
 		t, ok := ts.Registry.Lookup(d.Name)
 		if !ok {
 			return nil, fmt.Errorf("tool %s is granted but not registered", d.Name)
 		}
 		m.granted[d.Name] = true
-		srv.AddTool(mcpTool(d, t.Capabilities), m.handler(d.Name))
+		if !disclose {
+			srv.AddTool(mcpTool(d, t.Capabilities), m.handler(d.Name))
+			m.registered[d.Name] = true
+		}
+	}
+	if disclose {
+		m.ds = tools.NewDisclosure(int(ts.Policy.Tools.DisclosureBudget))
+		m.addDiscoveryTools()
 	}
 	srv.AddReceivingMiddleware(m.refuseUngranted)
 	return srv, nil
@@ -154,7 +181,7 @@ func (m *mcpServer) refuseUngranted(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		p, ok := req.GetParams().(*mcp.CallToolParamsRaw)
-		if !ok || m.granted[p.Name] {
+		if !ok || m.isRegistered(p.Name) {
 			return next(ctx, method, req)
 		}
 		if _, known := m.tools.Registry.Lookup(p.Name); !known {
@@ -451,4 +478,88 @@ func mcpResult(r tools.Result) *mcp.CallToolResult {
 		}
 	}
 	return out
+}
+
+// addDiscoveryTools registers list_tools, load_tool and load_tool_resource,
+// the three levels of progressive disclosure as MCP tools. A granted tool
+// that is not loaded can still be called: the gate decides it as any other.
+func (m *mcpServer) addDiscoveryTools() {
+	text := func(s string, isErr bool) *mcp.CallToolResult {
+		return &mcp.CallToolResult{IsError: isErr, Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+	}
+	readOnly := false
+	ann := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &readOnly}
+	m.addDiscovery(&mcp.Tool{Name: "list_tools", Title: "List tools", Annotations: ann,
+		Description: "List every tool you may use, in short (name, summary, risk, loaded). Load one with load_tool to get its full definition.",
+		InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			sums, _, err := m.tools.Summaries(m.who, m.ds)
+			if err != nil {
+				return text(err.Error(), true), nil
+			}
+			b, _ := json.Marshal(sums)
+			return text(string(b), false), nil
+		})
+	var args struct {
+		Name     string `json:"name"`
+		Resource string `json:"resource"`
+	}
+	m.addDiscovery(&mcp.Tool{Name: "load_tool", Title: "Load a tool", Annotations: ann,
+		Description: "Load a tool's full definition so you can call it; the oldest-loaded tools are unloaded when the budget is full.",
+		InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string"}}}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			a := args
+			if err := json.Unmarshal(req.Params.Arguments, &a); err != nil {
+				return text("load_tool: "+err.Error(), true), nil
+			}
+			t, err := m.tools.Permitted(m.who, a.Name)
+			if err != nil {
+				return text("load_tool: "+err.Error(), true), nil
+			}
+			d := t.Definition()
+			unloaded, err := m.ds.Load(d)
+			if err != nil {
+				return text(err.Error(), true), nil
+			}
+			m.mu.Lock()
+			for _, u := range unloaded {
+				delete(m.registered, u)
+			}
+			m.registered[d.Name] = true
+			m.mu.Unlock()
+			if len(unloaded) > 0 {
+				m.srv.RemoveTools(unloaded...)
+			}
+			m.srv.AddTool(mcpTool(d, t.Capabilities), m.handler(d.Name))
+			msg := "loaded " + d.Name
+			if len(unloaded) > 0 {
+				msg += "; unloaded " + strings.Join(unloaded, ", ")
+			}
+			return text(msg, false), nil
+		})
+	m.addDiscovery(&mcp.Tool{Name: "load_tool_resource", Title: "Read a tool resource", Annotations: ann,
+		Description: "Read one document of a tool (schema, description, examples) without loading it.",
+		InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["name","resource"],"properties":{"name":{"type":"string"},"resource":{"type":"string"}}}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			a := args
+			if err := json.Unmarshal(req.Params.Arguments, &a); err != nil {
+				return text("load_tool_resource: "+err.Error(), true), nil
+			}
+			t, err := m.tools.Permitted(m.who, a.Name)
+			if err != nil {
+				return text("load_tool_resource: "+err.Error(), true), nil
+			}
+			doc, err := t.Resource(a.Resource)
+			if err != nil {
+				return text(err.Error(), true), nil
+			}
+			return text(doc, false), nil
+		})
+}
+
+func (m *mcpServer) addDiscovery(t *mcp.Tool, h mcp.ToolHandler) {
+	m.srv.AddTool(t, h)
+	m.mu.Lock()
+	m.registered[t.Name] = true
+	m.mu.Unlock()
 }

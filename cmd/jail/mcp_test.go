@@ -567,3 +567,50 @@ func TestMCPToolAnnotations(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPDisclosure: with [tools] disclosure the client sees the three
+// discovery tools, loads a tool to get it listed (the server announces the
+// change), and can still call a granted tool it did not load.
+func TestMCPDisclosure(t *testing.T) {
+	h := startMCP(t, "[tools]\ndisclosure = true\n", "")
+	changed := make(chan struct{}, 8)
+	cs := h.connect(&mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		changed <- struct{}{}
+	}})
+	names := func() []string {
+		res, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, tl := range res.Tools {
+			out = append(out, tl.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := names(); strings.Join(got, ",") != "list_tools,load_tool,load_tool_resource" {
+		t.Fatalf("tools before any load: %v", got)
+	}
+	if _, text := call(t, cs, "list_tools", map[string]any{}); !strings.Contains(text, `"name":"grep"`) || !strings.Contains(text, `"loaded":false`) {
+		t.Fatalf("list_tools: %s", text)
+	}
+	if res, text := call(t, cs, "load_tool", map[string]any{"name": "grep"}); res.IsError || !strings.Contains(text, "loaded grep") {
+		t.Fatalf("load_tool: %s", text)
+	}
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notifications/tools/list_changed after load_tool")
+	}
+	if got := names(); !slices.Contains(got, "grep") || slices.Contains(got, "read") {
+		t.Fatalf("tools after loading grep: %v", got)
+	}
+	if res, text := call(t, cs, "load_tool_resource", map[string]any{"name": "bash", "resource": "schema"}); res.IsError || !strings.Contains(text, `"command"`) {
+		t.Fatalf("load_tool_resource: %s", text)
+	}
+	// ls is granted but not loaded: the call still runs in the sandbox.
+	if res, text := call(t, cs, "ls", map[string]any{"path": "."}); res.IsError {
+		t.Fatalf("call of a granted tool that is not loaded: %s", text)
+	}
+}
