@@ -405,7 +405,7 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	)
 	br := bufio.NewReaderSize(in, 64<<10)
 	for {
-		line, tooLong, err := readLine(br, s.MaxLine)
+		line, tooLong, err := ReadLine(br, s.MaxLine)
 		if tooLong {
 			send(Response{Type: "error", Error: fmt.Sprintf("request line longer than %d bytes: refused", s.MaxLine)})
 			continue
@@ -555,13 +555,14 @@ func (s *Server) handle(ctx context.Context, line []byte, send func(Response), m
 			send(Response{ID: r.ID, Type: "result", Result: &res})
 		}()
 	default:
-		send(Response{ID: r.ID, Type: "error", Error: fmt.Sprintf("unknown request type %q (want call, list_tools, cancel or approval_response)", r.Type)})
+		send(Response{ID: r.ID, Type: "error", Error: fmt.Sprintf("unknown request type %q (want call, list_tools, load_tool, load_tool_resource, cancel or approval_response)", r.Type)})
 	}
 }
 
-// readLine reads one line of at most max bytes. A longer line is consumed
-// to its end and reported with tooLong, so the stream stays in step.
-func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+// ReadLine reads one line of at most max bytes. A longer line is consumed
+// to its end and reported with tooLong, so the stream stays in step. The
+// JSON-lines front ends (jail serve, jail mcp) read their input with it.
+func ReadLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
 	var buf []byte
 	for {
 		chunk, err := br.ReadSlice('\n')

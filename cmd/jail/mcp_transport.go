@@ -10,6 +10,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/jail-sandbox/jail/tools"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -56,7 +57,7 @@ func (c *lineConn) readLoop(br *bufio.Reader, maxLine int) {
 	// with the process, as in the SDK's own stdio transport).
 	defer close(c.msgs)
 	for {
-		line, tooLong, err := readBoundedLine(br, maxLine)
+		line, tooLong, err := tools.ReadLine(br, maxLine)
 		if tooLong {
 			c.reject(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("request longer than %d bytes: refused", maxLine))
 		} else if line = bytes.TrimSpace(line); len(line) > 0 {
@@ -178,24 +179,3 @@ func (c *lineConn) Close() error {
 
 // SessionID is empty: stdio has one session and no session header.
 func (c *lineConn) SessionID() string { return "" }
-
-// readBoundedLine reads one line of at most max bytes. A longer line is
-// consumed to its end and reported with tooLong, so the stream stays in
-// step.
-func readBoundedLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(line)+len(chunk) > max+1 { // +1: the newline
-			tooLong, line = true, nil
-		} else if !tooLong {
-			line = append(line, chunk...)
-		}
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		if tooLong {
-			return nil, true, err
-		}
-		return line, false, err
-	}
-}
