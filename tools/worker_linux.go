@@ -99,6 +99,9 @@ func serveWorker(ctx context.Context, reg *Registry, ws *Workspace, bash *sync.M
 	)
 	enc := json.NewEncoder(out)
 	calls := make(chan workerRequest, 64)
+	// read and ls are bounded by their size and entry caps; the rest may
+	// run long and must stay cancellable while the reader goes on.
+	inline := map[string]bool{"read": true, "ls": true}
 	done := make(chan struct{})
 	go func() {
 		// Lifetime: until calls is closed (the supervisor closed stdin) and
@@ -139,6 +142,16 @@ func serveWorker(ctx context.Context, reg *Registry, ws *Workspace, bash *sync.M
 				cancels[req.Cancel] = nil // arrives before the call starts
 			}
 			mu.Unlock()
+			continue
+		}
+		if inline[req.Tool] && len(calls) == 0 {
+			// Short, bounded calls with nothing queued ahead run here:
+			// a hand-over to the runner goroutine costs a thread wake-up,
+			// as much as the read itself.
+			res, sess := runCall(ctx, reg, ws, bash, req)
+			outMu.Lock()
+			enc.Encode(workerResponse{ID: req.ID, Result: res, Session: sess})
+			outMu.Unlock()
 			continue
 		}
 		calls <- req
