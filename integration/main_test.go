@@ -149,6 +149,29 @@ type call struct {
 	limit time.Duration // the test's own bound; default 60s
 }
 
+// prepare makes cmd run as r with a minimal, explicit environment (the
+// identity's own HOME) plus extra.
+func (r runner) prepare(cmd *exec.Cmd, extra ...string) {
+	home := "/root"
+	if r.uid != 0 {
+		if u, err := user.LookupId(strconv.Itoa(r.uid)); err == nil {
+			home = u.HomeDir
+		}
+	}
+	cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "LANG=C.UTF-8"}, extra...)
+	r.credential(cmd)
+}
+
+// credential makes cmd run as r (when r is not the suite's own identity).
+func (r runner) credential(cmd *exec.Cmd) {
+	if r.uid != os.Geteuid() {
+		if cmd.SysProcAttr == nil {
+			cmd.SysProcAttr = &syscall.SysProcAttr{}
+		}
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}
+	}
+}
+
 // jail runs the binary as r and returns what happened. The environment is
 // minimal and explicit so a test sees exactly what it passes.
 func (r runner) jail(t *testing.T, c call) result {
@@ -160,16 +183,7 @@ func (r runner) jail(t *testing.T, c call) result {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, suite.bin, c.args...)
 	cmd.Dir = c.dir
-	home := "/root"
-	if r.uid != 0 {
-		if u, err := user.LookupId(strconv.Itoa(r.uid)); err == nil {
-			home = u.HomeDir
-		}
-	}
-	cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "LANG=C.UTF-8"}, c.env...)
-	if r.uid != os.Geteuid() {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}}
-	}
+	r.prepare(cmd, c.env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.Stdin = strings.NewReader(c.stdin)

@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -61,16 +59,7 @@ func (r runner) inspect(t *testing.T, cli, ws string, jailArgs []string, method 
 	args = append(args, method...)
 	cmd := exec.CommandContext(ctx, cli, args...)
 	cmd.Dir = ws
-	home := "/root"
-	if r.uid != 0 {
-		if u, err := user.LookupId(strconv.Itoa(r.uid)); err == nil {
-			home = u.HomeDir
-		}
-	}
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "LANG=C.UTF-8"}
-	if r.uid != os.Geteuid() {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}}
-	}
+	r.prepare(cmd)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {

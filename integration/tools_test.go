@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -40,16 +39,7 @@ func (r runner) serve(t *testing.T, ws string, args ...string) *served {
 	t.Helper()
 	cmd := exec.Command(suite.bin, append([]string{"serve", "-w", ws}, args...)...)
 	cmd.Dir = ws
-	home := "/root"
-	if r.uid != 0 {
-		if u, err := user.LookupId(strconv.Itoa(r.uid)); err == nil {
-			home = u.HomeDir
-		}
-	}
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "LANG=C.UTF-8"}
-	if r.uid != os.Geteuid() {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}}
-	}
+	r.prepare(cmd)
 	s := &served{t: t, cmd: cmd}
 	cmd.Stderr = &s.err
 	in, err := cmd.StdinPipe()

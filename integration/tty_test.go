@@ -105,9 +105,7 @@ func startOnTTYStdin(t *testing.T, r runner, ws string, ttyStdin bool, args ...s
 		cmd.Stdin = nil // /dev/null
 		cmd.SysProcAttr.Ctty = 1
 	}
-	if r.uid != os.Geteuid() {
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}
-	}
+	r.credential(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -190,9 +188,7 @@ func TestForwardedSignal(t *testing.T) {
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}
 		var out bytes.Buffer
 		cmd.Stdout = &out
-		if r.uid != os.Geteuid() {
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}}
-		}
+		r.credential(cmd)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

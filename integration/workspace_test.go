@@ -166,9 +166,7 @@ func TestOutputFlood(t *testing.T) {
 		cmd := exec.Command(suite.bin, "run", "--", "head", "-c", "200000000", "/dev/zero")
 		cmd.Dir = ws
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}
-		if r.uid != os.Geteuid() {
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}}
-		}
+		r.credential(cmd)
 		pipe, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -232,9 +230,7 @@ func TestReaderGoesAway(t *testing.T) {
 		cmd.Stdout = pw
 		var errb strings.Builder
 		cmd.Stderr = &errb
-		if r.uid != os.Geteuid() {
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}}
-		}
+		r.credential(cmd)
 		err = cmd.Run()
 		pw.Close()
 		if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signaled() {
