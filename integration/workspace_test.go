@@ -203,6 +203,8 @@ func TestBadInput(t *testing.T) {
 			{[]string{"run", "--ro", "relative/path", "--", "true"}, "absolute"},
 			{[]string{"run", "--ro", "/nonexistent-ro", "--", "true"}, "/nonexistent-ro"},
 			{[]string{"frobnicate"}, "unknown command"},
+			{[]string{"serve", "--allow-degraded", "cgroup"}, "not a layer that may be skipped"},
+			{[]string{"tool", "--allow-degraded", "mount", "read", "{}"}, "not a layer that may be skipped"},
 		}
 		for _, c := range cases {
 			res := r.jail(t, call{dir: ws, args: c.args})

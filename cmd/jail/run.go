@@ -95,16 +95,8 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 	if o.capture {
 		o.json = true
 	}
-	for _, d := range o.degraded {
-		for _, l := range strings.Split(d, ",") {
-			switch confine.Layer(l) {
-			case confine.LayerLandlock, confine.LayerSeccomp:
-			default:
-				// Limits need no opt-in: without a usable cgroup they fall
-				// back to rlimits, and jail says so.
-				return nil, fmt.Errorf("--allow-degraded %q: not a layer that may be skipped (landlock, seccomp)", l)
-			}
-		}
+	if err := checkDegraded(o.degraded); err != nil {
+		return nil, err
 	}
 	switch o.net {
 	case "", policy.NetNone, policy.NetProxy, policy.NetTransparent, policy.NetHost:
@@ -112,6 +104,22 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 		return nil, fmt.Errorf("--net %q: want none, proxy, transparent or host", o.net)
 	}
 	return o, nil
+}
+
+// checkDegraded accepts only layers a kernel may lack: Landlock and
+// seccomp. Limits need no opt-in (without a usable cgroup they fall back to
+// rlimits, and jail says so); user namespaces cannot be done without.
+func checkDegraded(list []string) error {
+	for _, d := range list {
+		for _, l := range strings.Split(d, ",") {
+			switch confine.Layer(l) {
+			case confine.LayerLandlock, confine.LayerSeccomp:
+			default:
+				return fmt.Errorf("--allow-degraded %q: not a layer that may be skipped (landlock, seccomp)", l)
+			}
+		}
+	}
+	return nil
 }
 
 // parseSize reads 512M, 2G, 1024K or plain bytes.

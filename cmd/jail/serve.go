@@ -40,7 +40,7 @@ func toolFlags(name string, o *toolOptions, stderr io.Writer) *flag.FlagSet {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.run.workdir, "w", "", "workspace `DIR` the tools work in (default: the current directory)")
 	fs.StringVar(&o.run.policyFile, "policy", "", "policy `FILE` (see policy.toml.example)")
-	fs.Var(&o.run.degraded, "allow-degraded", "run the workers without `LAYER` (landlock, seccomp, cgroup) when the kernel lacks it")
+	fs.Var(&o.run.degraded, "allow-degraded", "run the workers without `LAYER` (landlock, seccomp) when the kernel lacks it")
 	fs.BoolVar(&o.run.asRoot, "as-root", false, "map the caller to uid 0 inside the workers' sandboxes")
 	return fs
 }
@@ -50,6 +50,9 @@ func toolFlags(name string, o *toolOptions, stderr io.Writer) *flag.FlagSet {
 // startSandbox), running this binary's hidden worker command. close ends
 // the workers and the network proxy.
 func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll func(), err error) {
+	if err := checkDegraded(o.run.degraded); err != nil {
+		return nil, nil, err
+	}
 	penv, err := policyEnv(o.run.workdir)
 	if err != nil {
 		return nil, nil, err
