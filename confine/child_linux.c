@@ -22,6 +22,7 @@
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,8 @@
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+
+#include "early_linux.h"
 
 // Syscall numbers of the new mount API, openat2 and Landlock are the same
 // on every architecture jail supports (the unified table from Linux 5.1).
@@ -106,6 +109,7 @@ enum {
 };
 
 #define MAX_SOURCES 256
+#define CHILD_ARG0 "jail-init" // childArg0 in init_linux.go
 #define NEWROOT "/tmp"
 #define EMPTY_FILE ".jail-empty"
 
@@ -767,12 +771,9 @@ static int write_file(const char *path, const char *s) {
 // Creating the namespaces here rather than at clone lets the supervisor
 // start us with vfork (Go copies its whole address space for a clone with
 // CLONE_NEWUSER), and an unprivileged process may write its own maps.
-static void op_unshare(struct child *c) {
-	uint64_t flags = get_u64(c);
-	uint32_t in_uid = get_u32(c), out_uid = get_u32(c), in_gid = get_u32(c), out_gid = get_u32(c);
-	c->layer = "userns";
-	c->stage = "create namespaces";
-	CHECK(c, unshare((int)flags), "unshare");
+// write_id_maps maps one uid and one gid into the new user namespace; the
+// process writing them is in it, with every capability there.
+static void write_id_maps(struct child *c, uint32_t in_uid, uint32_t out_uid, uint32_t in_gid, uint32_t out_gid) {
 	char map[64];
 	snprintf(map, sizeof(map), "%u %u 1\n", in_uid, out_uid);
 	CHECK(c, write_file("/proc/self/uid_map", map), "write uid_map");
@@ -782,7 +783,12 @@ static void op_unshare(struct child *c) {
 	CHECK(c, write_file("/proc/self/setgroups", "deny"), "deny setgroups");
 	snprintf(map, sizeof(map), "%u %u 1\n", in_gid, out_gid);
 	CHECK(c, write_file("/proc/self/gid_map", map), "write gid_map");
+}
 
+// fork_pid1 forks the sandbox's pid 1 and returns in it; the process
+// outside the new pid namespace reports pid 1's host pid, waits for it
+// and exits with its status.
+static void fork_pid1(struct child *c) {
 	pid_t pid = fork();
 	CHECK(c, pid, "fork pid 1");
 	if (pid == 0) {
@@ -803,6 +809,16 @@ static void op_unshare(struct child *c) {
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR) _exit(125);
 	_exit(WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status));
+}
+
+static void op_unshare(struct child *c) {
+	uint64_t flags = get_u64(c);
+	uint32_t in_uid = get_u32(c), out_uid = get_u32(c), in_gid = get_u32(c), out_gid = get_u32(c);
+	c->layer = "userns";
+	c->stage = "create namespaces";
+	CHECK(c, unshare((int)flags), "unshare");
+	write_id_maps(c, in_uid, out_uid, in_gid, out_gid);
+	fork_pid1(c);
 }
 
 // op_lock moves pid 1 into a user namespace nested in the sandbox's own,
@@ -843,7 +859,7 @@ static void read_full(struct child *c, uint8_t *b, size_t n) {
 
 static int is_child(int argc, char **argv) {
 	struct stat st;
-	return argc == 1 && argv && argv[0] && !strcmp(argv[0], "jail-init") && fstat(3, &st) == 0 && S_ISFIFO(st.st_mode);
+	return argc == 1 && argv && argv[0] && !strcmp(argv[0], CHILD_ARG0) && fstat(3, &st) == 0 && S_ISFIFO(st.st_mode);
 }
 
 static void run_plan(struct child *c) {
@@ -898,39 +914,184 @@ static void run_plan(struct child *c) {
 
 // jail_child_main runs before the Go runtime. It returns (to let Go start)
 // only when this process is not a sandbox's init.
-__attribute__((constructor)) static void jail_child_main(int argc, char **argv, char **envp) {
-	(void)envp;
-	if (!is_child(argc, argv)) return;
-	struct child c = {.root = -1, .empty = -1, .stage = "read plan", .layer = "mount"};
-	for (int i = 0; i < MAX_SOURCES; i++) c.src[i] = -1;
-	// The header comes first and alone: the namespaces are created while
-	// the supervisor still prepares the rest (Cmd.Prestart).
-	uint8_t header[PLAN_HEADER_SIZE];
-	read_full(&c, header, sizeof(header));
-	if (memcmp(header, "JAILPLN1", 8)) fail(&c, EINVAL, "not a jail plan (binary and child differ?)", 125);
-	c.p = header + 8;
-	c.end = header + sizeof(header);
-	if (get_u32(&c) != OP_UNSHARE) fail(&c, EINVAL, "plan does not start with the namespaces", 125);
-	op_unshare(&c); // returns in pid 1 only
+// run_body reads the rest of the plan to EOF and carries it out as pid 1.
+static void __attribute__((noreturn)) run_body(struct child *c) {
 	size_t cap = 1 << 16, len = 0;
 	uint8_t *buf = malloc(cap);
 	for (;;) {
-		if (!buf) fail(&c, ENOMEM, "plan", 125);
+		if (!buf) fail(c, ENOMEM, "plan", 125);
 		if (len == cap) {
-			if (cap >= (64u << 20)) fail(&c, E2BIG, "plan too large", 125);
+			if (cap >= (64u << 20)) fail(c, E2BIG, "plan too large", 125);
 			cap *= 2;
 			buf = realloc(buf, cap);
 			continue;
 		}
 		ssize_t n = read(3, buf + len, cap - len);
 		if (n < 0 && errno == EINTR) continue;
-		if (n < 0) fail(&c, errno, "read plan", 125);
+		if (n < 0) fail(c, errno, "read plan", 125);
 		if (n == 0) break;
 		len += n;
 	}
 	close(3);
-	c.p = buf;
-	c.end = buf + len;
-	run_plan(&c);
+	c->p = buf;
+	c->end = buf + len;
+	run_plan(c);
 	_exit(125);
+}
+
+static void init_child(struct child *c) {
+	*c = (struct child){.root = -1, .empty = -1, .stage = "read plan", .layer = "mount"};
+	for (int i = 0; i < MAX_SOURCES; i++) c->src[i] = -1;
+}
+
+// read_header reads the plan's fixed-size header and returns its cursor
+// positioned after the OP_UNSHARE opcode.
+static void read_header(struct child *c, uint8_t header[PLAN_HEADER_SIZE]) {
+	read_full(c, header, PLAN_HEADER_SIZE);
+	if (memcmp(header, "JAILPLN1", 8)) fail(c, EINVAL, "not a jail plan (binary and child differ?)", 125);
+	c->p = header + 8;
+	c->end = header + PLAN_HEADER_SIZE;
+	if (get_u32(c) != OP_UNSHARE) fail(c, EINVAL, "plan does not start with the namespaces", 125);
+}
+
+// ---- early start ------------------------------------------------------------
+//
+// `jail run` forks its sandbox's init here, before the Go runtime starts:
+// the namespaces are then created on another CPU while the supervisor
+// starts and compiles the plan, and the init needs no exec of its own.
+// The supervisor takes the child with jail_take_early (Cmd.Prestart); when
+// the run needs something else (the host's network, a cgroup), it closes
+// the plan pipe and the child exits.
+
+static struct jail_early early = {.pid = -1, .plan = -1, .status = -1, .sock = -1};
+
+int jail_take_early(struct jail_early *out) {
+	if (early.pid < 0) return 0;
+	*out = early;
+	early.pid = -1;
+	return 1;
+}
+
+// recv_stdio replaces fds 0, 1 and 2 by the three the supervisor sends on
+// fd 5: the command's stdin, stdout and stderr, which the early child
+// could not be given when it was forked.
+static void recv_stdio(struct child *c) {
+	char byte;
+	char oob[CMSG_SPACE(3 * sizeof(int))];
+	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = oob, .msg_controllen = sizeof(oob)};
+	c->stage = "receive stdio";
+	ssize_t n;
+	do n = recvmsg(5, &m, MSG_CMSG_CLOEXEC); while (n < 0 && errno == EINTR);
+	CHECK(c, n, "recvmsg");
+	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+	if (n != 1 || !h || h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS || h->cmsg_len != CMSG_LEN(3 * sizeof(int)))
+		fail(c, EINVAL, "the supervisor sent no stdio", 125);
+	int fds[3];
+	memcpy(fds, CMSG_DATA(h), sizeof(fds));
+	for (int i = 0; i < 3; i++) {
+		CHECK(c, dup2(fds[i], i), "dup2 stdio");
+		close(fds[i]);
+	}
+}
+
+// early_pid1 is pid 1 of an early child: it takes the header the
+// supervisor sends once it has decided, maps the caller's ids, takes the
+// command's stdio and goes on with the plan like any pid 1.
+static void __attribute__((noreturn)) early_pid1(struct child *c) {
+	uint8_t header[PLAN_HEADER_SIZE];
+	read_header(c, header);
+	uint64_t flags = get_u64(c);
+	uint32_t in_uid = get_u32(c), out_uid = get_u32(c), in_gid = get_u32(c), out_gid = get_u32(c);
+	c->layer = "userns";
+	c->stage = "create namespaces";
+	if (flags != JAIL_EARLY_FLAGS) fail(c, EINVAL, "the plan asks for other namespaces than the early child has", 125);
+	write_id_maps(c, in_uid, out_uid, in_gid, out_gid);
+	recv_stdio(c);
+	c->layer = "mount";
+	c->stage = "read plan";
+	run_body(c);
+}
+
+// lift_fd copies fd above the low numbers, so that placing the three
+// descriptors on 3, 4 and 5 cannot overwrite one of them (fds the caller
+// left open sit anywhere, these three included).
+static int lift_fd(int fd) { return fcntl(fd, F_DUPFD, 64); }
+
+static void __attribute__((noreturn)) early_child(pid_t parent, int plan, int status, int sock, int argc, char **argv, char **envp) {
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (getppid() != parent) _exit(125);
+	setpgid(0, 0);
+	// This copy of the supervisor's memory holds the caller's environment
+	// and command line, which pid 1 has no use for and the command could
+	// read in /proc/1/cmdline; an exec'd init has neither. The strings
+	// are contiguous, so the name takes the place of the arguments.
+	for (char **e = envp; e && *e; e++) memset(*e, 0, strlen(*e));
+	char *a0 = argv[0], *aend = argv[argc - 1] + strlen(argv[argc - 1]);
+	memset(a0, 0, aend - a0);
+	if (aend - a0 >= (ptrdiff_t)sizeof(CHILD_ARG0)) memcpy(a0, CHILD_ARG0, sizeof(CHILD_ARG0));
+	prctl(PR_SET_NAME, CHILD_ARG0, 0, 0, 0);
+	int p = lift_fd(plan), s = lift_fd(status), k = lift_fd(sock);
+	if (p < 0 || s < 0 || k < 0 || dup2(p, 3) < 0 || dup2(s, 4) < 0 || dup2(k, 5) < 0) _exit(125);
+	// Only 0-5 stay open, as in an exec'd init; 0-2 are replaced by
+	// recv_stdio.
+	syscall(SYS_close_range, 6, ~0U, 0);
+	struct child c;
+	init_child(&c);
+	c.layer = "userns";
+	c.stage = "create namespaces";
+	int err = unshare(JAIL_EARLY_FLAGS) < 0 ? errno : 0;
+	if (err) {
+		// Reported once the supervisor has sent its header, which is
+		// when it reads reports.
+		uint8_t header[PLAN_HEADER_SIZE];
+		read_full(&c, header, sizeof(header));
+		c.layer = "userns";
+		c.stage = "create namespaces";
+		fail(&c, err, "unshare", 125);
+	}
+	fork_pid1(&c); // returns in pid 1 only
+	early_pid1(&c);
+}
+
+static void early_start(int argc, char **argv, char **envp) {
+	int plan[2], status[2], sock[2];
+	if (pipe2(plan, O_CLOEXEC) < 0) return;
+	if (pipe2(status, O_CLOEXEC) < 0) goto close_plan;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sock) < 0) goto close_status;
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid == 0) early_child(parent, plan[0], status[1], sock[1], argc, argv, envp);
+	if (pid < 0) goto close_sock;
+	close(plan[0]);
+	close(status[1]);
+	close(sock[1]);
+	early = (struct jail_early){.pid = pid, .plan = plan[1], .status = status[0], .sock = sock[0]};
+	return;
+close_sock:
+	close(sock[0]);
+	close(sock[1]);
+close_status:
+	close(status[0]);
+	close(status[1]);
+close_plan:
+	close(plan[0]);
+	close(plan[1]);
+}
+
+__attribute__((constructor)) static void jail_child_main(int argc, char **argv, char **envp) {
+	if (!is_child(argc, argv)) {
+		if (argc >= 2 && !strcmp(argv[1], "run")) early_start(argc, argv, envp);
+		return;
+	}
+	struct child c;
+	init_child(&c);
+	// The header comes first and alone: the namespaces are created while
+	// the supervisor still prepares the rest (Cmd.Prestart).
+	uint8_t header[PLAN_HEADER_SIZE];
+	read_header(&c, header);
+	op_unshare(&c); // returns in pid 1 only
+	c.layer = "mount";
+	c.stage = "read plan";
+	run_body(&c);
 }

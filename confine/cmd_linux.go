@@ -30,7 +30,7 @@ type Cmd struct {
 	Limits Limits
 
 	pre       prestart
-	proc      *os.Process // outside the sandbox; waits for pid 1
+	proc      *initProc // outside the sandbox; waits for pid 1
 	pid1      int         // the sandbox's pid 1, as the host sees it
 	sockets   []*os.File
 	status    *bufio.Reader
@@ -123,7 +123,7 @@ func (c *Cmd) Start() error {
 
 	r, err := c.next()
 	if err != nil || r.Stage != "started" {
-		proc.Wait()
+		proc.wait()
 		statusR.Close()
 		c.cg.cleanup()
 		c.proc = nil
@@ -175,6 +175,17 @@ type prestart struct {
 // must be called. Calling Start alone does both steps.
 func (c *Cmd) Prestart() error {
 	s := c.Spec
+	c.cg = newCgroup(c.Limits, "jail-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	if e, ok := takeEarly(); ok {
+		// An early child cannot be started in a cgroup, and has the
+		// network namespace already.
+		if c.cg.method == LimitNone || c.cg.method == LimitRLimit {
+			if namespaceFlags(s) == earlyFlags {
+				return c.adopt(e)
+			}
+		}
+		discard(e)
+	}
 	planR, planW, err := os.Pipe()
 	if err != nil {
 		return fmt.Errorf("plan pipe: %w", err)
@@ -195,7 +206,6 @@ func (c *Cmd) Prestart() error {
 	sockMine, sockChild := os.NewFile(uintptr(sockPair[0]), "sockets"), os.NewFile(uintptr(sockPair[1]), "sockets-child")
 	defer sockChild.Close()
 
-	c.cg = newCgroup(c.Limits, "jail-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
 	// No namespace flags here: the child creates its namespaces itself
 	// (op_unshare in child_linux.c), so this is a plain vfork+exec.
 	attr := &syscall.SysProcAttr{
@@ -216,7 +226,7 @@ func (c *Cmd) Prestart() error {
 		c.cg.cleanup()
 		return fmt.Errorf("start the sandbox's init: %w", err)
 	}
-	c.proc = proc
+	c.proc = &initProc{pid: proc.Pid, exec: proc}
 	c.statusF = statusR
 	c.status = bufio.NewReader(statusR)
 	c.pre = prestart{net: s.Net, uid: s.UID, gid: s.GID, plan: planW, sockets: sockMine}
@@ -233,6 +243,55 @@ func (c *Cmd) Prestart() error {
 	return nil
 }
 
+// adopt makes the early child this command's init: it sends the header,
+// which the child has waited for with its namespaces already made, and the
+// command's stdio, which the child could not inherit.
+func (c *Cmd) adopt(e early) error {
+	s := c.Spec
+	c.start = time.Now()
+	c.proc = &initProc{pid: e.pid}
+	c.statusF = e.status
+	c.status = bufio.NewReader(e.status)
+	c.pre = prestart{net: s.Net, uid: s.UID, gid: s.GID, plan: e.plan, sockets: e.socket}
+	if _, err := e.plan.Write(planHeader(s, os.Getuid(), os.Getgid())); err != nil {
+		c.Abort()
+		return fmt.Errorf("send the plan header: %w", err)
+	}
+	var fds []int
+	for _, f := range []*os.File{c.Stdin, c.Stdout, c.Stderr} {
+		if f == nil {
+			null := orNull(nil)
+			if null == nil {
+				c.Abort()
+				return fmt.Errorf("open %s for the command's stdio", os.DevNull)
+			}
+			defer null.Close()
+			f = null
+		}
+		fds = append(fds, int(f.Fd()))
+	}
+	if err := unix.Sendmsg(int(e.socket.Fd()), []byte{0}, unix.UnixRights(fds...), nil, 0); err != nil {
+		// The child's own report says why, if it failed first.
+		if r, rerr := c.next(); rerr == nil && r.Err != nil {
+			c.Abort()
+			return withFix(r.Err)
+		}
+		c.Abort()
+		return fmt.Errorf("send the command's stdio: %w", err)
+	}
+	return nil
+}
+
+// discard ends an early child that this run cannot use.
+func discard(e early) {
+	e.plan.Close()
+	e.status.Close()
+	e.socket.Close()
+	p := &initProc{pid: e.pid}
+	p.signal(unix.SIGKILL)
+	p.wait()
+}
+
 // Abort ends a sandbox that was prestarted but will not be started, or
 // whose start failed. It is safe to call more than once.
 func (c *Cmd) Abort() {
@@ -243,7 +302,7 @@ func (c *Cmd) Abort() {
 	c.killLocked()
 	c.exited = true
 	c.mu.Unlock()
-	c.proc.Wait()
+	c.proc.wait()
 	c.proc = nil
 	if c.pre.plan != nil {
 		c.pre.plan.Close()
@@ -286,7 +345,7 @@ func (c *Cmd) killLocked() {
 	if c.pid1 > 0 {
 		unix.Kill(c.pid1, unix.SIGKILL)
 	}
-	c.proc.Signal(unix.SIGKILL)
+	c.proc.signal(unix.SIGKILL)
 }
 
 // Sockets are the listening sockets of Spec.Sockets, in order, opened in
@@ -329,7 +388,7 @@ func receiveSockets(f *os.File, n int) ([]*os.File, error) {
 }
 
 // Pid is the host pid of the sandbox's init.
-func (c *Cmd) Pid() int { return c.proc.Pid }
+func (c *Cmd) Pid() int { return c.proc.pid }
 
 // Signal forwards sig to the command through the sandbox's init.
 func (c *Cmd) Signal(sig os.Signal) error {
@@ -342,7 +401,7 @@ func (c *Cmd) Signal(sig os.Signal) error {
 		// pid 1 forwards it to the command.
 		return unix.Kill(c.pid1, sig.(syscall.Signal))
 	}
-	return c.proc.Signal(sig)
+	return c.proc.signal(sig.(syscall.Signal))
 }
 
 // Wait waits for the command and returns its result. A nonzero exit of the
@@ -360,16 +419,22 @@ func (c *Cmd) wait() (*Result, error) {
 		c.suspend()
 		r, _ = c.next()
 	}
-	var st *os.ProcessState
+	var ws syscall.WaitStatus
 	var err error
+	reaped := false
 	if r.Stage == "exit" && c.cg.method != LimitCgroup1 && c.cg.method != LimitCgroup2 {
 		// pid 1 reports only after every process of the sandbox is gone;
 		// what is left is the kernel taking the namespaces down, which the
-		// caller need not wait for. The process outside is still reaped.
-		go c.proc.Wait()
+		// caller need not wait for. The process outside is still reaped,
+		// except an early child: only `jail run` has one, and it exits
+		// now (a goroutine blocked in waitid would cost it a thread).
+		if c.proc.exec != nil {
+			go c.proc.wait()
+		}
 	} else {
 		// A cgroup can be removed only once pid 1 has exited too.
-		st, err = c.proc.Wait()
+		ws, err = c.proc.wait()
+		reaped = err == nil
 	}
 	c.mu.Lock()
 	c.exited = true
@@ -393,10 +458,6 @@ func (c *Cmd) wait() (*Result, error) {
 		Limits:     c.cg.method,
 		LimitsNote: c.cg.why,
 	}
-	var ws syscall.WaitStatus
-	if st != nil {
-		ws = st.Sys().(syscall.WaitStatus)
-	}
 	switch {
 	case timedOut:
 		res.ExitCode = 124
@@ -406,7 +467,7 @@ func (c *Cmd) wait() (*Result, error) {
 		if r.Signal != 0 {
 			res.Signal = unix.SignalName(syscall.Signal(r.Signal))
 		}
-	case ws.Signaled():
+	case reaped && ws.Signaled():
 		res.ExitCode = 128 + int(ws.Signal())
 		res.Signal = unix.SignalName(ws.Signal())
 	default:

@@ -39,6 +39,17 @@
 //	                                              after killing and reaping every
 //	                                              other process; pid 1 exits
 //
+// `jail run` goes further: the constructor of the supervisor itself (argv[1]
+// is "run") forks the child before the Go runtime starts. That early child
+// wipes the caller's environment and arguments from its copy of memory,
+// keeps only its three descriptors, creates every namespace (the network's
+// included) at once and forks pid 1, which waits for the header. The
+// namespaces are then made on the other CPU while the Go runtime starts, and
+// the child needs no exec. Prestart adopts it when the run needs nothing it
+// cannot have (the host's network, a cgroup, which must be joined before
+// pid 1 exists) and otherwise kills it and execs a child as above. pid 1
+// maps the ids from the header and takes the command's stdio over fd 5.
+//
 // Creating the namespaces in the child rather than at clone lets the
 // supervisor start it with vfork (Go copies its whole address space for a
 // clone with CLONE_NEWUSER), and lets the namespaces be created while the

@@ -74,14 +74,21 @@ func (p *plan) bytes(b []byte) {
 // planHeader is the first part of the plan: enough for the child to create
 // its namespaces and fork pid 1 while the supervisor prepares the rest.
 // Its size is fixed (planHeaderSize) so the child reads exactly it.
-func planHeader(s *Spec, hostUID, hostGID int) []byte {
-	p := &plan{b: []byte(planMagic)}
+// namespaceFlags are the namespaces the sandbox of s is made of: every
+// sandbox's, and a network namespace unless the caller asked for the
+// host's network by name.
+func namespaceFlags(s *Spec) uint64 {
 	flags := uint64(cloneFlags)
 	if s.Net != NetHost {
 		flags |= unix.CLONE_NEWNET
 	}
+	return flags
+}
+
+func planHeader(s *Spec, hostUID, hostGID int) []byte {
+	p := &plan{b: []byte(planMagic)}
 	p.op(opUnshare)
-	p.u64(flags)
+	p.u64(namespaceFlags(s))
 	p.u32(uint32(s.UID))
 	p.u32(uint32(hostUID))
 	p.u32(uint32(s.GID))

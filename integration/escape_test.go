@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -440,6 +441,45 @@ func TestEnvironmentScrubbed(t *testing.T) {
 		for _, want := range []string{"LC_ALL=C", "PASSME=yes", "SET=value", "TMPDIR=/tmp"} {
 			if !strings.Contains(res.stdout, want) {
 				t.Errorf("missing %s in\n%s", want, res.stdout)
+			}
+		}
+	})
+}
+
+// TestInitHoldsNothingOfTheCaller attacks the sandbox's pid 1, which
+// `jail run` forks before its Go runtime starts (a copy of the caller's
+// process): its command line, environment and descriptors must hold
+// nothing of the caller's, and a descriptor the caller leaked must not be
+// open anywhere in the sandbox.
+func TestInitHoldsNothingOfTheCaller(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		canary, content := r.canary(t)
+		leak, err := os.Open(canary)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer leak.Close()
+		script := `tr '\0' ' ' </proc/1/cmdline; echo; cat /proc/1/environ && echo ENVIRON-READ
+for f in /proc/1/fd/*; do readlink "$f" && cat "$f"; done 2>/dev/null
+for f in /proc/self/fd/*; do readlink "$f"; done; true`
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, suite.bin, "run", "--env", "SET=topsecret3", "--", "/bin/sh", "-c", script)
+		cmd.Dir = ws
+		r.prepare(cmd, "GITHUB_TOKEN=topsecret1")
+		cmd.ExtraFiles = []*os.File{nil, nil, nil, nil, leak} // the caller's fd 7
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("jail run: %v\n%s", err, out)
+		}
+		s := string(out)
+		if !strings.HasPrefix(s, "jail-init") {
+			t.Errorf("pid 1's command line is not jail-init:\n%s", s)
+		}
+		for _, bad := range []string{"topsecret", "ENVIRON-READ", canary, content, "--env"} {
+			if strings.Contains(s, bad) {
+				t.Errorf("the sandbox sees %q of the caller:\n%s", bad, s)
 			}
 		}
 	})

@@ -1,0 +1,15 @@
+//go:build linux && !cgo
+
+package confine
+
+import "os"
+
+// earlyFlags: without cgo there is no constructor and so no early child.
+const earlyFlags = 0
+
+type early struct {
+	pid                  int
+	plan, status, socket *os.File
+}
+
+func takeEarly() (early, bool) { return early{}, false }
