@@ -31,7 +31,7 @@ type Cmd struct {
 
 	pre       prestart
 	proc      *initProc // outside the sandbox; waits for pid 1
-	pid1      int         // the sandbox's pid 1, as the host sees it
+	pid1      int       // the sandbox's pid 1, as the host sees it
 	sockets   []*os.File
 	status    *bufio.Reader
 	statusF   *os.File
