@@ -18,14 +18,18 @@ import (
 
 	"github.com/jail-sandbox/jail/confine"
 	"golang.org/x/sys/unix"
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // bashWrapper runs the caller's command with eval, and on exit (a normal
-// end or the command's own "exit") writes the shell's working directory
-// and exported environment to fd 3, NUL-separated, so the next call of the
-// session starts where this one ended. A command killed by its timeout
-// writes nothing and the session keeps its previous state.
-const bashWrapper = `trap '__jail_s=$?; { printf "%s\0" "$PWD"; env -0; } >&3 2>/dev/null; exit $__jail_s' EXIT
+// end or the command's own "exit") writes the shell's working directory,
+// NUL-terminated, and its exported variables as `export -p` prints them to
+// fd 3, so the next call of the session starts where this one ended. A
+// command killed by its timeout writes nothing and the session keeps its
+// previous state. export -p is a builtin: `env -0` cost a fork and an exec
+// per call, about 1.4 ms of a bash call's 3.8 ms here.
+const bashWrapper = `trap '__jail_s=$?; { printf "%s\0" "$PWD"; export -p; } >&3 2>/dev/null; exit $__jail_s' EXIT
 __jail_c=$1; shift
 eval "$__jail_c"`
 
@@ -212,20 +216,43 @@ func runBash(ctx context.Context, x *execCtx, command string) Result {
 	return res
 }
 
-// parseState reads the wrapper's fd-3 report: the working directory, then
-// the environment, each entry NUL-terminated.
+// parseState reads the wrapper's fd-3 report: the working directory,
+// NUL-terminated, then export -p's output. That output is shell input
+// (dash quotes with '...', bash with "..." and $'...'), so it is parsed as
+// shell and each value expanded as a literal: nothing in it is run or
+// looked up.
 func parseState(b []byte) *Session {
-	parts := bytes.Split(b, []byte{0})
-	if len(parts) < 2 || len(parts[0]) == 0 {
+	cwd, exports, ok := bytes.Cut(b, []byte{0})
+	if !ok || len(cwd) == 0 {
 		return nil
 	}
-	s := &Session{Cwd: string(parts[0]), Env: []string{}}
-	for _, kv := range parts[1:] {
-		k, _, ok := strings.Cut(string(kv), "=")
-		if !ok || k == "_" || k == "SHLVL" || k == "OLDPWD" {
-			continue // the shell's own bookkeeping, not the session's
+	f, err := syntax.NewParser().Parse(bytes.NewReader(exports), "")
+	if err != nil {
+		return nil
+	}
+	s := &Session{Cwd: string(cwd), Env: []string{}}
+	cfg := &expand.Config{}
+	for _, st := range f.Stmts {
+		d, ok := st.Cmd.(*syntax.DeclClause)
+		if !ok {
+			return nil // not export -p's output
 		}
-		s.Env = append(s.Env, string(kv))
+		for _, a := range d.Args {
+			if a.Name == nil || a.Naked {
+				continue // declare's flags; exported but never set
+			}
+			k := a.Name.Value
+			if k == "_" || k == "SHLVL" || k == "OLDPWD" || strings.HasPrefix(k, "__jail_") {
+				continue // the shell's and the wrapper's own, not the session's
+			}
+			v := ""
+			if a.Value != nil {
+				if v, err = expand.Literal(cfg, a.Value); err != nil {
+					return nil
+				}
+			}
+			s.Env = append(s.Env, k+"="+v)
+		}
 	}
 	return s
 }

@@ -4,6 +4,7 @@ package tools
 
 import (
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -97,4 +98,62 @@ func processesWith(marker string) []int {
 		}
 	}
 	return pids
+}
+
+// TestParseStateOfEveryShell feeds parseState what dash, bash in POSIX
+// mode and bash print for export -p, with values that need every kind of
+// quoting; each must come back byte for byte, and nothing in them runs.
+func TestParseStateOfEveryShell(t *testing.T) {
+	vals := map[string]string{
+		"QUOTE":   "it's",
+		"NEWLINE": "x\ny",
+		"META":    `$HOME "q" \back $(touch /tmp/jail-parse-ran) ` + "`id`",
+		"EMPTY":   "",
+		"TAB":     "a\tb",
+		"UTF8":    "héllo ✓",
+	}
+	var env []string
+	for k, v := range vals {
+		env = append(env, k+"="+v)
+	}
+	for _, sh := range [][]string{{"/bin/sh"}, {"/bin/bash", "--posix"}, {"/bin/bash"}} {
+		if _, err := os.Stat(sh[0]); err != nil {
+			t.Fatalf("%s: %v (the test image has dash and bash)", sh[0], err)
+		}
+		cmd := exec.Command(sh[0], append(sh[1:], "-c", `export UNSET_BUT_EXPORTED; __jail_s=1; printf '%s\0' "$PWD"; export -p`)...)
+		cmd.Env, cmd.Dir = env, "/"
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%v: %v", sh, err)
+		}
+		s := parseState(out)
+		if s == nil {
+			t.Fatalf("%v: no state from %q", sh, out)
+		}
+		got := map[string]string{}
+		for _, kv := range s.Env {
+			k, v, _ := strings.Cut(kv, "=")
+			got[k] = v
+		}
+		for k, v := range vals {
+			if got[k] != v {
+				t.Errorf("%v: %s = %q, want %q", sh, k, got[k], v)
+			}
+		}
+		for _, k := range []string{"UNSET_BUT_EXPORTED", "__jail_s", "SHLVL", "OLDPWD"} {
+			if _, ok := got[k]; ok {
+				t.Errorf("%v: %s is in the session", sh, k)
+			}
+		}
+		if s.Cwd != "/" {
+			t.Errorf("%v: cwd %q", sh, s.Cwd)
+		}
+	}
+	if _, err := os.Stat("/tmp/jail-parse-ran"); err == nil {
+		os.Remove("/tmp/jail-parse-ran")
+		t.Fatal("parsing the state ran a command substitution")
+	}
+	if parseState([]byte("/\x00echo hi\n")) != nil {
+		t.Error("a state that is not export -p's output was accepted")
+	}
 }
