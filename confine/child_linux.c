@@ -106,6 +106,7 @@ enum {
 	OP_EXEC = 21,
 	OP_UNSHARE = 22,
 	OP_LOCK = 23,
+	OP_HOLD = 24,
 };
 
 #define MAX_SOURCES 256
@@ -862,6 +863,60 @@ static int is_child(int argc, char **argv) {
 	return argc == 1 && argv && argv[0] && !strcmp(argv[0], CHILD_ARG0) && fstat(3, &st) == 0 && S_ISFIFO(st.st_mode);
 }
 
+// op_hold ends the plan of a sandbox made ahead of its command: pid 1 is
+// confined and reports "held", then takes the rest of the plan (OP_EXEC
+// and its arguments) and the command's descriptors from fd 5 and goes on.
+// The message is a u32 length and that many plan bytes; the descriptors
+// (stdin, stdout, stderr and at most one more, which the command gets as
+// fd 3) travel with its first byte.
+static void op_hold(struct child *c) {
+	c->layer = "exec";
+	c->stage = "hold";
+	report_line("{\"stage\":\"held\"}\n", 17);
+	uint32_t len;
+	char oob[CMSG_SPACE(4 * sizeof(int))];
+	struct iovec iov = {.iov_base = &len, .iov_len = sizeof(len)};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = oob, .msg_controllen = sizeof(oob)};
+	ssize_t n;
+	do n = recvmsg(5, &m, MSG_CMSG_CLOEXEC); while (n < 0 && errno == EINTR);
+	CHECK(c, n, "recvmsg");
+	if (n == 0) _exit(0); // the supervisor let the sandbox go unused
+	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+	if (!h || h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS || (m.msg_flags & MSG_CTRUNC))
+		fail(c, EINVAL, "the command came without its descriptors", 125);
+	int nfd = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+	if (nfd < 3 || nfd > 4) fail(c, EINVAL, "the command needs 3 or 4 descriptors", 125);
+	int fds[4];
+	memcpy(fds, CMSG_DATA(h), nfd * sizeof(int));
+	for (size_t got = n; got < sizeof(len);) {
+		ssize_t k = read(5, (char *)&len + got, sizeof(len) - got);
+		if (k < 0 && errno == EINTR) continue;
+		if (k <= 0) fail(c, k < 0 ? errno : EINVAL, "truncated command", 125);
+		got += k;
+	}
+	if (len > (64u << 20)) fail(c, E2BIG, "command too large", 125);
+	uint8_t *buf = malloc(len);
+	if (!buf) fail(c, ENOMEM, "command", 125);
+	for (uint32_t got = 0; got < len;) {
+		ssize_t k = read(5, buf + got, len - got);
+		if (k < 0 && errno == EINTR) continue;
+		if (k <= 0) fail(c, k < 0 ? errno : EINVAL, "truncated command", 125);
+		got += k;
+	}
+	// Without close-on-exec: these are the command's. pid 1's own
+	// descriptors (4, 5) were marked close-on-exec by OP_CLOEXEC.
+	for (int i = 0; i < nfd; i++) {
+		if (fds[i] != i) {
+			CHECK(c, dup2(fds[i], i), "dup2");
+			close(fds[i]);
+		} else {
+			fcntl(i, F_SETFD, 0);
+		}
+	}
+	c->p = buf;
+	c->end = buf + len;
+}
+
 static void run_plan(struct child *c) {
 	for (;;) {
 		uint32_t op = get_u32(c);
@@ -906,6 +961,7 @@ static void run_plan(struct child *c) {
 		case OP_CLOEXEC: op_cloexec(c); break;
 		case OP_CAPS: c->layer = "privileges"; c->stage = "drop privileges"; op_caps(c); break;
 		case OP_SECCOMP: c->layer = "seccomp"; c->stage = "seccomp"; op_seccomp(c); break;
+		case OP_HOLD: op_hold(c); break;
 		case OP_EXEC: op_exec(c);
 		default: fail(c, EINVAL, "unknown plan operation", 125);
 		}

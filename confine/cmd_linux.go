@@ -4,6 +4,7 @@ package confine
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -100,7 +101,9 @@ func (c *Cmd) Start() error {
 		return err
 	}
 	proc, statusR, sockMine := c.proc, c.statusF, c.pre.sockets
-	defer sockMine.Close()
+	if !s.Hold {
+		defer sockMine.Close()
+	}
 	abort := func(e error) error {
 		c.Abort()
 		return e
@@ -121,23 +124,108 @@ func (c *Cmd) Start() error {
 		c.sockets = socks
 	}
 
-	r, err := c.next()
-	if err != nil || r.Stage != "started" {
+	want := "started"
+	if s.Hold {
+		want = "held"
+	}
+	if r, err := c.next(); err != nil || r.Stage != want {
 		proc.wait()
 		statusR.Close()
+		sockMine.Close()
 		c.cg.cleanup()
 		c.proc = nil
-		switch {
-		case r.Err != nil && r.Err.Layer == LayerExec:
-			return &ExecError{Path: r.Err.Msg, Errno: r.Err.Errno}
-		case r.Err != nil:
-			return withFix(r.Err)
-		case errors.Is(err, io.EOF):
-			return &LayerError{Layer: LayerMount, Stage: "start", Msg: "the sandbox's init exited before reporting"}
-		default:
-			return fmt.Errorf("read sandbox status: %w", err)
-		}
+		return startFailure(r, err)
 	}
+	if !s.Hold {
+		c.startTimer()
+	}
+	return nil
+}
+
+// startFailure is the error of a sandbox whose init reported r (or failed
+// to report, with err) instead of running the command.
+func startFailure(r report, err error) error {
+	switch {
+	case r.Err != nil && r.Err.Layer == LayerExec:
+		return &ExecError{Path: r.Err.Msg, Errno: r.Err.Errno}
+	case r.Err != nil:
+		return withFix(r.Err)
+	case err == nil:
+		return fmt.Errorf("read sandbox status: unexpected stage %q", r.Stage)
+	case errors.Is(err, io.EOF):
+		return &LayerError{Layer: LayerMount, Stage: "start", Msg: "the sandbox's init exited before reporting"}
+	default:
+		return fmt.Errorf("read sandbox status: %w", err)
+	}
+}
+
+// Exec gives a held sandbox (Spec.Hold, started) its command: argv, run in
+// dir with env, with files as its descriptors 0, 1, 2 and, when there is
+// a fourth, 3. It returns once the command runs; Timeout counts from
+// here, and Wait waits for the command. The sandbox was made before the
+// command was known, so Exec costs only the command's own fork and exec.
+func (c *Cmd) Exec(argv, env []string, dir string, files []*os.File) error {
+	if !c.Spec.Hold || c.proc == nil || c.pre.sockets == nil {
+		return errors.New("confine: Exec needs a sandbox started with Spec.Hold, once")
+	}
+	if len(files) < 3 || len(files) > 4 {
+		return fmt.Errorf("confine: Exec takes 3 or 4 descriptors, not %d", len(files))
+	}
+	if !isCleanAbs(dir) {
+		return fmt.Errorf("spec: working directory %q must be an absolute clean path", dir)
+	}
+	x := *c.Spec
+	x.Argv, x.Env, x.Dir = argv, env, dir
+	p := &plan{}
+	if err := p.exec(&x); err != nil {
+		return err
+	}
+	msg := binary.NativeEndian.AppendUint32(make([]byte, 0, 4+len(p.b)), uint32(len(p.b)))
+	msg = append(msg, p.b...)
+	fds := make([]int, len(files))
+	for i, f := range files {
+		if f == nil {
+			if f = orNull(nil); f == nil {
+				return fmt.Errorf("open %s for the command", os.DevNull)
+			}
+			defer f.Close()
+		}
+		fds[i] = int(f.Fd())
+	}
+	sock := c.pre.sockets
+	c.pre.sockets = nil
+	defer sock.Close()
+	if err := sendAll(int(sock.Fd()), msg, unix.UnixRights(fds...)); err != nil {
+		c.Abort()
+		return fmt.Errorf("send the command: %w", err)
+	}
+	if r, err := c.next(); err != nil || r.Stage != "started" {
+		c.Abort()
+		return startFailure(r, err)
+	}
+	c.start = time.Now()
+	c.startTimer()
+	return nil
+}
+
+// sendAll sends b on a stream socket, the descriptors in oob with its
+// first bytes.
+func sendAll(fd int, b, oob []byte) error {
+	for len(b) > 0 {
+		n, err := unix.SendmsgN(fd, b, oob, nil, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		b, oob = b[n:], nil
+	}
+	return nil
+}
+
+// startTimer arms Timeout once the command runs.
+func (c *Cmd) startTimer() {
 	if c.Timeout > 0 {
 		c.timer = time.AfterFunc(c.Timeout, func() {
 			c.mu.Lock()
@@ -149,7 +237,6 @@ func (c *Cmd) Start() error {
 			}
 		})
 	}
-	return nil
 }
 
 // seccompAvailable reports whether this kernel has seccomp: PR_GET_SECCOMP

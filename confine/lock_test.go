@@ -86,7 +86,7 @@ func startSandbox(t *testing.T, out *os.File, argv ...string) *Cmd {
 		t.Fatal(err)
 	}
 	c := &Cmd{Stdout: out, Stderr: out, Spec: &Spec{Argv: argv, Env: []string{"PATH=/usr/bin:/bin", "LANG=C"}, Dir: ws,
-		UID: os.Getuid(), GID: os.Getgid(), Hostname: "jail", Mounts: ms, Net: NetNone, Seccomp: prog}}
+		UID: os.Getuid(), GID: os.Getgid(), Hostname: "jail", Mounts: ms, Net: NetNone, Seccomp: prog, Hold: argv[0] == "unused"}}
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,7 @@ const (
 	opExec     = 21
 	opUnshare  = 22
 	opLock     = 23
+	opHold     = 24
 )
 
 // Mount attributes (linux/mount.h).
@@ -102,11 +103,6 @@ const planHeaderSize = 8 + 4 + 8 + 4*4
 
 // compilePlanBody is the rest of the plan, which pid 1 carries out.
 func compilePlanBody(s *Spec, abi int) ([]byte, error) {
-	for _, a := range append(append([]string{}, s.Argv...), s.Env...) {
-		if strings.ContainsRune(a, 0) {
-			return nil, fmt.Errorf("spec: argument or variable %q contains a NUL byte", a)
-		}
-	}
 	p := &plan{}
 	p.op(opHostname)
 	p.str(s.Hostname)
@@ -242,6 +238,27 @@ func compilePlanBody(s *Spec, abi int) ([]byte, error) {
 		p.bytes(raw)
 	}
 
+	if s.Hold {
+		p.op(opHold)
+		return p.b, nil
+	}
+	if err := p.exec(s); err != nil {
+		return nil, err
+	}
+	return p.b, nil
+}
+
+// exec adds the command: the last operation of a plan, or all of what a
+// held sandbox is sent by Cmd.Exec.
+func (p *plan) exec(s *Spec) error {
+	for _, a := range append(append([]string{s.Dir}, s.Argv...), s.Env...) {
+		if strings.ContainsRune(a, 0) {
+			return fmt.Errorf("spec: argument or variable %q contains a NUL byte", a)
+		}
+	}
+	if len(s.Argv) == 0 || s.Argv[0] == "" {
+		return fmt.Errorf("spec: no command given")
+	}
 	p.op(opExec)
 	p.u32(uint32(len(s.Argv)))
 	for _, a := range s.Argv {
@@ -254,7 +271,7 @@ func compilePlanBody(s *Spec, abi int) ([]byte, error) {
 	p.str(s.Dir)
 	p.u32(boolU32(s.Foreground))
 	if len(s.RLimits) > 16 {
-		return nil, fmt.Errorf("spec: %d rlimits; at most 16", len(s.RLimits))
+		return fmt.Errorf("spec: %d rlimits; at most 16", len(s.RLimits))
 	}
 	p.u32(uint32(len(s.RLimits)))
 	for _, rl := range s.RLimits {
@@ -262,7 +279,7 @@ func compilePlanBody(s *Spec, abi int) ([]byte, error) {
 		p.u64(rl.Cur)
 		p.u64(rl.Max)
 	}
-	return p.b, nil
+	return nil
 }
 
 // planLandlock adds the Landlock operation for this kernel's ABI, or

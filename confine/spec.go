@@ -115,6 +115,10 @@ type Spec struct {
 	RLimits []RLimit `json:"rlimits,omitempty"`
 	// AllowDegraded names layers the caller accepts to run without.
 	AllowDegraded []Layer `json:"allow_degraded,omitempty"`
+	// Hold makes a sandbox ahead of its command: Start returns once pid 1
+	// is confined and waiting, and Cmd.Exec gives it the command (Argv,
+	// Env and Dir are then taken from Exec's arguments).
+	Hold bool `json:"hold,omitempty"`
 	// Foreground makes the command the terminal's foreground process group
 	// (set when jail itself is in the foreground of a terminal on stdin).
 	Foreground bool `json:"foreground,omitempty"`
@@ -180,7 +184,7 @@ func (s *Spec) Degraded(l Layer) bool {
 // Validate checks the Spec's shape: absolute clean paths, a known mount kind
 // for every entry, and no mount hidden under a later one.
 func (s *Spec) Validate() error {
-	if len(s.Argv) == 0 || s.Argv[0] == "" {
+	if !s.Hold && (len(s.Argv) == 0 || s.Argv[0] == "") {
 		return fmt.Errorf("spec: no command given")
 	}
 	if !isCleanAbs(s.Dir) {
