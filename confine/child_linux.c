@@ -118,6 +118,7 @@ enum {
 struct child {
 	const uint8_t *p, *end; // plan cursor
 	int src[MAX_SOURCES];
+	int cmd_fds; // how many descriptors from 0 up are the command's
 	int root;   // new root's tmpfs, before pivot
 	int empty;  // the empty read-only file used to cover paths
 	const char *stage;
@@ -669,7 +670,10 @@ static void __attribute__((noreturn)) op_exec(struct child *c) {
 
 	int errpipe[2];
 	CHECK(c, pipe2(errpipe, O_CLOEXEC), "pipe");
-	pid_t pid = fork();
+	// vfork: pid 1 waits while the child execs, and no page table is
+	// copied. The child only makes system calls and leaves by execve or
+	// _exit; its own variables are declared in its block.
+	pid_t pid = vfork();
 	CHECK(c, pid, "fork");
 	if (pid == 0) {
 		close(errpipe[0]);
@@ -697,6 +701,11 @@ static void __attribute__((noreturn)) op_exec(struct child *c) {
 		_exit(127);
 	}
 	close(errpipe[1]);
+	// The command's descriptors are its own: with pid 1 holding no copy,
+	// a reader of its stdout sees the end as soon as the command's tree
+	// closes it, not only when pid 1 exits. A foreground pid 1 keeps the
+	// terminal on fd 0 to hand it back after ^Z.
+	for (int i = foreground ? 1 : 0; i < c->cmd_fds; i++) close(i);
 	int err = 0;
 	ssize_t got;
 	do got = read(errpipe[0], &err, sizeof(err)); while (got < 0 && errno == EINTR);
@@ -913,6 +922,7 @@ static void op_hold(struct child *c) {
 			fcntl(i, F_SETFD, 0);
 		}
 	}
+	c->cmd_fds = nfd;
 	c->p = buf;
 	c->end = buf + len;
 }
@@ -996,7 +1006,7 @@ static void __attribute__((noreturn)) run_body(struct child *c) {
 }
 
 static void init_child(struct child *c) {
-	*c = (struct child){.root = -1, .empty = -1, .stage = "read plan", .layer = "mount"};
+	*c = (struct child){.cmd_fds = 3, .root = -1, .empty = -1, .stage = "read plan", .layer = "mount"};
 	for (int i = 0; i < MAX_SOURCES; i++) c->src[i] = -1;
 }
 

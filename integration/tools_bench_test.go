@@ -38,40 +38,18 @@ func benchWorkspace(b *testing.B) string {
 func benchOps(b *testing.B, ws, args, tool string, argv []string) {
 	pol := filepath.Join(b.TempDir(), "policy.toml")
 	os.WriteFile(pol, []byte("[approval]\nauto_approve = [\"bash\"]\n[audit]\nenabled = false\n"), 0o644)
-	b.Run("serve", func(b *testing.B) {
-		cmd := exec.Command(suite.bin, "serve", "--policy", pol, "-w", ws, "--max-concurrency", "1")
-		cmd.Dir, cmd.Stderr = ws, os.Stderr
-		in, _ := cmd.StdinPipe()
-		out, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
+	// serve: calls back to back, the server's throughput; serve-paced: a
+	// call every 20 ms, the latency a harness sees between a model's turns
+	// (bash then finds its sandbox made ahead).
+	for _, gap := range []time.Duration{0, 20 * time.Millisecond} {
+		name := "serve"
+		if gap > 0 {
+			name = "serve-paced"
 		}
-		defer cmd.Wait()
-		defer in.Close()
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		call := func(i int) {
-			fmt.Fprintf(in, `{"id":%d,"tool":%q,"args":%s}`+"\n", i, tool, args)
-			if !sc.Scan() {
-				b.Fatal("jail serve ended")
-			}
-			var r struct {
-				Result struct {
-					IsError bool   `json:"is_error"`
-					Content string `json:"content"`
-				} `json:"result"`
-			}
-			if json.Unmarshal(sc.Bytes(), &r); r.Result.IsError {
-				b.Fatalf("call failed: %s", sc.Bytes())
-			}
-		}
-		for i := range 20 { // warm up
-			call(i)
-		}
-		measure(b, func(i int) { call(1000 + i) })
-	})
+		b.Run(name, func(b *testing.B) { benchServe(b, ws, pol, tool, args, gap) })
+	}
 	b.Run("jail-run", func(b *testing.B) {
-		measure(b, func(int) {
+		measure(b, 0, func(int) {
 			cmd := exec.Command(suite.bin, append([]string{"run", "-w", ws, "--policy", pol, "--"}, argv...)...)
 			cmd.Dir, cmd.Stdout = ws, io.Discard
 			if err := cmd.Run(); err != nil {
@@ -84,7 +62,7 @@ func benchOps(b *testing.B, ws, args, tool string, argv []string) {
 		if err != nil {
 			b.Skip("requires bwrap on PATH")
 		}
-		measure(b, func(int) {
+		measure(b, 0, func(int) {
 			cmd := exec.Command(bw, append([]string{"--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
 				"--bind", ws, ws, "--chdir", ws, "--"}, argv...)...)
 			cmd.Stdout = io.Discard
@@ -95,12 +73,49 @@ func benchOps(b *testing.B, ws, args, tool string, argv []string) {
 	})
 }
 
+// benchServe measures calls through one `jail serve`, gap apart.
+func benchServe(b *testing.B, ws, pol, tool, args string, gap time.Duration) {
+	cmd := exec.Command(suite.bin, "serve", "--policy", pol, "-w", ws, "--max-concurrency", "1")
+	cmd.Dir, cmd.Stderr = ws, os.Stderr
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer in.Close()
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	call := func(i int) {
+		fmt.Fprintf(in, `{"id":%d,"tool":%q,"args":%s}`+"\n", i, tool, args)
+		if !sc.Scan() {
+			b.Fatal("jail serve ended")
+		}
+		var r struct {
+			Result struct {
+				IsError bool   `json:"is_error"`
+				Content string `json:"content"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(sc.Bytes(), &r); r.Result.IsError {
+			b.Fatalf("call failed: %s", sc.Bytes())
+		}
+	}
+	for i := range 20 { // warm up
+		call(i)
+	}
+	measure(b, gap, func(i int) { call(1000 + i) })
+}
+
 // measure runs op b.N times and reports the latency distribution.
-func measure(b *testing.B, op func(i int)) {
+func measure(b *testing.B, gap time.Duration, op func(i int)) {
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	start := time.Now()
 	for i := range b.N {
+		if gap > 0 {
+			time.Sleep(gap)
+		}
 		t0 := time.Now()
 		op(i)
 		lat = append(lat, time.Since(t0))
@@ -110,5 +125,7 @@ func measure(b *testing.B, op func(i int)) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
-	b.ReportMetric(float64(b.N)/total.Seconds(), "calls/s")
+	if gap == 0 {
+		b.ReportMetric(float64(b.N)/total.Seconds(), "calls/s")
+	}
 }

@@ -397,3 +397,54 @@ func TestServeDisclosure(t *testing.T) {
 		}
 	})
 }
+
+// TestBashFreshSandboxPerCall: every bash call runs in fresh namespaces.
+// Nothing a call leaves in /tmp or /dev/shm, no process it starts and no
+// mount namespace of it reaches the next call; the working directory and
+// exported variables do, and a command reading stdin gets nothing of the
+// script that runs it. Checked from the host too: no process is left once
+// the call has answered, and none once the server has ended.
+func TestBashFreshSandboxPerCall(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		cfg := r.dir(t, "jail-it-cfg-")
+		pol, _ := r.toolPolicy(t, cfg, "")
+		os.Mkdir(filepath.Join(ws, "sub"), 0o755)
+		r.own(t, filepath.Join(ws, "sub"))
+		s := r.serve(t, ws, "--policy", pol)
+		marker := "401." + strconv.FormatInt(time.Now().UnixNano()%1000000, 10)
+		first := s.call(1, "bash", fmt.Sprintf(`{"command":"echo $$; readlink /proc/self/ns/pid /proc/self/ns/mnt; touch /tmp/left /dev/shm/left; (sleep %s >/dev/null 2>&1 &); cd sub; export KEEP='a b'\"'\"'c'; unset HOME; cat; echo read-nothing"}`, marker))
+		if first.Result.IsError {
+			t.Fatalf("first call: %+v", first.Result)
+		}
+		lines := strings.Split(first.Result.Content, "\n")
+		if len(lines) < 4 || lines[0] != "2" || lines[3] != "read-nothing" {
+			t.Fatalf("first call: %q", first.Result.Content)
+		}
+		if pids := hostProcessesWith(marker); len(pids) > 0 {
+			t.Fatalf("a process of the first call outlived it: %v", pids)
+		}
+		second := s.call(2, "bash", `{"command":"echo $$; readlink /proc/self/ns/pid /proc/self/ns/mnt; ls /tmp /dev/shm; pwd; echo \"$KEEP\"; echo \"home=${HOME-unset}\""}`)
+		got := strings.Split(second.Result.Content, "\n")
+		if len(got) < 3 || got[0] != "2" || got[1] == lines[1] || got[2] == lines[2] {
+			t.Fatalf("the second call did not get fresh namespaces:\nfirst %q\nsecond %q", first.Result.Content, second.Result.Content)
+		}
+		for _, want := range []string{filepath.Join(ws, "sub") + "\n", "a b'c\n", "home=unset\n"} {
+			if !strings.Contains(second.Result.Content, want) {
+				t.Errorf("session state lost: want %q in %q", want, second.Result.Content)
+			}
+		}
+		if strings.Contains(second.Result.Content, "left") {
+			t.Errorf("/tmp or /dev/shm of the first call reached the second: %q", second.Result.Content)
+		}
+		s.in.Close()
+		s.cmd.Wait()
+		if pids := hostProcessesWith("jail-init"); len(pids) > 0 {
+			for _, pid := range pids {
+				if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status"); err == nil && strings.Contains(string(b), "PPid:\t"+strconv.Itoa(s.cmd.Process.Pid)+"\n") {
+					t.Fatalf("a sandbox of the server outlived it: pid %d", pid)
+				}
+			}
+		}
+	})
+}

@@ -22,16 +22,71 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// bashWrapper runs the caller's command with eval, and on exit (a normal
-// end or the command's own "exit") writes the shell's working directory,
-// NUL-terminated, and its exported variables as `export -p` prints them to
-// fd 3, so the next call of the session starts where this one ended. A
-// command killed by its timeout writes nothing and the session keeps its
-// previous state. export -p is a builtin: `env -0` cost a fork and an exec
-// per call, about 1.4 ms of a bash call's 3.8 ms here.
-const bashWrapper = `trap '__jail_s=$?; { printf "%s\0" "$PWD"; export -p; } >&3 2>/dev/null; exit $__jail_s' EXIT
-__jail_c=$1; shift
-eval "$__jail_c"`
+// bashScript is what a bash call's shell reads on its stdin (sh -s): one
+// brace group, which the shell parses whole before it runs any of it, so
+// the command cannot read the rest of the script (stdin is /dev/null from
+// the group's first line). It moves the shell from its starting
+// environment (base) to the session's (env; nil keeps base), enters the
+// session's directory when it still exists, and runs the command with
+// eval. On exit (a normal end or the command's own "exit") it writes the
+// shell's directory, NUL-terminated, and its exported variables as
+// `export -p` prints them to fd 3, so the next call starts where this one
+// ended; a call killed by its timeout writes nothing and the session
+// keeps its previous state. export -p is a builtin: `env -0` cost a fork
+// and an exec per call, about 1.4 ms of a bash call's 3.8 ms here. The
+// directory is entered by the shell, inside the sandbox: the supervisor
+// never looks at a path the session named.
+func bashScript(command, cwd string, base, env []string) string {
+	var b strings.Builder
+	b.WriteString("{ exec </dev/null\n")
+	b.WriteString(`trap '__jail_s=$?; { printf "%s\0" "$PWD"; export -p; } >&3 2>/dev/null; exit $__jail_s' EXIT` + "\n")
+	if env != nil {
+		want := map[string]bool{}
+		for _, kv := range env {
+			k, _, _ := strings.Cut(kv, "=")
+			want[k] = true
+		}
+		// Readonly variables of the shell cannot be set: quietly.
+		b.WriteString("{ ")
+		for _, kv := range base {
+			if k, _, _ := strings.Cut(kv, "="); !want[k] && isShellName(k) {
+				b.WriteString("unset " + k + "; ")
+			}
+		}
+		for _, kv := range env {
+			if k, v, _ := strings.Cut(kv, "="); isShellName(k) {
+				b.WriteString("export " + k + "=" + shellQuote(v) + "; ")
+			}
+		}
+		b.WriteString("} 2>/dev/null\n")
+	}
+	if cwd != "" {
+		q := shellQuote(cwd)
+		b.WriteString("cd -- " + q + " 2>/dev/null || printf '[the previous working directory %s is gone; starting in %s]\\n' " + q + " \"$PWD\"\n")
+	}
+	b.WriteString("__jail_c=" + shellQuote(command) + "\neval \"$__jail_c\"\n}\n")
+	return b.String()
+}
+
+// shellQuote quotes s for the shell: inside single quotes nothing is
+// special but the quote itself.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// isShellName reports whether k can be a shell variable's name; other
+// environment entries pass through a shell untouched.
+func isShellName(k string) bool {
+	if k == "" || k[0] >= '0' && k[0] <= '9' {
+		return false
+	}
+	for _, c := range k {
+		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
 
 // DefaultBashTimeout is bash's timeout when the call names none (under
 // the tool's maximum).
@@ -82,74 +137,136 @@ func BashTimeout(args json.RawMessage, max time.Duration) time.Duration {
 	return d
 }
 
-// runBash runs one command and, when it ends or ctx is done, kills every
-// process it started (see killTree), so nothing a call starts outlives it.
+// shellEnd is how a bash call's shell ended.
+type shellEnd struct {
+	code                int
+	timedOut, cancelled bool
+}
+
+// shellLauncher runs script in a shell (sh -s, starting in base, which it
+// returns), copies the shell's stdout, stderr and fd 3 into out, and
+// returns once the shell and everything it started are gone and the
+// output is copied.
+type shellLauncher interface {
+	base() []string
+	launch(ctx context.Context, script string, out [3]io.Writer, timeout time.Duration) (shellEnd, error)
+}
+
+// copyOut copies each of r into the matching out and returns a wait for
+// the copies, which end when every holder of the write ends is gone.
+func copyOut(r [3]*os.File, out [3]io.Writer) (wait func()) {
+	var copies sync.WaitGroup
+	for i := range r {
+		copies.Add(1)
+		go func() {
+			// Lifetime: until the pipe's last writer is gone, which the
+			// launcher guarantees.
+			defer copies.Done()
+			defer r[i].Close()
+			io.Copy(out[i], r[i])
+		}()
+	}
+	return copies.Wait
+}
+
+// bashCall runs one bash call through l: the session's directory and
+// environment in, the output captured under outputCap, and the session's
+// new state out (nil after a timeout or cancellation, which keep the old
+// one).
+func bashCall(ctx context.Context, l shellLauncher, command string, sess *Session, outputCap int, timeout time.Duration) (Result, *Session) {
+	start := time.Now()
+	var cwd string
+	var env []string
+	if sess != nil {
+		cwd, env = sess.Cwd, sess.Env
+	}
+	stdout, stderr := &confine.Capture{Limit: outputCap}, &confine.Capture{Limit: outputCap}
+	var state bytes.Buffer
+	end, err := l.launch(ctx, bashScript(command, cwd, l.base(), env), [3]io.Writer{stdout, stderr, &state}, timeout)
+	if err != nil {
+		return errorf("bash: %v", err), nil
+	}
+	var next *Session
+	if !end.timedOut && !end.cancelled {
+		next = parseState(state.Bytes())
+	}
+	var content strings.Builder
+	content.WriteString(stdout.String())
+	if s := stderr.String(); s != "" {
+		if content.Len() > 0 && !strings.HasSuffix(content.String(), "\n") {
+			content.WriteString("\n")
+		}
+		content.WriteString("[stderr]\n" + s)
+	}
+	meta := map[string]any{"exit_code": end.code, "duration_ms": time.Since(start).Milliseconds(),
+		"stdout_truncated_chars": stdout.Truncated(), "stderr_truncated_chars": stderr.Truncated()}
+	if next != nil {
+		meta["cwd"] = next.Cwd
+	}
+	res := Result{Meta: meta}
+	switch {
+	case end.timedOut:
+		meta["timed_out"] = true
+		fmt.Fprintf(&content, "\n[timed out after %s: the command and every process it started were killed]", timeout)
+		res.IsError = true
+	case end.cancelled:
+		meta["cancelled"] = true
+		content.WriteString("\n[cancelled: the command and every process it started were killed]")
+		res.IsError = true
+	case end.code != 0:
+		fmt.Fprintf(&content, "\n[exit code %d]", end.code)
+		res.IsError = true
+	}
+	res.Content = content.String()
+	return res, next
+}
+
+// runBash runs one command in this worker's sandbox and, when it ends or
+// ctx is done, kills every process it started (see killTree), so nothing
+// a call starts outlives it.
 func runBash(ctx context.Context, x *execCtx, command string) Result {
 	x.bash.Lock()
 	defer x.bash.Unlock()
-	start := time.Now()
-	cwd, env := x.ws.path, os.Environ()
-	if x.session != nil {
-		if x.session.Cwd != "" {
-			cwd = x.session.Cwd
+	res, next := bashCall(ctx, workerShell{dir: x.ws.path}, command, x.session, x.outputCap, x.timeout)
+	if next != nil && x.session != nil {
+		*x.session = *next
+	}
+	return res
+}
+
+// workerShell is the shellLauncher of a worker: the shell is its child,
+// in its own session, and killTree sweeps up after it.
+type workerShell struct{ dir string }
+
+func (workerShell) base() []string { return os.Environ() }
+
+func (w workerShell) launch(ctx context.Context, script string, out [3]io.Writer, timeout time.Duration) (shellEnd, error) {
+	var r, wr [3]*os.File
+	for i := range r {
+		var err error
+		if r[i], wr[i], err = os.Pipe(); err != nil {
+			for j := range i {
+				r[j].Close()
+				wr[j].Close()
+			}
+			return shellEnd{}, err
 		}
-		if x.session.Env != nil {
-			env = x.session.Env
-		}
 	}
-	var note string
-	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
-		note = fmt.Sprintf("[the previous working directory %s is gone; starting in %s]\n", cwd, x.ws.path)
-		cwd = x.ws.path
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return errorf("bash: %v", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return errorf("bash: %v", err)
-	}
-	stR, stW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		errR.Close()
-		errW.Close()
-		return errorf("bash: %v", err)
-	}
-	cmd := exec.Command("/bin/sh", "-c", bashWrapper, "sh", command)
-	cmd.Dir, cmd.Env = cwd, env
-	cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = outW, errW, []*os.File{stW}
+	cmd := exec.Command("/bin/sh", "-s")
+	cmd.Dir, cmd.Env = w.dir, os.Environ()
+	cmd.Stdin = strings.NewReader(script)
+	cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = wr[0], wr[1], wr[2:]
 	// Its own session and process group: the first sweep kills the group
 	// with one signal, and no terminal signal of the worker reaches it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		for _, f := range []*os.File{outR, outW, errR, errW, stR, stW} {
-			f.Close()
-		}
-		return errorf("bash: start /bin/sh: %v", err)
+	err := cmd.Start()
+	for _, f := range wr {
+		f.Close()
 	}
-	outW.Close()
-	errW.Close()
-	stW.Close()
-	stdout, stderr := &confine.Capture{Limit: x.outputCap}, &confine.Capture{Limit: x.outputCap}
-	var state bytes.Buffer
-	var copies sync.WaitGroup
-	for _, c := range []struct {
-		r *os.File
-		w io.Writer
-	}{{outR, stdout}, {errR, stderr}, {stR, &state}} {
-		copies.Add(1)
-		go func() {
-			// Lifetime: until every holder of the pipe's write end is
-			// dead, which killTree below guarantees.
-			defer copies.Done()
-			defer c.r.Close()
-			io.Copy(c.w, c.r)
-		}()
+	wait := copyOut(r, out)
+	if err != nil {
+		wait()
+		return shellEnd{}, fmt.Errorf("start /bin/sh: %w", err)
 	}
 	exited := make(chan *os.ProcessState, 1)
 	go func() {
@@ -158,62 +275,26 @@ func runBash(ctx context.Context, x *execCtx, command string) Result {
 		exited <- st
 	}()
 	var ps *os.ProcessState
-	timedOut, cancelled := false, false
-	timer := time.NewTimer(x.timeout)
+	var end shellEnd
+	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
 	case ps = <-exited:
 	case <-timer.C:
-		timedOut = true
+		end.timedOut = true
 	case <-ctx.Done():
-		cancelled = true
+		end.cancelled = true
 	}
 	killTree(cmd.Process.Pid)
 	if ps == nil {
 		ps = <-exited
 	}
-	copies.Wait()
-	code := ps.ExitCode()
+	wait()
+	end.code = ps.ExitCode()
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		code = 128 + int(ws.Signal())
+		end.code = 128 + int(ws.Signal())
 	}
-	var sess *Session
-	if !timedOut && !cancelled {
-		sess = parseState(state.Bytes())
-	}
-	if sess != nil && x.session != nil {
-		*x.session = *sess
-	}
-	var content strings.Builder
-	content.WriteString(note)
-	content.WriteString(stdout.String())
-	if s := stderr.String(); s != "" {
-		if content.Len() > 0 && !strings.HasSuffix(content.String(), "\n") {
-			content.WriteString("\n")
-		}
-		content.WriteString("[stderr]\n" + s)
-	}
-	meta := map[string]any{"exit_code": code, "duration_ms": time.Since(start).Milliseconds(),
-		"stdout_truncated_chars": stdout.Truncated(), "stderr_truncated_chars": stderr.Truncated()}
-	if sess != nil {
-		meta["cwd"] = sess.Cwd
-	}
-	res := Result{Meta: meta}
-	switch {
-	case timedOut:
-		meta["timed_out"] = true
-		fmt.Fprintf(&content, "\n[timed out after %s: the command and every process it started were killed]", x.timeout)
-		res.IsError = true
-	case cancelled:
-		meta["cancelled"] = true
-		content.WriteString("\n[cancelled: the command and every process it started were killed]")
-		res.IsError = true
-	case code != 0:
-		fmt.Fprintf(&content, "\n[exit code %d]", code)
-		res.IsError = true
-	}
-	res.Content = content.String()
-	return res
+	return end, nil
 }
 
 // parseState reads the wrapper's fd-3 report: the working directory,

@@ -83,6 +83,13 @@ type Server struct {
 	// analysis, triage): their bash cannot write either. Nil refuses such
 	// calls rather than run them in a writable workspace.
 	SpawnReadOnly func(ctx context.Context) (*Worker, error)
+	// SpawnShell makes a held sandbox for one bash call (readOnly: the
+	// workspace mounted read-only). When set, every bash call runs in a
+	// fresh sandbox of its own rather than in a worker.
+	SpawnShell func(ctx context.Context, readOnly bool) (*Shell, error)
+	// SpareShells is how many bash sandboxes are kept made ahead, per
+	// kind, for a long-lived server; zero makes none after a call.
+	SpareShells int
 	// MaxConcurrency bounds calls running at once and workers alive; zero
 	// means runtime.NumCPU().
 	MaxConcurrency int
@@ -99,6 +106,7 @@ type Server struct {
 	once     sync.Once
 	pool     *pool
 	roPool   *pool
+	shells   *shells
 	mu       sync.Mutex
 	gates    map[policy.Subject]*policy.Gate
 	idem     map[string]*idemEntry
@@ -140,6 +148,7 @@ func (s *Server) init() {
 		}
 		s.pool = newPool(s.Spawn, s.MaxConcurrency)
 		s.roPool = newPool(s.SpawnReadOnly, s.MaxConcurrency)
+		s.shells = newShells(s.SpawnShell, s.SpareShells)
 		s.gates = map[policy.Subject]*policy.Gate{}
 		s.idem = map[string]*idemEntry{}
 		s.sessions = map[string]*session{}
@@ -151,11 +160,28 @@ func (s *Server) Close() {
 	s.init()
 	s.pool.close()
 	s.roPool.close()
+	s.shells.close()
 }
 
-// Prewarm starts n workers ahead of the first calls.
+// PrewarmTool readies what a call of tool runs in: a held sandbox for
+// bash when each bash call has its own, else a worker.
+func (s *Server) PrewarmTool(ctx context.Context, tool string) error {
+	s.init()
+	if tool == "bash" && s.SpawnShell != nil {
+		return s.shells.prewarm(ctx, false)
+	}
+	return s.Prewarm(ctx, 1)
+}
+
+// Prewarm starts n workers ahead of the first calls, and, when n > 0 and
+// bash calls have sandboxes of their own, the first of those.
 func (s *Server) Prewarm(ctx context.Context, n int) error {
 	s.init()
+	if n > 0 && s.SpawnShell != nil && s.SpareShells > 0 {
+		if err := s.shells.prewarm(ctx, false); err != nil {
+			return err
+		}
+	}
 	var ws []*Worker
 	defer func() {
 		for _, w := range ws {
@@ -327,7 +353,14 @@ func (s *Server) decideAndRun(ctx context.Context, t *Tool, g *policy.Gate, pc p
 		st := sess.state
 		req.Session = &st
 	}
-	res, newState, err := s.run(ctx, workers, req)
+	var res Result
+	var newState *Session
+	var err error
+	if t.Name == "bash" && s.SpawnShell != nil {
+		res, newState, err = s.runShell(ctx, g.Toolset != nil && g.Toolset.WorkspaceReadOnly, req)
+	} else {
+		res, newState, err = s.run(ctx, workers, req)
+	}
 	if err != nil {
 		res = errorf("%v", err)
 	}
@@ -355,6 +388,22 @@ func (s *Server) run(ctx context.Context, workers *pool, req callRequest) (Resul
 	}
 	workers.put(w)
 	return res, sess, nil
+}
+
+// runShell runs a bash call in a fresh sandbox of its own.
+func (s *Server) runShell(ctx context.Context, readOnly bool, req callRequest) (Result, *Session, error) {
+	a, err := decode[struct{ Command string }](req.Args)
+	if err != nil {
+		return errorf("%v", err), nil, nil
+	}
+	sh, err := s.shells.take(ctx, readOnly)
+	if err != nil {
+		return Result{}, nil, err
+	}
+	res, next := bashCall(ctx, sh, a.Command, req.Session, req.OutputCap, req.Timeout)
+	sh.Close()
+	s.shells.refill(readOnly)
+	return res, next, nil
 }
 
 func (s *Server) session(cc CallContext) *session {

@@ -380,7 +380,7 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGWINCH, unix.SIGUSR1, unix.SIGUSR2)
 	defer signal.Stop(sigs)
 
-	ph, err := startSandbox(cmd, layout, pass, o.env, sc, nr)
+	ph, err := startSandbox(cmd, layout, pass, o.env, func() ([]confine.Program, error) { return confine.CompileSeccomp(sc) }, nr)
 	defer ph.Release()
 	if err != nil {
 		var se *startError

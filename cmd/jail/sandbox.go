@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/jail-sandbox/jail/confine"
 )
@@ -31,6 +32,16 @@ func newSpec(o *runOptions, argv []string, warn io.Writer) *confine.Spec {
 	return &confine.Spec{Argv: argv, UID: uid, GID: gid, Hostname: "jail", Net: specNet(o.net), AllowDegraded: degraded}
 }
 
+// filterFunc compiles the seccomp filter of a sandbox.
+type filterFunc func() ([]confine.Program, error)
+
+// compileOnce is the filter of sc compiled once, for a process that
+// starts many sandboxes with one policy (jail serve, jail mcp): libseccomp
+// takes about a millisecond per compilation.
+func compileOnce(sc confine.SeccompOptions) filterFunc {
+	return sync.OnceValues(func() ([]confine.Program, error) { return confine.CompileSeccomp(sc) })
+}
+
 // startError is a sandbox that did not start, with the exit status and
 // message prefix `jail run` reports it with.
 type startError struct {
@@ -48,7 +59,7 @@ func (e *startError) Unwrap() error { return e.err }
 // environment, working directory, mounts and filter complete the Spec.
 // The returned placeholders must be released after the sandbox exited,
 // also after an error.
-func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []string, sc confine.SeccompOptions, nr *netRun) (*confine.Placeholders, error) {
+func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []string, compile filterFunc, nr *netRun) (*confine.Placeholders, error) {
 	spec := cmd.Spec
 	if err := cmd.Prestart(); err != nil {
 		return nil, &startError{125, "cannot start the sandbox: ", err}
@@ -60,7 +71,7 @@ func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []str
 	filter := make(chan compiled, 1)
 	go func() {
 		// Lifetime: one compilation; received below.
-		prog, err := confine.CompileSeccomp(sc)
+		prog, err := compile()
 		filter <- compiled{prog, err}
 	}()
 	mounts, ph, err := layout.Build()

@@ -92,6 +92,7 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 		}
 	}
 	errFile := asFile(stderr)
+	filter := compileOnce(sc)
 	var warnOnce sync.Once
 	// spawnIn starts workers in sandboxes built from layout.
 	spawnIn := func(layout *confine.Layout) func(ctx context.Context) (*tools.Worker, error) {
@@ -113,7 +114,7 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 			// own, enforced inside the worker and again by the supervisor.
 			cmd := &confine.Cmd{Spec: spec, Stdin: inR, Stdout: outW, Stderr: errFile,
 				Limits: confine.Limits{MemoryBytes: o.run.memory, Pids: o.run.pids}}
-			ph, err := startSandbox(cmd, layout, pass, o.run.env, sc, nr)
+			ph, err := startSandbox(cmd, layout, pass, o.run.env, filter, nr)
 			inR.Close()
 			outW.Close()
 			if err != nil {
@@ -151,12 +152,65 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 	roLayout := *layout
 	roLayout.WorkspaceReadOnly = true
 	spawn, spawnRO := spawnIn(layout), spawnIn(&roLayout)
+	// Every bash call gets a sandbox of its own (fresh namespaces, /tmp
+	// and process tree), made ahead with its shell already waiting for
+	// the script on stdin.
+	spawnShell := func(ctx context.Context, readOnly bool) (*tools.Shell, error) {
+		l := layout
+		if readOnly {
+			l = &roLayout
+		}
+		spec := newSpec(&o.run, nil, io.Discard)
+		spec.Hold = true
+		cmd := &confine.Cmd{Spec: spec, Stderr: errFile, Limits: confine.Limits{MemoryBytes: o.run.memory, Pids: o.run.pids}}
+		ph, err := startSandbox(cmd, l, pass, o.run.env, filter, nr)
+		if err != nil {
+			ph.Release()
+			return nil, err
+		}
+		stopNet := nr.serve(cmd.Sockets(), stderr)
+		release := func() {
+			stopNet()
+			ph.Release()
+		}
+		var ends [4][2]*os.File // stdin, stdout, stderr, state: read, write
+		closeAll := func() {
+			for _, e := range ends {
+				for _, f := range e {
+					if f != nil {
+						f.Close()
+					}
+				}
+			}
+		}
+		for i := range ends {
+			if ends[i][0], ends[i][1], err = os.Pipe(); err != nil {
+				closeAll()
+				cmd.Abort()
+				release()
+				return nil, err
+			}
+		}
+		err = cmd.Exec([]string{"/bin/sh", "-s"}, spec.Env, spec.Dir, []*os.File{ends[0][0], ends[1][1], ends[2][1], ends[3][1]})
+		for _, f := range []*os.File{ends[0][0], ends[1][1], ends[2][1], ends[3][1]} {
+			f.Close()
+		}
+		if err != nil {
+			ends[0][1].Close()
+			for _, e := range ends[1:] {
+				e[0].Close()
+			}
+			release()
+			return nil, err
+		}
+		return &tools.Shell{Cmd: cmd, Env: spec.Env, Script: ends[0][1], Out: [3]*os.File{ends[1][0], ends[2][0], ends[3][0]}, Release: release}, nil
+	}
 	reg, err := tools.NewRegistry(tools.Core(tools.Options{BashMaxTimeout: o.run.timeout})...)
 	if err != nil {
 		nr.close()
 		return nil, nil, err
 	}
-	s = &tools.Server{Registry: reg, Policy: p, PolicyHash: p.Hash(), Home: penv.Home, Audit: audit, Spawn: spawn, SpawnReadOnly: spawnRO,
+	s = &tools.Server{Registry: reg, Policy: p, PolicyHash: p.Hash(), Home: penv.Home, Audit: audit, Spawn: spawn, SpawnReadOnly: spawnRO, SpawnShell: spawnShell, SpareShells: spareShells,
 		MaxConcurrency: o.maxConc, BashMaxTimeout: o.run.timeout,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	return s, func() {
@@ -167,6 +221,11 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 		}
 	}, nil
 }
+
+// spareShells is how many bash sandboxes a long-lived server keeps made
+// ahead: two keep a stream of calls on two CPUs from waiting for each
+// sandbox in turn (bash calls/s here: 142 with one, 183 with two).
+const spareShells = 2
 
 const serveUsage = `usage: jail serve [flags]
 

@@ -61,6 +61,7 @@ func toolMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer closeAll()
+	s.SpareShells = 0 // one call: nothing to make ahead
 	// Approval questions go to the controlling terminal, never to stdin
 	// (which may carry the arguments).
 	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil && !o.unattended {
@@ -68,7 +69,7 @@ func toolMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		s.Asker = &policy.TerminalAsker{In: tty, Out: tty}
 	}
 	ctx := context.Background()
-	if err := s.Prewarm(ctx, 1); err != nil {
+	if err := s.PrewarmTool(ctx, name); err != nil {
 		fmt.Fprintln(stderr, "jail tool:", err)
 		return 125
 	}
