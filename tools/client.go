@@ -8,52 +8,40 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // Worker is the supervisor's end of one worker: requests go to its stdin,
-// responses come from its stdout. It serves one call at a time; a pool
-// holds several for concurrency.
+// responses come from its stdout. It serves one call at a time (a pool
+// holds several for concurrency), and the call reads its own answer: a
+// reader goroutine handing answers over would cost every call a hop.
 type Worker struct {
 	in   io.WriteCloser
-	stop func() // ends the worker's sandbox; called once by Close
+	out  *bufio.Reader // read by the call holding mu
+	stop func()        // ends the worker's sandbox; called once by Close
 
 	mu      sync.Mutex // one call at a time
 	writeMu sync.Mutex
 	nextID  uint64
-	resp    chan workerResponse
-	dead    chan struct{} // closed when the response stream ends
+	dead    chan struct{} // closed once a call found the response stream ended
 	err     error         // why it ended; set before dead closes
+	once    sync.Once
 	close   sync.Once
 }
 
 // NewWorker wraps a running worker's pipes. stop must end the worker (kill
 // its sandbox) and wait for it; Close calls it once.
 func NewWorker(in io.WriteCloser, out io.Reader, stop func()) *Worker {
-	w := &Worker{in: in, stop: stop, resp: make(chan workerResponse, 1), dead: make(chan struct{})}
-	go func() {
-		// Lifetime: until the worker's stdout ends (it exited or Close
-		// killed it).
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 64<<10), maxWorkerLine)
-		for sc.Scan() {
-			var r workerResponse
-			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-				w.err = fmt.Errorf("worker: bad response: %w", err)
-				break
-			}
-			w.resp <- r
-		}
-		if w.err == nil {
-			w.err = sc.Err()
-		}
-		if w.err == nil {
-			w.err = errors.New("worker: exited")
-		}
+	return &Worker{in: in, out: bufio.NewReaderSize(out, 64<<10), stop: stop, dead: make(chan struct{})}
+}
+
+// fail records why the response stream ended.
+func (w *Worker) fail(err error) {
+	w.once.Do(func() {
+		w.err = err
 		close(w.dead)
-		io.Copy(io.Discard, out) // let the worker finish writing, if it still is
-	}()
-	return w
+	})
 }
 
 // ErrWorkerGone means the worker died during a call; the call's result is
@@ -76,10 +64,15 @@ const cancelGrace = 3 * time.Second
 // call sends one call and waits for its result. When ctx ends first, the
 // worker is told to cancel, and the cancelled call's own result is
 // returned; a worker that does not answer within cancelGrace (or its
-// timeout plus that grace) is reported as gone.
+// timeout plus that grace) is killed and reported as gone.
 func (w *Worker) call(ctx context.Context, c callRequest) (Result, *Session, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	select {
+	case <-w.dead:
+		return Result{}, nil, fmt.Errorf("%w: %v", ErrWorkerGone, w.err)
+	default:
+	}
 	w.nextID++
 	id := w.nextID
 	b, err := json.Marshal(workerRequest{ID: id, Tool: c.Tool, Args: c.Args, TimeoutMS: c.Timeout.Milliseconds(), OutputCap: c.OutputCap, Session: c.Session})
@@ -87,28 +80,48 @@ func (w *Worker) call(ctx context.Context, c callRequest) (Result, *Session, err
 		return Result{}, nil, err
 	}
 	if err := w.send(b); err != nil {
+		w.fail(err)
 		return Result{}, nil, fmt.Errorf("%w: %v", ErrWorkerGone, err)
 	}
-	hard := time.NewTimer(c.Timeout + cancelGrace)
+	// Cancellation and the deadline act from the side while this call
+	// reads: a cancel line when ctx ends, and Close, which ends the read,
+	// when the worker does not answer in time.
+	var expired atomic.Bool
+	hard := time.AfterFunc(c.Timeout+cancelGrace, func() {
+		expired.Store(true)
+		w.Close()
+	})
 	defer hard.Stop()
-	done := ctx.Done()
+	stop := context.AfterFunc(ctx, func() {
+		cb, _ := json.Marshal(workerRequest{Cancel: id})
+		w.send(cb)
+		hard.Reset(cancelGrace)
+	})
+	defer stop()
 	for {
-		select {
-		case r := <-w.resp:
-			if r.ID != id {
-				continue // the late answer to an abandoned call
+		line, tooLong, err := ReadLine(w.out, maxWorkerLine)
+		var r workerResponse
+		switch {
+		case tooLong:
+			err = fmt.Errorf("worker: response longer than %d bytes", maxWorkerLine)
+		case err == nil:
+			if jerr := json.Unmarshal(line, &r); jerr != nil {
+				err = fmt.Errorf("worker: bad response: %w", jerr)
 			}
-			return r.Result, r.Session, nil
-		case <-w.dead:
-			return Result{}, nil, fmt.Errorf("%w: %v", ErrWorkerGone, w.err)
-		case <-done:
-			done = nil
-			cb, _ := json.Marshal(workerRequest{Cancel: id})
-			w.send(cb)
-			hard.Reset(cancelGrace)
-		case <-hard.C:
-			return Result{}, nil, fmt.Errorf("%w: no answer %s after the call's deadline", ErrWorkerGone, cancelGrace)
+		case err == io.EOF:
+			err = errors.New("worker: exited")
 		}
+		if err != nil {
+			w.fail(err)
+			if expired.Load() {
+				return Result{}, nil, fmt.Errorf("%w: no answer %s after the call's deadline", ErrWorkerGone, cancelGrace)
+			}
+			return Result{}, nil, fmt.Errorf("%w: %v", ErrWorkerGone, err)
+		}
+		if r.ID == id {
+			return r.Result, r.Session, nil
+		}
+		// The late answer to an abandoned call.
 	}
 }
 

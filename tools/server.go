@@ -453,36 +453,55 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		inputDone = make(chan struct{})
 	)
 	br := bufio.NewReaderSize(in, 64<<10)
-	for {
-		line, tooLong, err := ReadLine(br, s.MaxLine)
-		if tooLong {
-			send(Response{Type: "error", Error: fmt.Sprintf("request line longer than %d bytes: refused", s.MaxLine)})
-			continue
-		}
-		if len(bytes.TrimSpace(line)) > 0 {
-			s.handle(ctx, line, send, &mu, running, approvals, &calls, inputDone, ds)
-		}
-		if err != nil {
-			close(inputDone)
-			calls.Wait()
-			if errors.Is(err, io.EOF) {
-				return nil
+	ended := make(chan error, 1)
+	// read reads requests until one is a call; it then hands the reading
+	// to a new goroutine and runs the call itself, so a call starts on the
+	// goroutine (and CPU) that read it, with no hop between the two. The
+	// reader that meets the end of the input waits for the calls.
+	var read func()
+	read = func() {
+		for {
+			line, tooLong, err := ReadLine(br, s.MaxLine)
+			var run func()
+			if tooLong {
+				send(Response{Type: "error", Error: fmt.Sprintf("request line longer than %d bytes: refused", s.MaxLine)})
+			} else if len(bytes.TrimSpace(line)) > 0 {
+				run = s.handle(ctx, line, send, &mu, running, approvals, &calls, inputDone, ds)
 			}
-			return fmt.Errorf("serve: read: %w", err)
+			if err != nil {
+				close(inputDone)
+				if run != nil {
+					run()
+				}
+				calls.Wait()
+				ended <- err
+				return
+			}
+			if run != nil {
+				// Lifetime: reads the rest of the input (see read).
+				go read()
+				run()
+				return
+			}
 		}
 	}
+	read()
+	if err := <-ended; !errors.Is(err, io.EOF) {
+		return fmt.Errorf("serve: read: %w", err)
+	}
+	return nil
 }
 
 // handle dispatches one request line.
-func (s *Server) handle(ctx context.Context, line []byte, send func(Response), mu *sync.Mutex, running map[string]context.CancelFunc, approvals map[string]chan bool, calls *sync.WaitGroup, inputDone <-chan struct{}, ds *Disclosure) {
+func (s *Server) handle(ctx context.Context, line []byte, send func(Response), mu *sync.Mutex, running map[string]context.CancelFunc, approvals map[string]chan bool, calls *sync.WaitGroup, inputDone <-chan struct{}, ds *Disclosure) (run func()) {
 	var r Request
 	if err := json.Unmarshal(line, &r); err != nil {
 		send(Response{ID: idOf(line), Type: "error", Error: "malformed request: " + err.Error()})
-		return
+		return nil
 	}
 	if !validID(r.ID) {
 		send(Response{Type: "error", Error: `request without an "id" (a string or a number)`})
-		return
+		return nil
 	}
 	id := string(r.ID)
 	switch r.Type {
@@ -491,40 +510,40 @@ func (s *Server) handle(ctx context.Context, line []byte, send func(Response), m
 			sums, full, err := s.Summaries(r.Context, ds)
 			if err != nil {
 				send(Response{ID: r.ID, Type: "error", Error: err.Error()})
-				return
+				return nil
 			}
 			send(Response{ID: r.ID, Type: "tools", Summaries: sums, Tools: full})
-			return
+			return nil
 		}
 		defs, err := s.ListTools(r.Context)
 		if err != nil {
 			send(Response{ID: r.ID, Type: "error", Error: err.Error()})
-			return
+			return nil
 		}
 		send(Response{ID: r.ID, Type: "tools", Tools: defs})
 	case "load_tool", "load_tool_resource":
 		if ds == nil {
 			send(Response{ID: r.ID, Type: "error", Error: r.Type + ": progressive disclosure is off ([tools] disclosure = true turns it on)"})
-			return
+			return nil
 		}
 		t, err := s.Permitted(r.Context, r.Name)
 		if err != nil {
 			send(Response{ID: r.ID, Type: "error", Error: r.Type + ": " + err.Error()})
-			return
+			return nil
 		}
 		if r.Type == "load_tool_resource" {
 			doc, err := t.Resource(r.Resource)
 			if err != nil {
 				send(Response{ID: r.ID, Type: "error", Error: err.Error()})
-				return
+				return nil
 			}
 			send(Response{ID: r.ID, Type: "resource", Document: doc})
-			return
+			return nil
 		}
 		unloaded, err := ds.Load(t.Definition())
 		if err != nil {
 			send(Response{ID: r.ID, Type: "error", Error: err.Error()})
-			return
+			return nil
 		}
 		send(Response{ID: r.ID, Type: "tool", Tools: []Definition{t.Definition()}, Unloaded: unloaded})
 	case "cancel":
@@ -533,7 +552,7 @@ func (s *Server) handle(ctx context.Context, line []byte, send func(Response), m
 		mu.Unlock()
 		if !ok {
 			send(Response{ID: r.ID, Type: "error", Error: "cancel: no running call with id " + string(r.Target)})
-			return
+			return nil
 		}
 		c()
 		send(Response{ID: r.ID, Type: "cancelled"})
@@ -544,13 +563,13 @@ func (s *Server) handle(ctx context.Context, line []byte, send func(Response), m
 		mu.Unlock()
 		if !ok {
 			send(Response{ID: r.ID, Type: "error", Error: "approval_response: no pending approval request with id " + id})
-			return
+			return nil
 		}
 		ch <- r.Approve
 	case "", "call":
 		if r.Tool == "" {
 			send(Response{ID: r.ID, Type: "error", Error: `call without a "tool"`})
-			return
+			return nil
 		}
 		mu.Lock()
 		_, dup := running[id]
@@ -565,10 +584,10 @@ func (s *Server) handle(ctx context.Context, line []byte, send func(Response), m
 		switch {
 		case dup:
 			send(Response{ID: r.ID, Type: "error", Error: "a call with id " + id + " is still running"})
-			return
+			return nil
 		case busy:
 			send(Response{ID: r.ID, Type: "error", Error: fmt.Sprintf("server busy: %d calls pending", maxPending)})
-			return
+			return nil
 		}
 		asker := policy.AskFunc(func(actx context.Context, q policy.Question) (policy.Answer, error) {
 			ch := make(chan bool, 1)
@@ -591,8 +610,7 @@ func (s *Server) handle(ctx context.Context, line []byte, send func(Response), m
 			}
 		})
 		calls.Add(1)
-		go func() {
-			// Lifetime: one call; Serve waits for it before returning.
+		return func() {
 			defer calls.Done()
 			defer func() {
 				mu.Lock()
@@ -602,10 +620,11 @@ func (s *Server) handle(ctx context.Context, line []byte, send func(Response), m
 			}()
 			res := s.call(cctx, r, asker)
 			send(Response{ID: r.ID, Type: "result", Result: &res})
-		}()
+		}
 	default:
 		send(Response{ID: r.ID, Type: "error", Error: fmt.Sprintf("unknown request type %q (want call, list_tools, load_tool, load_tool_resource, cancel or approval_response)", r.Type)})
 	}
+	return nil
 }
 
 // ReadLine reads one line of at most max bytes. A longer line is consumed
