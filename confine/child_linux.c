@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
@@ -1079,6 +1080,19 @@ static void __attribute__((noreturn)) early_pid1(struct child *c) {
 	run_body(c);
 }
 
+// forget_caller wipes the caller's environment and command line from a
+// copy of the supervisor's memory made before the Go runtime started: pid
+// 1 has no use for them, and the command could read /proc/1/cmdline; an
+// exec'd init has neither. The strings are contiguous, so the init's name
+// takes the place of the arguments.
+static void forget_caller(int argc, char **argv, char **envp) {
+	for (char **e = envp; e && *e; e++) memset(*e, 0, strlen(*e));
+	char *a0 = argv[0], *aend = argv[argc - 1] + strlen(argv[argc - 1]);
+	memset(a0, 0, aend - a0);
+	if (aend - a0 >= (ptrdiff_t)sizeof(CHILD_ARG0)) memcpy(a0, CHILD_ARG0, sizeof(CHILD_ARG0));
+	prctl(PR_SET_NAME, CHILD_ARG0, 0, 0, 0);
+}
+
 // lift_fd copies fd above the low numbers, so that placing the three
 // descriptors on 3, 4 and 5 cannot overwrite one of them (fds the caller
 // left open sit anywhere, these three included).
@@ -1088,15 +1102,7 @@ static void __attribute__((noreturn)) early_child(pid_t parent, int plan, int st
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	if (getppid() != parent) _exit(125);
 	setpgid(0, 0);
-	// This copy of the supervisor's memory holds the caller's environment
-	// and command line, which pid 1 has no use for and the command could
-	// read in /proc/1/cmdline; an exec'd init has neither. The strings
-	// are contiguous, so the name takes the place of the arguments.
-	for (char **e = envp; e && *e; e++) memset(*e, 0, strlen(*e));
-	char *a0 = argv[0], *aend = argv[argc - 1] + strlen(argv[argc - 1]);
-	memset(a0, 0, aend - a0);
-	if (aend - a0 >= (ptrdiff_t)sizeof(CHILD_ARG0)) memcpy(a0, CHILD_ARG0, sizeof(CHILD_ARG0));
-	prctl(PR_SET_NAME, CHILD_ARG0, 0, 0, 0);
+	forget_caller(argc, argv, envp);
 	int p = lift_fd(plan), s = lift_fd(status), k = lift_fd(sock);
 	if (p < 0 || s < 0 || k < 0 || dup2(p, 3) < 0 || dup2(s, 4) < 0 || dup2(k, 5) < 0) _exit(125);
 	// Only 0-5 stay open, as in an exec'd init; 0-2 are replaced by
@@ -1145,11 +1151,10 @@ close_plan:
 	close(plan[1]);
 }
 
-__attribute__((constructor)) static void jail_child_main(int argc, char **argv, char **envp) {
-	if (!is_child(argc, argv)) {
-		if (argc >= 2 && !strcmp(argv[1], "run")) early_start(argc, argv, envp);
-		return;
-	}
+// child_main is a sandbox's init with its descriptors in place (0-2 the
+// command's stdio, 3 the plan, 4 the reports, 5 the sockets), whether it
+// was exec'd or forked by the zygote.
+static void __attribute__((noreturn)) child_main(void) {
 	struct child c;
 	init_child(&c);
 	// The header comes first and alone: the namespaces are created while
@@ -1160,4 +1165,121 @@ __attribute__((constructor)) static void jail_child_main(int argc, char **argv, 
 	c.layer = "mount";
 	c.stage = "read plan";
 	run_body(&c);
+}
+
+// ---- zygote -----------------------------------------------------------------
+//
+// A process that starts many sandboxes (jail serve, jail mcp) has its
+// constructor fork a zygote before the Go runtime starts: a small copy of
+// the binary's pristine image that forks each sandbox's init on request,
+// where an exec of the 11 MB static binary cost a millisecond or more per
+// sandbox. The init is forked with CLONE_PARENT, so it is the supervisor's
+// own child (waited for, and dying with it, as an exec'd one) and takes
+// the same path as an exec'd init from then on.
+//
+// A request is one message on the zygote's socket: one byte, with the six
+// descriptors of an exec'd init (stdin, stdout, stderr, plan, reports,
+// sockets). The answer is the init's pid, or a negative errno.
+
+static int zygote = -1;
+static pthread_mutex_t zygote_mu = PTHREAD_MUTEX_INITIALIZER;
+
+int jail_zygote_fork(const int fds[6]) {
+	if (zygote < 0) return -ENOSYS;
+	char byte = 0;
+	char oob[CMSG_SPACE(6 * sizeof(int))];
+	memset(oob, 0, sizeof(oob));
+	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = oob, .msg_controllen = sizeof(oob)};
+	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN(6 * sizeof(int));
+	memcpy(CMSG_DATA(h), fds, 6 * sizeof(int));
+	int answer;
+	pthread_mutex_lock(&zygote_mu);
+	ssize_t n;
+	do n = sendmsg(zygote, &m, MSG_NOSIGNAL); while (n < 0 && errno == EINTR);
+	if (n == 1) {
+		do n = recv(zygote, &answer, sizeof(answer), 0); while (n < 0 && errno == EINTR);
+	}
+	int err = errno;
+	pthread_mutex_unlock(&zygote_mu);
+	if (n != sizeof(answer)) return n < 0 ? -err : -EPIPE;
+	return answer;
+}
+
+static void __attribute__((noreturn)) zygote_child(int fds[6]) {
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	prctl(PR_SET_NAME, CHILD_ARG0, 0, 0, 0);
+	setpgid(0, 0);
+	int lifted[6];
+	for (int i = 0; i < 6; i++)
+		if ((lifted[i] = lift_fd(fds[i])) < 0) _exit(125);
+	for (int i = 0; i < 6; i++)
+		if (dup2(lifted[i], i) < 0) _exit(125);
+	syscall(SYS_close_range, 6, ~0U, 0);
+	child_main();
+}
+
+static void __attribute__((noreturn)) zygote_main(pid_t parent, int sock, int argc, char **argv, char **envp) {
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (getppid() != parent) _exit(0);
+	forget_caller(argc, argv, envp);
+	prctl(PR_SET_NAME, "jail-zygote", 0, 0, 0);
+	// Nothing of the caller's stays open here: not its terminal, not its
+	// descriptors. The socket moves to 3.
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	int s = lift_fd(sock);
+	if (null < 0 || s < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 || dup2(s, 3) < 0) _exit(125);
+	syscall(SYS_close_range, 4, ~0U, 0);
+	signal(SIGPIPE, SIG_IGN);
+	for (;;) {
+		char byte;
+		char oob[CMSG_SPACE(6 * sizeof(int))];
+		struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+		struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = oob, .msg_controllen = sizeof(oob)};
+		ssize_t n = recvmsg(3, &m, MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR) continue;
+		if (n <= 0) _exit(0); // the supervisor is gone
+		struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+		int fds[6], nfd = 0;
+		if (h && h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS && !(m.msg_flags & MSG_CTRUNC)) {
+			nfd = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			if (nfd > 6) nfd = 6;
+			memcpy(fds, CMSG_DATA(h), nfd * sizeof(int));
+		}
+		int answer = -EINVAL;
+		if (nfd == 6) {
+			pid_t pid = (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0);
+			if (pid == 0) {
+				close(3);
+				zygote_child(fds);
+			}
+			answer = pid < 0 ? -errno : pid;
+		}
+		for (int i = 0; i < nfd; i++) close(fds[i]);
+		while (send(3, &answer, sizeof(answer), 0) < 0 && errno == EINTR)
+			;
+	}
+}
+
+static void zygote_start(int argc, char **argv, char **envp) {
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) return;
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid == 0) zygote_main(parent, sv[1], argc, argv, envp);
+	close(sv[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		return;
+	}
+	zygote = sv[0];
+}
+
+__attribute__((constructor)) static void jail_child_main(int argc, char **argv, char **envp) {
+	if (is_child(argc, argv)) child_main();
+	if (argc >= 2 && !strcmp(argv[1], "run")) early_start(argc, argv, envp);
+	if (argc >= 2 && (!strcmp(argv[1], "serve") || !strcmp(argv[1], "mcp"))) zygote_start(argc, argv, envp);
 }

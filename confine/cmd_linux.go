@@ -303,9 +303,29 @@ func (c *Cmd) Prestart() error {
 		attr.UseCgroupFD = true
 		attr.CgroupFD = c.cg.fd
 	}
+	stdio := []*os.File{c.Stdin, c.Stdout, c.Stderr}
 	files := []*os.File{orNull(c.Stdin), orNull(c.Stdout), orNull(c.Stderr), planR, statusW, sockChild}
 	c.start = time.Now()
-	proc, err := os.StartProcess("/proc/self/exe", []string{childArg0}, &os.ProcAttr{Env: []string{}, Files: files, Sys: attr})
+	// A zygote (jail serve, jail mcp) forks the init without an exec, but
+	// cannot start it in a cgroup.
+	pid, forked, err := 0, false, error(nil)
+	if c.cg.fd < 0 {
+		pid, forked, err = zygoteFork(files)
+	}
+	if forked && err == nil {
+		c.proc = &initProc{pid: pid}
+	} else if !forked {
+		var proc *os.Process
+		proc, err = os.StartProcess("/proc/self/exe", []string{childArg0}, &os.ProcAttr{Env: []string{}, Files: files, Sys: attr})
+		if err == nil {
+			c.proc = &initProc{pid: proc.Pid, exec: proc}
+		}
+	}
+	for i, f := range stdio {
+		if f == nil && files[i] != nil {
+			files[i].Close() // the /dev/null opened for it
+		}
+	}
 	if err != nil {
 		planW.Close()
 		statusR.Close()
@@ -313,13 +333,12 @@ func (c *Cmd) Prestart() error {
 		c.cg.cleanup()
 		return fmt.Errorf("start the sandbox's init: %w", err)
 	}
-	c.proc = &initProc{pid: proc.Pid, exec: proc}
 	c.statusF = statusR
 	c.status = bufio.NewReader(statusR)
 	c.pre = prestart{net: s.Net, uid: s.UID, gid: s.GID, plan: planW, sockets: sockMine}
 	// The child must be in its cgroup before it forks pid 1, which it
 	// does as soon as it has the header.
-	if err := c.cg.attach(proc.Pid); err != nil {
+	if err := c.cg.attach(c.proc.pid); err != nil {
 		c.Abort()
 		return &LayerError{Layer: LayerLimits, Stage: "cgroup", Errno: errnoOf(err), Msg: err.Error()}
 	}

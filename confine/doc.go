@@ -50,6 +50,14 @@
 // pid 1 exists) and otherwise kills it and execs a child as above. pid 1
 // maps the ids from the header and takes the command's stdio over fd 5.
 //
+// `jail serve` and `jail mcp` start many sandboxes: their constructor forks
+// a zygote before the Go runtime starts, a copy of the binary's pristine
+// image (the caller's environment and arguments wiped, only /dev/null and
+// its socket open) that forks each init on request with CLONE_PARENT, so
+// the init is the supervisor's own child and needs no exec of the 11 MB
+// binary. Prestart falls back to the exec when there is no zygote or the
+// init must start in a cgroup.
+//
 // Creating the namespaces in the child rather than at clone lets the
 // supervisor start it with vfork (Go copies its whole address space for a
 // clone with CLONE_NEWUSER), and lets the namespaces be created while the

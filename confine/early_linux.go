@@ -8,7 +8,11 @@ package confine
 */
 import "C"
 
-import "os"
+import (
+	"fmt"
+	"os"
+	"syscall"
+)
 
 // earlyFlags are the namespaces an early child has (JAIL_EARLY_FLAGS).
 const earlyFlags = uint64(C.JAIL_EARLY_FLAGS)
@@ -33,4 +37,23 @@ func takeEarly() (e early, ok bool) {
 		status: os.NewFile(uintptr(c.status), "status"),
 		socket: os.NewFile(uintptr(c.sock), "sockets"),
 	}, true
+}
+
+// zygoteFork has this process's zygote fork a sandbox's init with files
+// as its descriptors 0-5; ok is false when the process has no zygote or
+// it is gone, and the caller then execs the init.
+func zygoteFork(files []*os.File) (pid int, ok bool, err error) {
+	var fds [6]C.int
+	for i, f := range files {
+		fds[i] = C.int(f.Fd())
+	}
+	r := int(C.jail_zygote_fork(&fds[0]))
+	switch {
+	case r > 0:
+		return r, true, nil
+	case r == -int(syscall.ENOSYS) || r == -int(syscall.EPIPE) || r == -int(syscall.ECONNRESET):
+		return 0, false, nil
+	default:
+		return 0, true, fmt.Errorf("zygote: fork the sandbox's init: %w", syscall.Errno(-r))
+	}
 }

@@ -1,4 +1,5 @@
-// The early child of `jail run` (child_linux.c, early_linux.go).
+// The early child of `jail run` and the zygote of `jail serve` and
+// `jail mcp` (child_linux.c, early_linux.go).
 
 #ifndef JAIL_EARLY_LINUX_H
 #define JAIL_EARLY_LINUX_H
@@ -19,5 +20,11 @@ struct jail_early {
 // jail_take_early hands the early child over once; it returns 0 when there
 // is none (not `jail run`, or the fork failed).
 int jail_take_early(struct jail_early *out);
+
+// jail_zygote_fork has the zygote of jail serve and jail mcp fork a
+// sandbox's init with fds as its descriptors 0-5 (an exec'd init's), as a
+// child of this process. It returns the init's pid, or a negative errno
+// (-ENOSYS: no zygote in this process).
+int jail_zygote_fork(const int fds[6]);
 
 #endif

@@ -448,3 +448,84 @@ func TestBashFreshSandboxPerCall(t *testing.T) {
 		}
 	})
 }
+
+// TestZygoteHoldsNothingOfTheCaller checks from the host the zygote that
+// jail serve forks before its Go runtime starts (and that forks every
+// sandbox's init): it keeps neither the caller's environment, nor its
+// command line, nor any descriptor of the caller's; and the inits it forks
+// are the server's own children, which die with it.
+func TestZygoteHoldsNothingOfTheCaller(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		cfg := r.dir(t, "jail-it-cfg-")
+		pol, _ := r.toolPolicy(t, cfg, "")
+		canary, _ := r.canary(t)
+		leak, err := os.Open(canary)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer leak.Close()
+		cmd := exec.Command(suite.bin, "serve", "-w", ws, "--policy", pol)
+		cmd.Dir = ws
+		r.prepare(cmd, "GITHUB_TOKEN=topsecret-zygote")
+		cmd.ExtraFiles = []*os.File{leak}
+		in, _ := cmd.StdinPipe()
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(out)
+		fmt.Fprintln(in, `{"id":1,"tool":"bash","args":{"command":"echo ok"}}`)
+		if !sc.Scan() || !strings.Contains(sc.Text(), `"ok\n"`) {
+			t.Fatalf("bash through jail serve: %q", sc.Text())
+		}
+		serve := strconv.Itoa(cmd.Process.Pid)
+		var zygote, inits []string
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			st, err := os.ReadFile("/proc/" + e.Name() + "/status")
+			if err != nil || !strings.Contains(string(st), "\nPPid:\t"+serve+"\n") {
+				continue
+			}
+			switch {
+			case strings.HasPrefix(string(st), "Name:\tjail-zygote\n"):
+				zygote = append(zygote, e.Name())
+			case strings.HasPrefix(string(st), "Name:\tjail-init\n"):
+				inits = append(inits, e.Name())
+			}
+		}
+		if len(zygote) != 1 || len(inits) == 0 {
+			t.Fatalf("jail serve's children: zygote %v, inits %v", zygote, inits)
+		}
+		z := "/proc/" + zygote[0]
+		if env, _ := os.ReadFile(z + "/environ"); strings.Contains(string(env), "topsecret") {
+			t.Error("the zygote keeps the caller's environment")
+		}
+		if cl, _ := os.ReadFile(z + "/cmdline"); strings.Contains(string(cl), "serve") || strings.Contains(string(cl), pol) {
+			t.Errorf("the zygote keeps the caller's command line: %q", cl)
+		}
+		fds, _ := os.ReadDir(z + "/fd")
+		for _, fd := range fds {
+			target, _ := os.Readlink(z + "/fd/" + fd.Name())
+			if n, _ := strconv.Atoi(fd.Name()); n > 3 || target == canary || (n < 3 && target != "/dev/null") {
+				t.Errorf("the zygote holds fd %s -> %s", fd.Name(), target)
+			}
+		}
+		in.Close()
+		cmd.Wait()
+		// They die with the server (SIGKILL on its death): give the kernel
+		// a moment to carry that out.
+		alive := func(pid string) bool {
+			st, err := os.ReadFile("/proc/" + pid + "/status")
+			return err == nil && !strings.Contains(string(st), "State:\tZ")
+		}
+		for _, pid := range append(zygote, inits...) {
+			for deadline := time.Now().Add(2 * time.Second); alive(pid) && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if alive(pid) {
+				t.Errorf("process %s outlived jail serve", pid)
+			}
+		}
+	})
+}
