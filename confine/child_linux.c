@@ -16,6 +16,7 @@
 //go:build linux && cgo
 
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
@@ -561,9 +562,28 @@ static void op_landlock(struct child *c) {
 
 // op_cloexec marks every descriptor but 0, 1, 2 and the report pipe
 // close-on-exec (CVE-2024-21626 was a leaked host directory descriptor).
+// close_from closes every descriptor from low up or, with cloexec, marks
+// it close-on-exec. close_range does it in one call since Linux 5.9 (5.11
+// for the flag); before, /proc/self/fd lists them, whatever their numbers.
+static int close_from(unsigned low, int cloexec) {
+	if (syscall(SYS_close_range, low, ~0U, cloexec ? 4 /* CLOSE_RANGE_CLOEXEC */ : 0) == 0) return 0;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d) return -1;
+	int self = dirfd(d);
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		long fd = strtol(e->d_name, &end, 10);
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || *end || fd < (long)low || fd == self) continue;
+		if (cloexec) fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+		else close((int)fd);
+	}
+	closedir(d);
+	return 0;
+}
+
 static void op_cloexec(struct child *c) {
-	if (syscall(SYS_close_range, 3, ~0U, 4 /* CLOSE_RANGE_CLOEXEC */) == 0) return;
-	for (int fd = 3; fd < 1024; fd++) fcntl(fd, F_SETFD, FD_CLOEXEC);
+	CHECK(c, close_from(3, 1), "mark descriptors close-on-exec");
 }
 
 // op_caps empties every capability set and locks it: nothing the command
@@ -1080,6 +1100,24 @@ static void __attribute__((noreturn)) early_pid1(struct child *c) {
 	run_body(c);
 }
 
+// reset_signals gives a process forked before the Go runtime the signal
+// state an exec'd init gets from os.StartProcess: every signal at its
+// default, except SIGHUP and SIGINT when the caller ignored them (as the
+// Go runtime keeps them), and nothing blocked. Whatever the caller set (an
+// ignored SIGCHLD would make pid 1 wait for ever) stops here.
+static void reset_signals(void) {
+	for (int sig = 1; sig < NSIG; sig++) {
+		if (sig == SIGKILL || sig == SIGSTOP) continue;
+		struct sigaction old;
+		if (sigaction(sig, NULL, &old) < 0) continue;
+		if ((sig == SIGHUP || sig == SIGINT) && old.sa_handler == SIG_IGN) continue;
+		signal(sig, SIG_DFL);
+	}
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 // forget_caller wipes the caller's environment and command line from a
 // copy of the supervisor's memory made before the Go runtime started: pid
 // 1 has no use for them, and the command could read /proc/1/cmdline; an
@@ -1093,21 +1131,22 @@ static void forget_caller(int argc, char **argv, char **envp) {
 	prctl(PR_SET_NAME, CHILD_ARG0, 0, 0, 0);
 }
 
-// lift_fd copies fd above the low numbers, so that placing the three
-// descriptors on 3, 4 and 5 cannot overwrite one of them (fds the caller
-// left open sit anywhere, these three included).
-static int lift_fd(int fd) { return fcntl(fd, F_DUPFD, 64); }
+// lift_fd copies fd above 5, so that placing descriptors on 0-5 cannot
+// overwrite one of them (fds the caller left open sit anywhere, these
+// included).
+static int lift_fd(int fd) { return fcntl(fd, F_DUPFD, 6); }
 
 static void __attribute__((noreturn)) early_child(pid_t parent, int plan, int status, int sock, int argc, char **argv, char **envp) {
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	if (getppid() != parent) _exit(125);
 	setpgid(0, 0);
 	forget_caller(argc, argv, envp);
+	reset_signals();
 	int p = lift_fd(plan), s = lift_fd(status), k = lift_fd(sock);
 	if (p < 0 || s < 0 || k < 0 || dup2(p, 3) < 0 || dup2(s, 4) < 0 || dup2(k, 5) < 0) _exit(125);
 	// Only 0-5 stay open, as in an exec'd init; 0-2 are replaced by
 	// recv_stdio.
-	syscall(SYS_close_range, 6, ~0U, 0);
+	if (close_from(6, 0) < 0) _exit(125);
 	struct child c;
 	init_child(&c);
 	c.layer = "userns";
@@ -1218,7 +1257,7 @@ static void __attribute__((noreturn)) zygote_child(int fds[6]) {
 		if ((lifted[i] = lift_fd(fds[i])) < 0) _exit(125);
 	for (int i = 0; i < 6; i++)
 		if (dup2(lifted[i], i) < 0) _exit(125);
-	syscall(SYS_close_range, 6, ~0U, 0);
+	if (close_from(6, 0) < 0) _exit(125);
 	child_main();
 }
 
@@ -1226,14 +1265,14 @@ static void __attribute__((noreturn)) zygote_main(pid_t parent, int sock, int ar
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	if (getppid() != parent) _exit(0);
 	forget_caller(argc, argv, envp);
+	reset_signals();
 	prctl(PR_SET_NAME, "jail-zygote", 0, 0, 0);
 	// Nothing of the caller's stays open here: not its terminal, not its
 	// descriptors. The socket moves to 3.
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	int s = lift_fd(sock);
 	if (null < 0 || s < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 || dup2(s, 3) < 0) _exit(125);
-	syscall(SYS_close_range, 4, ~0U, 0);
-	signal(SIGPIPE, SIG_IGN);
+	if (close_from(4, 0) < 0) _exit(125);
 	for (;;) {
 		char byte;
 		char oob[CMSG_SPACE(6 * sizeof(int))];
@@ -1259,7 +1298,7 @@ static void __attribute__((noreturn)) zygote_main(pid_t parent, int sock, int ar
 			answer = pid < 0 ? -errno : pid;
 		}
 		for (int i = 0; i < nfd; i++) close(fds[i]);
-		while (send(3, &answer, sizeof(answer), 0) < 0 && errno == EINTR)
+		while (send(3, &answer, sizeof(answer), MSG_NOSIGNAL) < 0 && errno == EINTR)
 			;
 	}
 }
@@ -1278,8 +1317,25 @@ static void zygote_start(int argc, char **argv, char **envp) {
 	zygote = sv[0];
 }
 
+// stdio_open makes sure descriptors 0-2 are open (on /dev/null if the
+// caller closed them), as the Go runtime does: the pipes made here must not
+// take their numbers, or the supervisor would later treat a pipe to the
+// sandbox's init as its own stdout.
+static int stdio_open(void) {
+	for (int fd = 0; fd < 3; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+		int n = open("/dev/null", O_RDWR);
+		if (n != fd) {
+			if (n >= 0) close(n);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 __attribute__((constructor)) static void jail_child_main(int argc, char **argv, char **envp) {
 	if (is_child(argc, argv)) child_main();
+	if (argc < 2 || stdio_open() < 0) return;
 	if (argc >= 2 && !strcmp(argv[1], "run")) early_start(argc, argv, envp);
 	if (argc >= 2 && (!strcmp(argv[1], "serve") || !strcmp(argv[1], "mcp"))) zygote_start(argc, argv, envp);
 }

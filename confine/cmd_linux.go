@@ -63,6 +63,9 @@ type Result struct {
 	// why a cgroup could not be used.
 	Limits     LimitMethod `json:"limits"`
 	LimitsNote string      `json:"limits_note,omitempty"`
+	// Killed says the sandbox was ended (Signal, Abort or the timeout)
+	// before its init reported how the command ended.
+	Killed bool `json:"-"`
 }
 
 // cloneFlags are the namespaces of every sandbox, created by the child
@@ -168,16 +171,21 @@ func (c *Cmd) Exec(argv, env []string, dir string, files []*os.File) error {
 	if !c.Spec.Hold || c.proc == nil || c.pre.sockets == nil {
 		return errors.New("confine: Exec needs a sandbox started with Spec.Hold, once")
 	}
+	// A held sandbox that cannot be given its command is ended: its pid 1
+	// would wait for one for ever.
 	if len(files) < 3 || len(files) > 4 {
+		c.Abort()
 		return fmt.Errorf("confine: Exec takes 3 or 4 descriptors, not %d", len(files))
 	}
 	if !isCleanAbs(dir) {
+		c.Abort()
 		return fmt.Errorf("spec: working directory %q must be an absolute clean path", dir)
 	}
 	x := *c.Spec
 	x.Argv, x.Env, x.Dir = argv, env, dir
 	p := &plan{}
 	if err := p.exec(&x); err != nil {
+		c.Abort()
 		return err
 	}
 	msg := binary.NativeEndian.AppendUint32(make([]byte, 0, 4+len(p.b)), uint32(len(p.b)))
@@ -186,6 +194,7 @@ func (c *Cmd) Exec(argv, env []string, dir string, files []*os.File) error {
 	for i, f := range files {
 		if f == nil {
 			if f = orNull(nil); f == nil {
+				c.Abort()
 				return fmt.Errorf("open %s for the command", os.DevNull)
 			}
 			defer f.Close()
@@ -268,7 +277,13 @@ func (c *Cmd) Prestart() error {
 		// network namespace already.
 		if c.cg.method == LimitNone || c.cg.method == LimitRLimit {
 			if namespaceFlags(s) == earlyFlags {
-				return c.adopt(e)
+				ok, err := c.adopt(e)
+				if ok || err != nil {
+					return err
+				}
+				// The early child is gone (it could not start, say under a
+				// low open-files limit): an exec'd one takes its place.
+				c.proc, c.statusF, c.status, c.pre = nil, nil, nil, prestart{}
 			}
 		}
 		discard(e)
@@ -352,24 +367,24 @@ func (c *Cmd) Prestart() error {
 // adopt makes the early child this command's init: it sends the header,
 // which the child has waited for with its namespaces already made, and the
 // command's stdio, which the child could not inherit.
-func (c *Cmd) adopt(e early) error {
+func (c *Cmd) adopt(e early) (ok bool, err error) {
 	s := c.Spec
 	c.start = time.Now()
+	if _, err := e.plan.Write(planHeader(s, os.Getuid(), os.Getgid())); err != nil {
+		discard(e)
+		return false, nil
+	}
 	c.proc = &initProc{pid: e.pid}
 	c.statusF = e.status
 	c.status = bufio.NewReader(e.status)
 	c.pre = prestart{net: s.Net, uid: s.UID, gid: s.GID, plan: e.plan, sockets: e.socket}
-	if _, err := e.plan.Write(planHeader(s, os.Getuid(), os.Getgid())); err != nil {
-		c.Abort()
-		return fmt.Errorf("send the plan header: %w", err)
-	}
 	var fds []int
 	for _, f := range []*os.File{c.Stdin, c.Stdout, c.Stderr} {
 		if f == nil {
 			null := orNull(nil)
 			if null == nil {
 				c.Abort()
-				return fmt.Errorf("open %s for the command's stdio", os.DevNull)
+				return true, fmt.Errorf("open %s for the command's stdio", os.DevNull)
 			}
 			defer null.Close()
 			f = null
@@ -380,12 +395,12 @@ func (c *Cmd) adopt(e early) error {
 		// The child's own report says why, if it failed first.
 		if r, rerr := c.next(); rerr == nil && r.Err != nil {
 			c.Abort()
-			return withFix(r.Err)
+			return true, withFix(r.Err)
 		}
 		c.Abort()
-		return fmt.Errorf("send the command's stdio: %w", err)
+		return true, fmt.Errorf("send the command's stdio: %w", err)
 	}
-	return nil
+	return true, nil
 }
 
 // discard ends an early child that this run cannot use.
@@ -563,6 +578,7 @@ func (c *Cmd) wait() (*Result, error) {
 		MaxRSSKB:   r.MaxRSSKB,
 		Limits:     c.cg.method,
 		LimitsNote: c.cg.why,
+		Killed:     r.Stage != "exit",
 	}
 	switch {
 	case timedOut:

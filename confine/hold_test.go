@@ -6,9 +6,12 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // heldSandbox starts a default sandbox with Spec.Hold.
@@ -47,18 +50,34 @@ func TestHoldThenExec(t *testing.T) {
 	}
 }
 
-// TestHoldRefusesMisuse: Exec without Hold, twice, or with the wrong number
-// of descriptors is an error, and a missing command is an ExecError.
+// TestHoldRefusesMisuse: Exec without Hold, twice, with the wrong number
+// of descriptors or a relative directory is an error, and a missing
+// command is an ExecError; a held sandbox refused its command is ended,
+// not left waiting.
 func TestHoldRefusesMisuse(t *testing.T) {
-	c := heldSandbox(t)
 	null, _ := os.Open(os.DevNull)
 	defer null.Close()
-	if err := c.Exec([]string{"/bin/true"}, nil, "/", []*os.File{null}); err == nil {
-		t.Fatal("one descriptor accepted")
+	for _, bad := range []struct {
+		name  string
+		dir   string
+		files []*os.File
+	}{
+		{"one descriptor", "/", []*os.File{null}},
+		{"five descriptors", "/", []*os.File{null, null, null, null, null}},
+		{"a relative directory", "rel", []*os.File{null, null, null}},
+	} {
+		c := heldSandbox(t)
+		pid := c.Pid()
+		if err := c.Exec([]string{"/bin/true"}, nil, bad.dir, bad.files); err == nil {
+			t.Fatalf("%s accepted", bad.name)
+		}
+		if unix.Kill(pid, 0) == nil {
+			if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status"); !strings.Contains(string(b), "State:\tZ") {
+				t.Errorf("%s: the held sandbox (pid %d) was left running", bad.name, pid)
+			}
+		}
 	}
-	if err := c.Exec([]string{"/bin/true"}, nil, "rel", []*os.File{null, null, null}); err == nil {
-		t.Fatal("a relative directory accepted")
-	}
+	c := heldSandbox(t)
 	err := c.Exec([]string{"/no/such/command"}, nil, "/", []*os.File{null, null, null})
 	var ee *ExecError
 	if !errors.As(err, &ee) || ee.ExitCode() != 127 {

@@ -43,6 +43,12 @@ func (p *initProc) wait() (syscall.WaitStatus, error) {
 		}
 		return st.Sys().(syscall.WaitStatus), nil
 	}
+	p.mu.Lock()
+	reaped := p.reaped
+	p.mu.Unlock()
+	if reaped {
+		return 0, os.NewSyscallError("wait4", syscall.ECHILD)
+	}
 	// Wait without reaping first: signal holds mu while it sends, so a
 	// signal never reaches a process that reused the pid.
 	var info unix.Siginfo

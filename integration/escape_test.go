@@ -484,3 +484,41 @@ for f in /proc/self/fd/*; do readlink "$f"; done; true`
 		}
 	})
 }
+
+// TestCallerStateDoesNotReachTheInit: jail run forks its sandbox's init
+// before the Go runtime starts, so whatever odd state the caller leaves it
+// must be undone there: closed stdio (the init's pipes must not take fds
+// 0-2), an ignored SIGCHLD (pid 1 must still see its command end), and a
+// low open-files limit. Each run must end promptly with the command's
+// status.
+func TestCallerStateDoesNotReachTheInit(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		for _, c := range []struct{ name, script string }{
+			{"stdin and stdout closed", `"$JAIL" run -- sh -c 'echo out-of-band >&2; exit 3' <&- >&-`},
+			{"stdout and stderr closed", `"$JAIL" run -- sh -c 'exit 3' >&- 2>&-`},
+			{"all stdio closed", `"$JAIL" run -- sh -c 'exit 3' <&- >&- 2>&-`},
+			{"SIGCHLD ignored", `trap '' CHLD; "$JAIL" run -- sh -c 'sleep 0.1 & wait; exit 3'`},
+			{"SIGPIPE and SIGTERM ignored", `trap '' PIPE TERM; "$JAIL" run -- sh -c 'kill -TERM $$; exit 3'`},
+			{"64 open files", `ulimit -n 64; "$JAIL" run -- sh -c 'exit 3'`},
+		} {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			cmd := exec.CommandContext(ctx, "/bin/sh", "-c", c.script+`; echo "status $?"`)
+			cmd.Dir = ws
+			r.prepare(cmd, "JAIL="+suite.bin)
+			out, _ := cmd.CombinedOutput()
+			late := ctx.Err() != nil
+			cancel()
+			if late {
+				t.Fatalf("%s: jail run did not end within 30s", c.name)
+			}
+			want := "status 3"
+			if c.name == "SIGPIPE and SIGTERM ignored" {
+				want = "status 143" // the command's own SIGTERM: default again inside
+			}
+			if !strings.Contains(string(out), want) {
+				t.Errorf("%s: %q, want %q", c.name, out, want)
+			}
+		}
+	})
+}

@@ -529,3 +529,48 @@ func TestZygoteHoldsNothingOfTheCaller(t *testing.T) {
 		}
 	})
 }
+
+// TestBashCannotExhaustTheServer: a bash call's shell reports its state
+// on fd 3 to the supervisor; a command that floods fd 3 must cost the
+// supervisor bounded memory and lose only that call's new state. And bash
+// calls are bounded by --max-concurrency like every other call: two
+// sessions' calls that would collide if run together both succeed.
+func TestBashCannotExhaustTheServer(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		cfg := r.dir(t, "jail-it-cfg-")
+		pol, _ := r.toolPolicy(t, cfg, "")
+		os.Mkdir(filepath.Join(ws, "sub"), 0o755)
+		r.own(t, filepath.Join(ws, "sub"))
+		s := r.serve(t, ws, "--policy", pol, "--max-concurrency", "1")
+		s.call(1, "bash", `{"command":"cd sub"}`)
+		flood := s.call(2, "bash", `{"command":"cd /; head -c 200000000 /dev/zero >&3; echo flooded"}`)
+		if !strings.Contains(flood.Result.Content, "flooded") {
+			t.Fatalf("flood: %+v", flood.Result)
+		}
+		st, err := os.ReadFile("/proc/" + strconv.Itoa(s.cmd.Process.Pid) + "/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(st), "\n") {
+			if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")))
+				if n > 100<<10 {
+					t.Errorf("jail serve's peak memory reached %d kB after a 200 MB flood of fd 3", n)
+				}
+			}
+		}
+		if res := s.call(3, "bash", `{"command":"pwd"}`); res.Result.Content != filepath.Join(ws, "sub")+"\n" {
+			t.Errorf("after the flood the session is in %q, want the state before it", res.Result.Content)
+		}
+		lock := filepath.Join(ws, "lock")
+		for id, task := range []string{"a", "b"} {
+			s.send(fmt.Sprintf(`{"id":%d,"tool":"bash","args":{"command":"mkdir %s && sleep 0.5 && rmdir %s"},"context":{"task_id":%q}}`, 10+id, lock, lock, task))
+		}
+		for range 2 {
+			if res := s.next(); res.Result == nil || res.Result.IsError {
+				t.Errorf("two bash calls ran at once under --max-concurrency 1: %+v", res.Result)
+			}
+		}
+	})
+}

@@ -46,16 +46,18 @@ func bashScript(command, cwd string, base, env []string) string {
 			k, _, _ := strings.Cut(kv, "=")
 			want[k] = true
 		}
-		// Readonly variables of the shell cannot be set: quietly.
+		// A readonly variable of the shell (bash's UID, PPID, SHELLOPTS)
+		// cannot be set: `command` keeps that from ending a POSIX shell,
+		// and the error is not shown.
 		b.WriteString("{ ")
 		for _, kv := range base {
 			if k, _, _ := strings.Cut(kv, "="); !want[k] && isShellName(k) {
-				b.WriteString("unset " + k + "; ")
+				b.WriteString("command unset " + k + "; ")
 			}
 		}
 		for _, kv := range env {
 			if k, v, _ := strings.Cut(kv, "="); isShellName(k) {
-				b.WriteString("export " + k + "=" + shellQuote(v) + "; ")
+				b.WriteString("command export " + k + "=" + shellQuote(v) + "; ")
 			}
 		}
 		b.WriteString("} 2>/dev/null\n")
@@ -143,6 +145,12 @@ type shellEnd struct {
 	timedOut, cancelled bool
 }
 
+// maxSessionState bounds what the shell may report as its state (its
+// directory and exported variables) on fd 3, which the supervisor reads:
+// a command writing more there loses the session's new state, not the
+// supervisor's memory.
+const maxSessionState = 1 << 20
+
 // shellLauncher runs script in a shell (sh -s, starting in base, which it
 // returns), copies the shell's stdout, stderr and fd 3 into out, and
 // returns once the shell and everything it started are gone and the
@@ -181,14 +189,14 @@ func bashCall(ctx context.Context, l shellLauncher, command string, sess *Sessio
 		cwd, env = sess.Cwd, sess.Env
 	}
 	stdout, stderr := &confine.Capture{Limit: outputCap}, &confine.Capture{Limit: outputCap}
-	var state bytes.Buffer
-	end, err := l.launch(ctx, bashScript(command, cwd, l.base(), env), [3]io.Writer{stdout, stderr, &state}, timeout)
+	state := &confine.Capture{Limit: maxSessionState}
+	end, err := l.launch(ctx, bashScript(command, cwd, l.base(), env), [3]io.Writer{stdout, stderr, state}, timeout)
 	if err != nil {
 		return errorf("bash: %v", err), nil
 	}
 	var next *Session
-	if !end.timedOut && !end.cancelled {
-		next = parseState(state.Bytes())
+	if !end.timedOut && !end.cancelled && state.Truncated() == 0 {
+		next = parseState([]byte(state.String()))
 	}
 	var content strings.Builder
 	content.WriteString(stdout.String())
@@ -297,6 +305,31 @@ func (w workerShell) launch(ctx context.Context, script string, out [3]io.Writer
 	return end, nil
 }
 
+// literalWord reports whether w is only quoted or plain text, which
+// expands to itself: no tilde (which looks a user up), parameter, command
+// or arithmetic expansion. export -p prints nothing else; a command that
+// writes its own fd 3 can.
+func literalWord(w *syntax.Word) bool {
+	for i, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			if i == 0 && strings.HasPrefix(p.Value, "~") {
+				return false
+			}
+		case *syntax.SglQuoted:
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				if _, ok := q.(*syntax.Lit); !ok {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // parseState reads the wrapper's fd-3 report: the working directory,
 // NUL-terminated, then export -p's output. That output is shell input
 // (dash quotes with '...', bash with "..." and $'...'), so it is parsed as
@@ -321,6 +354,9 @@ func parseState(b []byte) *Session {
 		for _, a := range d.Args {
 			if a.Name == nil || a.Naked {
 				continue // declare's flags; exported but never set
+			}
+			if a.Value != nil && !literalWord(a.Value) {
+				return nil // not what export -p prints: forged
 			}
 			k := a.Name.Value
 			if k == "_" || k == "SHLVL" || k == "OLDPWD" || strings.HasPrefix(k, "__jail_") {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -85,19 +84,41 @@ func (w *Worker) call(ctx context.Context, c callRequest) (Result, *Session, err
 	}
 	// Cancellation and the deadline act from the side while this call
 	// reads: a cancel line when ctx ends, and Close, which ends the read,
-	// when the worker does not answer in time.
-	var expired atomic.Bool
+	// when the worker does not answer in time. Neither acts once the call
+	// is over (finish), so a worker back in the pool is never touched.
+	var mu sync.Mutex
+	finished, expired := false, false
 	hard := time.AfterFunc(c.Timeout+cancelGrace, func() {
-		expired.Store(true)
+		mu.Lock()
+		if finished {
+			mu.Unlock()
+			return
+		}
+		expired = true
+		mu.Unlock()
 		w.Close()
 	})
-	defer hard.Stop()
 	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if finished {
+			return
+		}
 		cb, _ := json.Marshal(workerRequest{Cancel: id})
 		w.send(cb)
 		hard.Reset(cancelGrace)
 	})
-	defer stop()
+	// finish ends the side actions and reports whether the deadline's
+	// Close got to the worker first.
+	finish := func() (killed bool) {
+		mu.Lock()
+		finished = true
+		killed = expired
+		mu.Unlock()
+		hard.Stop()
+		stop()
+		return killed
+	}
 	for {
 		line, tooLong, err := ReadLine(w.out, maxWorkerLine)
 		var r workerResponse
@@ -113,12 +134,17 @@ func (w *Worker) call(ctx context.Context, c callRequest) (Result, *Session, err
 		}
 		if err != nil {
 			w.fail(err)
-			if expired.Load() {
+			if finish() {
 				return Result{}, nil, fmt.Errorf("%w: no answer %s after the call's deadline", ErrWorkerGone, cancelGrace)
 			}
 			return Result{}, nil, fmt.Errorf("%w: %v", ErrWorkerGone, err)
 		}
 		if r.ID == id {
+			if finish() {
+				// Answered as the deadline struck: the answer stands, the
+				// worker is being killed and must not be used again.
+				w.fail(errors.New("worker: killed at the call's deadline"))
+			}
 			return r.Result, r.Session, nil
 		}
 		// The late answer to an abandoned call.

@@ -149,7 +149,7 @@ func (s *Server) init() {
 		}
 		s.pool = newPool(s.Spawn, s.MaxConcurrency)
 		s.roPool = newPool(s.SpawnReadOnly, s.MaxConcurrency)
-		s.shells = newShells(s.SpawnShell, s.SpareShells)
+		s.shells = newShells(s.SpawnShell, s.SpareShells, s.MaxConcurrency)
 		s.gates = map[policy.Subject]*policy.Gate{}
 		s.idem = map[string]*idemEntry{}
 		s.sessions = map[string]*session{}
@@ -402,8 +402,7 @@ func (s *Server) runShell(ctx context.Context, readOnly bool, req callRequest) (
 		return Result{}, nil, err
 	}
 	res, next := bashCall(ctx, sh, a.Command, req.Session, req.OutputCap, req.Timeout)
-	sh.Close()
-	s.shells.refill(readOnly)
+	s.shells.done(sh, readOnly)
 	return res, next, nil
 }
 

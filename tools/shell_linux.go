@@ -4,10 +4,13 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jail-sandbox/jail/confine"
@@ -37,11 +40,17 @@ type Shell struct {
 // Close ends the shell's sandbox, whether or not it ran a call, and frees
 // what it held.
 func (sh *Shell) Close() {
-	sh.Cmd.Signal(unix.SIGKILL)
-	sh.Cmd.Wait()
-	sh.Script.Close()
+	if sh.Cmd != nil {
+		sh.Cmd.Signal(unix.SIGKILL)
+		sh.Cmd.Wait()
+	}
+	if sh.Script != nil {
+		sh.Script.Close()
+	}
 	for _, f := range sh.Out {
-		f.Close()
+		if f != nil {
+			f.Close()
+		}
 	}
 	sh.released.Do(func() {
 		if sh.Release != nil {
@@ -55,38 +64,39 @@ func (sh *Shell) base() []string { return sh.Env }
 // launch gives the waiting shell its script. The shell is its sandbox's
 // command, so when it exits pid 1 kills everything the call started (the
 // pid namespace dies with pid 1); a timeout or cancellation kills pid 1.
+// Either counts only when it ended the sandbox before the shell's end
+// was reported.
 func (sh *Shell) launch(ctx context.Context, script string, out [3]io.Writer, timeout time.Duration) (shellEnd, error) {
-	var mu sync.Mutex
-	var end shellEnd
-	kill := func(set *bool) func() {
-		return func() {
-			mu.Lock()
-			*set = true
-			mu.Unlock()
-			sh.Cmd.Signal(unix.SIGKILL)
-		}
-	}
-	timer := time.AfterFunc(timeout, kill(&end.timedOut))
-	defer timer.Stop()
-	stop := context.AfterFunc(ctx, kill(&end.cancelled))
-	defer stop()
+	var timedOut, cancelled atomic.Bool
+	timer := time.AfterFunc(timeout, func() {
+		timedOut.Store(true)
+		sh.Cmd.Signal(unix.SIGKILL)
+	})
+	stop := context.AfterFunc(ctx, func() {
+		cancelled.Store(true)
+		sh.Cmd.Signal(unix.SIGKILL)
+	})
 	wait := copyOut(sh.Out, out)
 	sh.Out = [3]*os.File{}
 	_, werr := io.WriteString(sh.Script, script)
 	sh.Script.Close()
 	res, err := sh.Cmd.Wait()
+	timer.Stop()
+	stop()
 	wait()
-	mu.Lock()
-	defer mu.Unlock()
 	if err != nil {
 		return shellEnd{}, err
 	}
-	if werr != nil && !end.timedOut && !end.cancelled && res.ExitCode == 0 {
-		return shellEnd{}, fmt.Errorf("give the shell its script: %w", werr)
+	end := shellEnd{code: res.ExitCode}
+	if res.Killed {
+		end.timedOut = timedOut.Load()
+		end.cancelled = !end.timedOut && cancelled.Load()
+		if end.timedOut {
+			end.code = 124
+		}
 	}
-	end.code = res.ExitCode
-	if end.timedOut {
-		end.code = 124
+	if werr != nil && !res.Killed && res.ExitCode == 0 {
+		return shellEnd{}, fmt.Errorf("give the shell its script: %w", werr)
 	}
 	return end, nil
 }
@@ -94,21 +104,19 @@ func (sh *Shell) launch(ctx context.Context, script string, out [3]io.Writer, ti
 // shells keeps shells ready per kind (writable workspace or read-only),
 // made in the background after each call took one. A call that finds the
 // next shell still being made waits for it rather than make one more
-// beside it, which would only slow both down on a small machine.
+// beside it, which would only slow both down on a small machine. Shells
+// in use are bounded by slots (the server's MaxConcurrency).
 type shells struct {
 	spawn func(ctx context.Context, readOnly bool) (*Shell, error)
 	depth int
+	slots chan struct{}
 
 	mu      sync.Mutex
-	spare   [2]chan spareShell // made or being made: pending of them
-	pending [2]int
+	ready   [2][]*Shell
+	making  [2]int
+	waiting [2][]chan *Shell // each gets one shell, or nil when its making failed
 	closed  bool
 	fills   sync.WaitGroup
-}
-
-type spareShell struct {
-	sh  *Shell
-	err error
 }
 
 func kind(readOnly bool) int {
@@ -119,32 +127,72 @@ func kind(readOnly bool) int {
 }
 
 // newShells keeps depth shells ready per kind once the first call took
-// one (zero: none, for a process that makes one call).
-func newShells(spawn func(context.Context, bool) (*Shell, error), depth int) *shells {
-	n := max(depth, 1)
-	return &shells{spawn: spawn, depth: depth, spare: [2]chan spareShell{make(chan spareShell, n), make(chan spareShell, n)}}
+// one (zero: none, for a process that makes one call), and lets at most
+// inUse be taken at a time.
+func newShells(spawn func(context.Context, bool) (*Shell, error), depth, inUse int) *shells {
+	return &shells{spawn: spawn, depth: depth, slots: make(chan struct{}, max(inUse, 1))}
 }
 
-// take returns the kind's spare shell, waiting for it when it is being
-// made, or makes one now. The caller calls refill once its call is done:
-// made during the call, the next shell would take the CPU the call needs.
+var errShellsClosed = errors.New("the server is closing")
+
+// take returns a ready shell of the kind, waiting for one being made, or
+// makes one now. The caller gives it back with done once its call is over
+// (which also makes the next one: made during the call, it would take the
+// CPU the call needs).
 func (p *shells) take(ctx context.Context, readOnly bool) (*Shell, error) {
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	sh, err := p.get(ctx, readOnly)
+	if err != nil {
+		<-p.slots
+	}
+	return sh, err
+}
+
+func (p *shells) get(ctx context.Context, readOnly bool) (*Shell, error) {
 	k := kind(readOnly)
 	p.mu.Lock()
-	if p.pending[k] > 0 {
-		p.pending[k]--
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errShellsClosed
+	}
+	if n := len(p.ready[k]); n > 0 {
+		sh := p.ready[k][n-1]
+		p.ready[k] = p.ready[k][:n-1]
+		p.mu.Unlock()
+		return sh, nil
+	}
+	if p.making[k] > len(p.waiting[k]) {
+		ch := make(chan *Shell, 1)
+		p.waiting[k] = append(p.waiting[k], ch)
 		p.mu.Unlock()
 		select {
-		case r := <-p.spare[k]:
-			if r.err == nil {
-				return r.sh, nil
+		case sh := <-ch:
+			if sh != nil {
+				return sh, nil
 			}
-			// Made in the background, its failure is this call's news;
-			// one more try says whether it lasts.
+			p.mu.Lock()
+			closed := p.closed
+			p.mu.Unlock()
+			if closed {
+				return nil, errShellsClosed
+			}
+			// Its making failed: one more try says whether that lasts.
 		case <-ctx.Done():
 			p.mu.Lock()
-			p.pending[k]++ // it arrives all the same, for the next call
+			p.waiting[k] = slices.DeleteFunc(p.waiting[k], func(c chan *Shell) bool { return c == ch })
 			p.mu.Unlock()
+			// Handed over all the same just before: keep it for the next.
+			select {
+			case sh := <-ch:
+				if sh != nil {
+					p.keep(k, sh)
+				}
+			default:
+			}
 			return nil, ctx.Err()
 		}
 	} else {
@@ -157,19 +205,62 @@ func (p *shells) take(ctx context.Context, readOnly bool) (*Shell, error) {
 	return sh, nil
 }
 
-// refill starts making the kind's next shell, unless one is ready or on
-// its way.
+// done ends a shell whose call is over, frees its slot and makes the
+// kind's next shells.
+func (p *shells) done(sh *Shell, readOnly bool) {
+	sh.Close()
+	<-p.slots
+	p.refill(readOnly)
+}
+
+// keep hands a made shell to the first waiting call, or keeps it ready;
+// a closed set ends it.
+func (p *shells) keep(k int, sh *Shell) {
+	p.mu.Lock()
+	if !p.closed {
+		if len(p.waiting[k]) > 0 {
+			ch := p.waiting[k][0]
+			p.waiting[k] = p.waiting[k][1:]
+			ch <- sh // buffered, and handed one shell only
+			p.mu.Unlock()
+			return
+		}
+		if len(p.ready[k]) < max(p.depth, 1) {
+			p.ready[k] = append(p.ready[k], sh)
+			p.mu.Unlock()
+			return
+		}
+	}
+	p.mu.Unlock()
+	sh.Close()
+}
+
+// refill starts making the kind's shells up to depth, counting those
+// ready and those on their way.
 func (p *shells) refill(readOnly bool) {
 	k := kind(readOnly)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for ; !p.closed && p.pending[k] < p.depth; p.pending[k]++ {
+	for ; !p.closed && p.making[k]+len(p.ready[k]) < p.depth; p.making[k]++ {
 		p.fills.Add(1)
 		go func() {
 			// Lifetime: one sandbox's start; close waits for it.
 			defer p.fills.Done()
 			sh, err := p.spawn(context.Background(), readOnly)
-			p.spare[k] <- spareShell{sh, err} // room for it: at most depth are pending
+			p.mu.Lock()
+			p.making[k]--
+			if err != nil {
+				// A waiting call learns it and tries itself.
+				if len(p.waiting[k]) > 0 {
+					ch := p.waiting[k][0]
+					p.waiting[k] = p.waiting[k][1:]
+					ch <- nil
+				}
+				p.mu.Unlock()
+				return
+			}
+			p.mu.Unlock()
+			p.keep(k, sh)
 		}()
 	}
 }
@@ -180,35 +271,26 @@ func (p *shells) prewarm(ctx context.Context, readOnly bool) error {
 	if err != nil {
 		return fmt.Errorf("start a sandbox for bash: %w", err)
 	}
-	k := kind(readOnly)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed || p.pending[k] >= max(p.depth, 1) {
-		sh.Close()
-		return nil
-	}
-	p.pending[k]++
-	p.spare[k] <- spareShell{sh: sh}
+	p.keep(kind(readOnly), sh)
 	return nil
 }
 
-// close ends the spare shells, after waiting for those being made.
+// close ends the ready shells, and those still being made once they are.
 func (p *shells) close() {
 	p.mu.Lock()
 	p.closed = true
-	p.mu.Unlock()
-	p.fills.Wait()
-	for _, ch := range p.spare {
-		for {
-			select {
-			case r := <-ch:
-				if r.sh != nil {
-					r.sh.Close()
-				}
-				continue
-			default:
-			}
-			break
+	var ready []*Shell
+	for k := range p.ready {
+		ready = append(ready, p.ready[k]...)
+		p.ready[k] = nil
+		for _, ch := range p.waiting[k] {
+			ch <- nil
 		}
+		p.waiting[k] = nil
 	}
+	p.mu.Unlock()
+	for _, sh := range ready {
+		sh.Close()
+	}
+	p.fills.Wait()
 }
