@@ -15,11 +15,28 @@ type Capture struct {
 	buf     []byte
 	kept    int // characters kept
 	dropped int // characters counted but not kept
+	cont    int // continuation bytes in a row so far
 }
 
 // isCharStart reports whether b begins a UTF-8 character (anything but a
 // continuation byte), so characters are counted without decoding.
 func isCharStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// newChar reports whether b begins a character to count: a start byte,
+// or a continuation byte that cannot belong to the character before it
+// (more than three in a row, which is not UTF-8). Every character is then
+// at most four bytes, and Limit bounds the memory kept whatever the input.
+func (c *Capture) newChar(b byte) bool {
+	if isCharStart(b) {
+		c.cont = 0
+		return true
+	}
+	if c.cont++; c.cont > 3 {
+		c.cont = 1
+		return true
+	}
+	return false
+}
 
 // Write never fails: output beyond the limit is counted, not stored.
 func (c *Capture) Write(p []byte) (int, error) {
@@ -27,8 +44,10 @@ func (c *Capture) Write(p []byte) (int, error) {
 	defer c.mu.Unlock()
 	i := 0
 	for ; i < len(p) && c.dropped == 0; i++ {
-		if isCharStart(p[i]) {
+		if c.newChar(p[i]) {
 			if c.kept >= c.Limit {
+				c.dropped++
+				i++
 				break
 			}
 			c.kept++
@@ -36,7 +55,7 @@ func (c *Capture) Write(p []byte) (int, error) {
 		c.buf = append(c.buf, p[i])
 	}
 	for ; i < len(p); i++ {
-		if isCharStart(p[i]) {
+		if c.newChar(p[i]) {
 			c.dropped++
 		}
 	}

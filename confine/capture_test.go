@@ -87,3 +87,28 @@ func TestCaptureConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestCaptureBoundsInvalidUTF8: continuation bytes with no character to
+// belong to must count too, or a flood of them is stored without limit.
+func TestCaptureBoundsInvalidUTF8(t *testing.T) {
+	c := &Capture{Limit: 10}
+	chunk := make([]byte, 1<<20)
+	for i := range chunk {
+		chunk[i] = 0x80
+	}
+	for range 8 {
+		c.Write(chunk)
+	}
+	if len(c.buf) > 4*c.Limit {
+		t.Fatalf("kept %d bytes of invalid UTF-8 under a limit of %d characters", len(c.buf), c.Limit)
+	}
+	if c.Truncated() < 1<<20 {
+		t.Fatalf("counted only %d dropped characters of 8 MiB of continuation bytes", c.Truncated())
+	}
+	// Valid text is still counted by character: é is two bytes, one char.
+	v := &Capture{Limit: 3}
+	v.Write([]byte("ééééé"))
+	if v.String() != "ééé... [2 chars truncated]" {
+		t.Fatalf("valid UTF-8: %q", v.String())
+	}
+}

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
@@ -1223,8 +1224,11 @@ static void __attribute__((noreturn)) child_main(void) {
 static int zygote = -1;
 static pthread_mutex_t zygote_mu = PTHREAD_MUTEX_INITIALIZER;
 
+// The zygote answers at once; one that does not within this long (stopped,
+// say) is given up, and every later init is exec'd.
+#define ZYGOTE_ANSWER_MS 5000
+
 int jail_zygote_fork(const int fds[6]) {
-	if (zygote < 0) return -ENOSYS;
 	char byte = 0;
 	char oob[CMSG_SPACE(6 * sizeof(int))];
 	memset(oob, 0, sizeof(oob));
@@ -1235,19 +1239,46 @@ int jail_zygote_fork(const int fds[6]) {
 	h->cmsg_type = SCM_RIGHTS;
 	h->cmsg_len = CMSG_LEN(6 * sizeof(int));
 	memcpy(CMSG_DATA(h), fds, 6 * sizeof(int));
-	int answer;
+	int answer = 0;
 	pthread_mutex_lock(&zygote_mu);
+	if (zygote < 0) {
+		pthread_mutex_unlock(&zygote_mu);
+		return -ENOSYS;
+	}
 	ssize_t n;
 	do n = sendmsg(zygote, &m, MSG_NOSIGNAL); while (n < 0 && errno == EINTR);
-	if (n == 1) {
+	if (n != 1) {
+		// Nothing was forked: the caller execs the init instead.
+		close(zygote);
+		zygote = -1;
+		pthread_mutex_unlock(&zygote_mu);
+		return -ENOSYS;
+	}
+	struct pollfd pfd = {.fd = zygote, .events = POLLIN};
+	int ready;
+	do ready = poll(&pfd, 1, ZYGOTE_ANSWER_MS); while (ready < 0 && errno == EINTR);
+	n = 0;
+	if (ready == 1) {
 		do n = recv(zygote, &answer, sizeof(answer), 0); while (n < 0 && errno == EINTR);
 	}
-	int err = errno;
+	if (n != sizeof(answer)) {
+		// The request was taken and an init may exist, holding these
+		// descriptors: this start fails (its pipes are closed, so such an
+		// init ends), and the zygote is not asked again.
+		close(zygote);
+		zygote = -1;
+		answer = -EIO;
+	}
 	pthread_mutex_unlock(&zygote_mu);
-	if (n != sizeof(answer)) return n < 0 ? -err : -EPIPE;
 	return answer;
 }
 
+// zygote_child runs in a child made by a raw clone, which skips glibc's
+// fork bookkeeping: the thread descriptor keeps the zygote's tid. Nothing
+// on the init's path reads it with glibc (getpid and raise ask the kernel,
+// vfork is a plain system call, fork_pid1's fork rewrites it, and the
+// process has one thread, so no lock is contended); a C library that
+// caches the tid (musl's raise) would need a fork here.
 static void __attribute__((noreturn)) zygote_child(int fds[6]) {
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	prctl(PR_SET_NAME, CHILD_ARG0, 0, 0, 0);
@@ -1267,6 +1298,9 @@ static void __attribute__((noreturn)) zygote_main(pid_t parent, int sock, int ar
 	forget_caller(argc, argv, envp);
 	reset_signals();
 	prctl(PR_SET_NAME, "jail-zygote", 0, 0, 0);
+	// Its own process group: the terminal's ^C and ^Z are the
+	// supervisor's to act on, not the zygote's to die or stop of.
+	setpgid(0, 0);
 	// Nothing of the caller's stays open here: not its terminal, not its
 	// descriptors. The socket moves to 3.
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -1283,13 +1317,15 @@ static void __attribute__((noreturn)) zygote_main(pid_t parent, int sock, int ar
 		if (n <= 0) _exit(0); // the supervisor is gone
 		struct cmsghdr *h = CMSG_FIRSTHDR(&m);
 		int fds[6], nfd = 0;
-		if (h && h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS && !(m.msg_flags & MSG_CTRUNC)) {
+		// Descriptors that fit are installed even when the rest did not
+		// (MSG_CTRUNC): take them to close them.
+		if (h && h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS) {
 			nfd = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 			if (nfd > 6) nfd = 6;
 			memcpy(fds, CMSG_DATA(h), nfd * sizeof(int));
 		}
 		int answer = -EINVAL;
-		if (nfd == 6) {
+		if (nfd == 6 && !(m.msg_flags & MSG_CTRUNC)) {
 			pid_t pid = (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0);
 			if (pid == 0) {
 				close(3);

@@ -371,10 +371,9 @@ func (c *Cmd) adopt(e early) (ok bool, err error) {
 	s := c.Spec
 	c.start = time.Now()
 	if _, err := e.plan.Write(planHeader(s, os.Getuid(), os.Getgid())); err != nil {
-		discard(e)
-		return false, nil
+		return false, nil // Prestart discards it
 	}
-	c.proc = &initProc{pid: e.pid}
+	c.proc = &initProc{pid: e.pid, early: true}
 	c.statusF = e.status
 	c.status = bufio.NewReader(e.status)
 	c.pre = prestart{net: s.Net, uid: s.UID, gid: s.GID, plan: e.plan, sockets: e.socket}
@@ -549,7 +548,7 @@ func (c *Cmd) wait() (*Result, error) {
 		// caller need not wait for. The process outside is still reaped,
 		// except an early child: only `jail run` has one, and it exits
 		// now (a goroutine blocked in waitid would cost it a thread).
-		if c.proc.exec != nil {
+		if !c.proc.early {
 			go c.proc.wait()
 		}
 	} else {

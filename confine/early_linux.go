@@ -51,7 +51,7 @@ func zygoteFork(files []*os.File) (pid int, ok bool, err error) {
 	switch {
 	case r > 0:
 		return r, true, nil
-	case r == -int(syscall.ENOSYS) || r == -int(syscall.EPIPE) || r == -int(syscall.ECONNRESET):
+	case r == -int(syscall.ENOSYS): // no zygote, or it took nothing
 		return 0, false, nil
 	default:
 		return 0, true, fmt.Errorf("zygote: fork the sandbox's init: %w", syscall.Errno(-r))

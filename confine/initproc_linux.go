@@ -17,6 +17,9 @@ import (
 type initProc struct {
 	pid  int
 	exec *os.Process
+	// early marks `jail run`'s early child, which the process exits
+	// without waiting for once pid 1 reported.
+	early bool
 
 	mu     sync.Mutex
 	reaped bool // the pid may name another process now
@@ -63,6 +66,9 @@ func (p *initProc) wait() (syscall.WaitStatus, error) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.reaped { // by a concurrent wait, while this one waited
+		return 0, os.NewSyscallError("wait4", syscall.ECHILD)
+	}
 	var ws syscall.WaitStatus
 	for {
 		_, err := syscall.Wait4(p.pid, &ws, 0, nil)

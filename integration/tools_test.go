@@ -480,6 +480,29 @@ func TestZygoteHoldsNothingOfTheCaller(t *testing.T) {
 			t.Fatalf("bash through jail serve: %q", sc.Text())
 		}
 		serve := strconv.Itoa(cmd.Process.Pid)
+		// Every sandbox the server ended is reaped: no zombie piles up.
+		for i := 2; i < 6; i++ {
+			fmt.Fprintf(in, `{"id":%d,"tool":"bash","args":{"command":"true"}}`+"\n", i)
+			if !sc.Scan() {
+				t.Fatal("jail serve ended")
+			}
+		}
+		zombies := func() (z []string) {
+			ents, _ := os.ReadDir("/proc")
+			for _, e := range ents {
+				st, err := os.ReadFile("/proc/" + e.Name() + "/status")
+				if err == nil && strings.Contains(string(st), "\nPPid:\t"+serve+"\n") && strings.Contains(string(st), "State:\tZ") {
+					z = append(z, e.Name())
+				}
+			}
+			return z
+		}
+		for deadline := time.Now().Add(2 * time.Second); len(zombies()) > 0 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if z := zombies(); len(z) > 0 {
+			t.Errorf("jail serve leaves its sandboxes' inits unreaped: %v", z)
+		}
 		var zygote, inits []string
 		ents, _ := os.ReadDir("/proc")
 		for _, e := range ents {

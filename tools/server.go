@@ -91,8 +91,8 @@ type Server struct {
 	// SpareShells is how many bash sandboxes are kept made ahead, per
 	// kind, for a long-lived server; zero makes none after a call.
 	SpareShells int
-	// MaxConcurrency bounds calls running at once and workers alive; zero
-	// means runtime.NumCPU().
+	// MaxConcurrency bounds calls running at once, and the workers alive
+	// and bash sandboxes in use of each kind; zero means runtime.NumCPU().
 	MaxConcurrency int
 	// MaxLine bounds one request line; zero means DefaultMaxLine.
 	MaxLine int
@@ -108,6 +108,7 @@ type Server struct {
 	pool     *pool
 	roPool   *pool
 	shells   *shells
+	running  chan struct{} // one per call running, MaxConcurrency at most
 	mu       sync.Mutex
 	gates    map[policy.Subject]*policy.Gate
 	idem     map[string]*idemEntry
@@ -150,6 +151,7 @@ func (s *Server) init() {
 		s.pool = newPool(s.Spawn, s.MaxConcurrency)
 		s.roPool = newPool(s.SpawnReadOnly, s.MaxConcurrency)
 		s.shells = newShells(s.SpawnShell, s.SpareShells, s.MaxConcurrency)
+		s.running = make(chan struct{}, s.MaxConcurrency)
 		s.gates = map[policy.Subject]*policy.Gate{}
 		s.idem = map[string]*idemEntry{}
 		s.sessions = map[string]*session{}
@@ -357,6 +359,13 @@ func (s *Server) decideAndRun(ctx context.Context, t *Tool, g *policy.Gate, pc p
 	var res Result
 	var newState *Session
 	var err error
+	select {
+	case s.running <- struct{}{}:
+		defer func() { <-s.running }()
+	case <-ctx.Done():
+		audit(d)
+		return errorf("cancelled while waiting for a free slot (max_concurrency %d)", s.MaxConcurrency)
+	}
 	if t.Name == "bash" && s.SpawnShell != nil {
 		res, newState, err = s.runShell(ctx, g.Toolset != nil && g.Toolset.WorkspaceReadOnly, req)
 	} else {

@@ -217,22 +217,30 @@ func (p *shells) done(sh *Shell, readOnly bool) {
 // a closed set ends it.
 func (p *shells) keep(k int, sh *Shell) {
 	p.mu.Lock()
-	if !p.closed {
-		if len(p.waiting[k]) > 0 {
-			ch := p.waiting[k][0]
-			p.waiting[k] = p.waiting[k][1:]
-			ch <- sh // buffered, and handed one shell only
-			p.mu.Unlock()
-			return
-		}
-		if len(p.ready[k]) < max(p.depth, 1) {
-			p.ready[k] = append(p.ready[k], sh)
-			p.mu.Unlock()
-			return
-		}
-	}
+	kept := p.keepLocked(k, sh)
 	p.mu.Unlock()
-	sh.Close()
+	if !kept {
+		sh.Close()
+	}
+}
+
+// keepLocked is keep with p.mu held; the caller ends a shell it did not
+// keep.
+func (p *shells) keepLocked(k int, sh *Shell) bool {
+	if p.closed {
+		return false
+	}
+	if len(p.waiting[k]) > 0 {
+		ch := p.waiting[k][0]
+		p.waiting[k] = p.waiting[k][1:]
+		ch <- sh // buffered, and handed one shell only
+		return true
+	}
+	if len(p.ready[k]) < max(p.depth, 1) {
+		p.ready[k] = append(p.ready[k], sh)
+		return true
+	}
+	return false
 }
 
 // refill starts making the kind's shells up to depth, counting those
@@ -259,8 +267,13 @@ func (p *shells) refill(readOnly bool) {
 				p.mu.Unlock()
 				return
 			}
+			// Handed over in the same hold of the lock that counted it
+			// made, so no call in between sees it neither made nor ready.
+			kept := p.keepLocked(k, sh)
 			p.mu.Unlock()
-			p.keep(k, sh)
+			if !kept {
+				sh.Close()
+			}
 		}()
 	}
 }
