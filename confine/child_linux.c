@@ -894,6 +894,41 @@ static int is_child(int argc, char **argv) {
 	return argc == 1 && argv && argv[0] && !strcmp(argv[0], CHILD_ARG0) && fstat(3, &st) == 0 && S_ISFIFO(st.st_mode);
 }
 
+// recv_fds receives up to len bytes and the descriptors sent with them on
+// the socket sock: every descriptor installed is returned in fds (at most
+// max; *nfd of them) and is close-on-exec, even when the message carried
+// more than fit (*truncated), so the caller can close what it refuses.
+// It returns recvmsg's result.
+static ssize_t recv_fds(int sock, void *buf, size_t len, int *fds, int max, int *nfd, int *truncated) {
+	char oob[CMSG_SPACE(8 * sizeof(int))];
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = oob, .msg_controllen = CMSG_SPACE(max * sizeof(int))};
+	ssize_t n;
+	*nfd = 0;
+	*truncated = 0;
+	if (max > 8) {
+		errno = EINVAL;
+		return -1;
+	}
+	do n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC); while (n < 0 && errno == EINTR);
+	if (n < 0) return n;
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h)) {
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS) continue;
+		int k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (int i = 0; i < k; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof(int));
+			if (*nfd < max) fds[(*nfd)++] = fd;
+			else {
+				close(fd);
+				*truncated = 1;
+			}
+		}
+	}
+	if (m.msg_flags & MSG_CTRUNC) *truncated = 1;
+	return n;
+}
+
 // op_hold ends the plan of a sandbox made ahead of its command: pid 1 is
 // confined and reports "held", then takes the rest of the plan (OP_EXEC
 // and its arguments) and the command's descriptors from fd 5 and goes on.
@@ -905,20 +940,11 @@ static void op_hold(struct child *c) {
 	c->stage = "hold";
 	report_line("{\"stage\":\"held\"}\n", 17);
 	uint32_t len;
-	char oob[CMSG_SPACE(4 * sizeof(int))];
-	struct iovec iov = {.iov_base = &len, .iov_len = sizeof(len)};
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = oob, .msg_controllen = sizeof(oob)};
-	ssize_t n;
-	do n = recvmsg(5, &m, MSG_CMSG_CLOEXEC); while (n < 0 && errno == EINTR);
+	int fds[4], nfd, truncated;
+	ssize_t n = recv_fds(5, &len, sizeof(len), fds, 4, &nfd, &truncated);
 	CHECK(c, n, "recvmsg");
 	if (n == 0) _exit(0); // the supervisor let the sandbox go unused
-	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-	if (!h || h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS || (m.msg_flags & MSG_CTRUNC))
-		fail(c, EINVAL, "the command came without its descriptors", 125);
-	int nfd = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-	if (nfd < 3 || nfd > 4) fail(c, EINVAL, "the command needs 3 or 4 descriptors", 125);
-	int fds[4];
-	memcpy(fds, CMSG_DATA(h), nfd * sizeof(int));
+	if (nfd < 3 || truncated) fail(c, EINVAL, "the command needs 3 or 4 descriptors", 125);
 	for (size_t got = n; got < sizeof(len);) {
 		ssize_t k = read(5, (char *)&len + got, sizeof(len) - got);
 		if (k < 0 && errno == EINTR) continue;
@@ -1065,18 +1091,11 @@ int jail_take_early(struct jail_early *out) {
 // could not be given when it was forked.
 static void recv_stdio(struct child *c) {
 	char byte;
-	char oob[CMSG_SPACE(3 * sizeof(int))];
-	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = oob, .msg_controllen = sizeof(oob)};
+	int fds[3], nfd, truncated;
 	c->stage = "receive stdio";
-	ssize_t n;
-	do n = recvmsg(5, &m, MSG_CMSG_CLOEXEC); while (n < 0 && errno == EINTR);
+	ssize_t n = recv_fds(5, &byte, 1, fds, 3, &nfd, &truncated);
 	CHECK(c, n, "recvmsg");
-	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-	if (n != 1 || !h || h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS || h->cmsg_len != CMSG_LEN(3 * sizeof(int)))
-		fail(c, EINVAL, "the supervisor sent no stdio", 125);
-	int fds[3];
-	memcpy(fds, CMSG_DATA(h), sizeof(fds));
+	if (n != 1 || nfd != 3 || truncated) fail(c, EINVAL, "the supervisor sent no stdio", 125);
 	for (int i = 0; i < 3; i++) {
 		CHECK(c, dup2(fds[i], i), "dup2 stdio");
 		close(fds[i]);
@@ -1309,23 +1328,11 @@ static void __attribute__((noreturn)) zygote_main(pid_t parent, int sock, int ar
 	if (close_from(4, 0) < 0) _exit(125);
 	for (;;) {
 		char byte;
-		char oob[CMSG_SPACE(6 * sizeof(int))];
-		struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-		struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = oob, .msg_controllen = sizeof(oob)};
-		ssize_t n = recvmsg(3, &m, MSG_CMSG_CLOEXEC);
-		if (n < 0 && errno == EINTR) continue;
+		int fds[6], nfd, truncated;
+		ssize_t n = recv_fds(3, &byte, 1, fds, 6, &nfd, &truncated);
 		if (n <= 0) _exit(0); // the supervisor is gone
-		struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-		int fds[6], nfd = 0;
-		// Descriptors that fit are installed even when the rest did not
-		// (MSG_CTRUNC): take them to close them.
-		if (h && h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS) {
-			nfd = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			if (nfd > 6) nfd = 6;
-			memcpy(fds, CMSG_DATA(h), nfd * sizeof(int));
-		}
 		int answer = -EINVAL;
-		if (nfd == 6 && !(m.msg_flags & MSG_CTRUNC)) {
+		if (nfd == 6 && !truncated) {
 			pid_t pid = (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0);
 			if (pid == 0) {
 				close(3);
