@@ -328,7 +328,7 @@ func (c *Cmd) Prestart() error {
 		pid, forked, err = zygoteFork(files)
 	}
 	if forked && err == nil {
-		c.proc = &initProc{pid: pid}
+		c.proc = forkedProc(pid)
 	} else if !forked {
 		var proc *os.Process
 		proc, err = os.StartProcess("/proc/self/exe", []string{childArg0}, &os.ProcAttr{Env: []string{}, Files: files, Sys: attr})
@@ -506,6 +506,11 @@ func receiveSockets(f *os.File, n int) ([]*os.File, error) {
 	}
 	return out, nil
 }
+
+// Exited reports whether a started sandbox has already ended (its init
+// exited) without being waited for: a sandbox made ahead and left idle
+// can end by itself, and must then not be used.
+func (c *Cmd) Exited() bool { return c.proc != nil && c.proc.exited() }
 
 // Pid is the host pid of the sandbox's init.
 func (c *Cmd) Pid() int { return c.proc.pid }

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -463,6 +464,8 @@ func TestZygoteHoldsNothingOfTheCaller(t *testing.T) {
 		defer leak.Close()
 		cmd := exec.Command(suite.bin, "serve", "-w", ws, "--policy", pol)
 		cmd.Dir = ws
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
 		r.prepare(cmd, "GITHUB_TOKEN=topsecret-zygote")
 		cmd.ExtraFiles = []*os.File{leak}
 		in, _ := cmd.StdinPipe()
@@ -482,22 +485,26 @@ func TestZygoteHoldsNothingOfTheCaller(t *testing.T) {
 			if !sc.Scan() {
 				t.Fatal("jail serve ended")
 			}
+			if !strings.Contains(sc.Text(), `"is_error":false`) {
+				t.Errorf("bash call %d: %s", i, sc.Text())
+			}
 		}
 		zombies := func() (z []string) {
 			ents, _ := os.ReadDir("/proc")
 			for _, e := range ents {
 				st, err := os.ReadFile("/proc/" + e.Name() + "/status")
 				if err == nil && strings.Contains(string(st), "\nPPid:\t"+serve+"\n") && strings.Contains(string(st), "State:\tZ") {
-					z = append(z, e.Name())
+					stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+					z = append(z, e.Name()+":"+string(stat))
 				}
 			}
 			return z
 		}
-		for deadline := time.Now().Add(2 * time.Second); len(zombies()) > 0 && time.Now().Before(deadline); {
+		for deadline := time.Now().Add(3 * time.Second); len(zombies()) > 0 && time.Now().Before(deadline); {
 			time.Sleep(10 * time.Millisecond)
 		}
 		if z := zombies(); len(z) > 0 {
-			t.Errorf("jail serve leaves its sandboxes' inits unreaped: %v", z)
+			t.Errorf("jail serve leaves its sandboxes' inits unreaped (pid:stat): %v\nstderr: %s", z, errb.String())
 		}
 		var zygote, inits []string
 		ents, _ := os.ReadDir("/proc")

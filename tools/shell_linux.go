@@ -159,9 +159,15 @@ func (p *shells) get(ctx context.Context, readOnly bool) (*Shell, error) {
 		p.mu.Unlock()
 		return nil, errShellsClosed
 	}
-	if n := len(p.ready[k]); n > 0 {
+	for n := len(p.ready[k]); n > 0; n = len(p.ready[k]) {
 		sh := p.ready[k][n-1]
 		p.ready[k] = p.ready[k][:n-1]
+		if sh.Cmd != nil && sh.Cmd.Exited() {
+			// It ended while it waited (killed from outside, say):
+			// it is no use to this call.
+			go sh.Close()
+			continue
+		}
 		p.mu.Unlock()
 		return sh, nil
 	}
