@@ -3,8 +3,13 @@
 package tools
 
 import (
+	"context"
+	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"sync"
 	"strconv"
 	"strings"
 	"testing"
@@ -155,5 +160,53 @@ func TestParseStateOfEveryShell(t *testing.T) {
 	}
 	if parseState([]byte("/\x00echo hi\n")) != nil {
 		t.Error("a state that is not export -p's output was accepted")
+	}
+}
+
+// TestWorkerCancels drives serveWorker's protocol: a cancel reaches a
+// running call and a call still queued behind it (which then never runs),
+// and a cancel for a call already answered changes nothing.
+func TestWorkerCancels(t *testing.T) {
+	subreaper(t)
+	f := newFixture(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var bash sync.Mutex
+	done := make(chan error, 1)
+	go func() { done <- serveWorker(context.Background(), f.reg, f.ws, &bash, inR, outW) }()
+	dec := json.NewDecoder(outR)
+	send := func(r workerRequest) {
+		b, _ := json.Marshal(r)
+		inW.Write(append(b, '\n'))
+	}
+	send(workerRequest{ID: 1, Tool: "ls", Args: json.RawMessage(`{"path":"."}`), TimeoutMS: 60000, OutputCap: 1000})
+	var r workerResponse
+	if err := dec.Decode(&r); err != nil || r.ID != 1 || r.Result.IsError {
+		t.Fatalf("ls: %v %+v", err, r)
+	}
+	send(workerRequest{Cancel: 1}) // answered already: moot
+	marker := filepath.Join(f.dir, "ran")
+	send(workerRequest{ID: 2, Tool: "bash", Args: json.RawMessage(`{"command":"sleep 30"}`), TimeoutMS: 60000, OutputCap: 1000})
+	send(workerRequest{ID: 3, Tool: "bash", Args: json.RawMessage(`{"command":"touch ` + marker + `"}`), TimeoutMS: 60000, OutputCap: 1000})
+	send(workerRequest{Cancel: 3})
+	send(workerRequest{Cancel: 2})
+	got := map[uint64]workerResponse{}
+	for range 2 {
+		if err := dec.Decode(&r); err != nil {
+			t.Fatal(err)
+		}
+		got[r.ID] = r
+	}
+	for _, id := range []uint64{2, 3} {
+		if res := got[id].Result; !res.IsError || !strings.Contains(res.Content, "cancelled") {
+			t.Errorf("call %d: %+v", id, res)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("a call cancelled while queued ran anyway")
+	}
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -93,8 +93,10 @@ func WorkerMain(in io.Reader, out io.Writer) int {
 // the reader stays free to act on cancellations.
 func serveWorker(ctx context.Context, reg *Registry, ws *Workspace, bash *sync.Mutex, in io.Reader, out io.Writer) error {
 	var (
-		mu      sync.Mutex // guards cancels
-		cancels = map[uint64]context.CancelFunc{}
+		mu      sync.Mutex                        // guards the three maps
+		cancels = map[uint64]context.CancelFunc{} // calls running
+		queued  = map[uint64]bool{}               // calls waiting for the runner
+		early   = map[uint64]bool{}               // queued calls cancelled before they started
 		outMu   sync.Mutex
 	)
 	enc := json.NewEncoder(out)
@@ -110,8 +112,10 @@ func serveWorker(ctx context.Context, reg *Registry, ws *Workspace, bash *sync.M
 		for req := range calls {
 			mu.Lock()
 			cctx, cancel := context.WithCancel(ctx)
-			if _, gone := cancels[req.ID]; gone {
+			delete(queued, req.ID)
+			if early[req.ID] {
 				cancel() // cancelled while queued
+				delete(early, req.ID)
 			}
 			cancels[req.ID] = cancel
 			mu.Unlock()
@@ -135,11 +139,14 @@ func serveWorker(ctx context.Context, reg *Registry, ws *Workspace, bash *sync.M
 			break
 		}
 		if req.Cancel != 0 {
+			// The call's own line came first (the supervisor cancels only
+			// what it sent): it is running, queued, or already answered,
+			// and then the cancel is moot.
 			mu.Lock()
-			if c, ok := cancels[req.Cancel]; ok && c != nil {
+			if c := cancels[req.Cancel]; c != nil {
 				c()
-			} else {
-				cancels[req.Cancel] = nil // arrives before the call starts
+			} else if queued[req.Cancel] {
+				early[req.Cancel] = true
 			}
 			mu.Unlock()
 			continue
@@ -154,6 +161,9 @@ func serveWorker(ctx context.Context, reg *Registry, ws *Workspace, bash *sync.M
 			outMu.Unlock()
 			continue
 		}
+		mu.Lock()
+		queued[req.ID] = true
+		mu.Unlock()
 		calls <- req
 	}
 	close(calls)
@@ -174,6 +184,10 @@ func runCall(ctx context.Context, reg *Registry, ws *Workspace, bash *sync.Mutex
 	t, ok := reg.Lookup(req.Tool)
 	if !ok {
 		return errorf("unknown tool %q", req.Tool), nil
+	}
+	if ctx.Err() != nil {
+		// Cancelled while it waited in the queue: nothing of it runs.
+		return Result{IsError: true, Content: "[cancelled before it started]", Meta: map[string]any{"cancelled": true}}, nil
 	}
 	x := &execCtx{ws: ws, outputCap: req.OutputCap, timeout: time.Duration(req.TimeoutMS) * time.Millisecond, bash: bash}
 	if x.outputCap <= 0 {
