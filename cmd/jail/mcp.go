@@ -38,8 +38,8 @@ func mcpMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := toolFlags("jail mcp", o, stderr)
 	fs.StringVar(&o.agent, "agent", "", "serve the tools of `AGENT` from the policy's [agents.*]")
 	fs.StringVar(&o.role, "role", "", "serve the tools of `ROLE`")
-	fs.IntVar(&o.maxConc, "max-concurrency", runtime.NumCPU(), "calls run at once, each in its own worker sandbox")
-	fs.IntVar(&o.prewarm, "prewarm", 1, "workers started before the client connects")
+	fs.IntVar(&o.maxConc, "max-concurrency", runtime.NumCPU(), "calls run at once: file tools in worker sandboxes, each bash call in a sandbox of its own")
+	fs.IntVar(&o.prewarm, "prewarm", 1, "workers started before the client connects (with one: also the first bash sandbox)")
 	fs.Usage = func() { fmt.Fprint(stderr, mcpUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -243,15 +243,16 @@ const spareShells = 2
 const serveUsage = `usage: jail serve [flags]
 
 A JSON-lines tool server on stdin and stdout (README: "Tools, jail tool and
-jail serve"). Each call runs in a confined worker; the policy decides which
-tools a caller sees and whether each call runs.
+jail serve"). Each call runs confined: the file tools in a worker, each bash
+call in fresh namespaces of its own; the policy decides which tools a caller
+sees and whether each call runs.
 `
 
 func serveMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	o := &toolOptions{}
 	fs := toolFlags("jail serve", o, stderr)
-	fs.IntVar(&o.maxConc, "max-concurrency", runtime.NumCPU(), "calls run at once, each in its own worker sandbox")
-	fs.IntVar(&o.prewarm, "prewarm", 1, "workers started before the first request")
+	fs.IntVar(&o.maxConc, "max-concurrency", runtime.NumCPU(), "calls run at once: file tools in worker sandboxes, each bash call in a sandbox of its own")
+	fs.IntVar(&o.prewarm, "prewarm", 1, "workers started before the first request (with one: also the first bash sandbox)")
 	fs.Usage = func() { fmt.Fprint(stderr, serveUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
