@@ -40,8 +40,8 @@ func toolFlags(name string, o *toolOptions, stderr io.Writer) *flag.FlagSet {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.run.workdir, "w", "", "workspace `DIR` the tools work in (default: the current directory)")
 	fs.StringVar(&o.run.policyFile, "policy", "", "policy `FILE` (see policy.toml.example)")
-	fs.Var(&o.run.degraded, "allow-degraded", "run the workers without `LAYER` (landlock, seccomp) when the kernel lacks it")
-	fs.BoolVar(&o.run.asRoot, "as-root", false, "map the caller to uid 0 inside the workers' sandboxes")
+	fs.Var(&o.run.degraded, "allow-degraded", "run the tools' sandboxes without `LAYER` (landlock, seccomp) when the kernel lacks it")
+	fs.BoolVar(&o.run.asRoot, "as-root", false, "map the caller to uid 0 inside the tools' sandboxes")
 	return fs
 }
 
