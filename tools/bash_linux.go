@@ -182,6 +182,10 @@ func copyOut(r [3]*os.File, out [3]io.Writer) (wait func()) {
 // new state out (nil after a timeout or cancellation, which keep the old
 // one).
 func bashCall(ctx context.Context, l shellLauncher, command string, sess *Session, outputCap int, timeout time.Duration) (Result, *Session) {
+	if strings.ContainsRune(command, 0) {
+		// A shell drops the byte and runs something else than was asked.
+		return errorf("bash: the command contains a NUL byte (\\u0000), which no shell can run: remove it"), nil
+	}
 	start := time.Now()
 	var cwd string
 	var env []string

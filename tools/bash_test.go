@@ -210,3 +210,13 @@ func TestWorkerCancels(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBashRefusesNUL: a NUL byte in a command is refused with a clear
+// error; a shell would drop it and run another command than was asked.
+func TestBashRefusesNUL(t *testing.T) {
+	f := newFixture(t)
+	r := f.call("bash", map[string]any{"command": "echo a\x00b"})
+	if !r.IsError || !strings.Contains(r.Content, "NUL byte") {
+		t.Fatalf("NUL in a command: %+v", r)
+	}
+}
