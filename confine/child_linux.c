@@ -1379,6 +1379,9 @@ static int stdio_open(void) {
 __attribute__((constructor)) static void jail_child_main(int argc, char **argv, char **envp) {
 	if (is_child(argc, argv)) child_main();
 	if (argc < 2 || stdio_open() < 0) return;
-	if (argc >= 2 && !strcmp(argv[1], "run")) early_start(argc, argv, envp);
+	if (argc >= 2 && !strcmp(argv[1], "run")) {
+		early_start(argc, argv, envp);
+		jail_fast_run(argc, argv, envp);
+	}
 	if (argc >= 2 && (!strcmp(argv[1], "serve") || !strcmp(argv[1], "mcp"))) zygote_start(argc, argv, envp);
 }

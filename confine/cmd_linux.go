@@ -45,6 +45,9 @@ type Cmd struct {
 	waitOnce  sync.Once
 	result    *Result
 	resultErr error
+	// header and setup are what a plan cache entry keeps of an early
+	// child's plan (CachedPlan).
+	header, setup []byte
 }
 
 // Result is what a finished sandbox reports. Its JSON form is the
@@ -98,10 +101,13 @@ func (c *Cmd) Start() error {
 		// Asked for by name: run without the filter this kernel cannot load.
 		s.Seccomp = nil
 	}
-	body, err := compilePlanBody(s, abi)
+	body, setup, err := compilePlan(s, abi)
 	if err != nil {
 		c.Abort()
 		return err
+	}
+	if c.proc.early && !s.Hold && len(s.Sockets) == 0 && len(s.RLimits) == 0 {
+		c.setup = body[:setup:setup]
 	}
 	proc, statusR, sockMine := c.proc, c.statusF, c.pre.sockets
 	if !s.Hold {
@@ -370,7 +376,8 @@ func (c *Cmd) Prestart() error {
 func (c *Cmd) adopt(e early) (ok bool, err error) {
 	s := c.Spec
 	c.start = time.Now()
-	if _, err := e.plan.Write(planHeader(s, os.Getuid(), os.Getgid())); err != nil {
+	c.header = planHeader(s, os.Getuid(), os.Getgid())
+	if _, err := e.plan.Write(c.header); err != nil {
 		return false, nil // Prestart discards it
 	}
 	c.proc = &initProc{pid: e.pid, early: true}

@@ -27,4 +27,8 @@ int jail_take_early(struct jail_early *out);
 // (-ENOSYS: no zygote in this process).
 int jail_zygote_fork(const int fds[6]);
 
+// jail_fast_run runs `jail run` from its plan cache entry without the Go
+// runtime (fast_linux.c). It returns only when the Go supervisor must run.
+void jail_fast_run(int argc, char **argv, char **envp);
+
 #endif

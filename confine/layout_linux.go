@@ -38,6 +38,13 @@ type Layout struct {
 	// Extra are further mounts made by jail itself (a resolv.conf for the
 	// transparent network mode); Bind sources are resolved like the rest.
 	Extra []Mount
+	// Guarded are host directories of jail's own (the user's policy, the
+	// plan cache) that no sandbox may change. One that a writable bind
+	// would show is created if missing and mounted read-only.
+	Guarded []string
+	// Facts, when not nil, records what Build observed of the host's file
+	// system, for the plan cache (fast_linux.go).
+	Facts *Facts
 }
 
 // DefaultSystem is the read-only, executable part of every sandbox.
@@ -100,6 +107,8 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
 		return nil, ph, fmt.Errorf("workspace %s is not a directory", ws)
 	}
+	l.Facts.realpath(l.Workspace, ws)
+	l.Facts.fileType(ws, unix.S_IFDIR)
 	for _, sys := range append([]string{"/"}, l.System...) {
 		if pathWithin(sys, ws) {
 			return nil, ph, fmt.Errorf("workspace %s contains the system directory %s: choose a project directory with -w", ws, sys)
@@ -108,19 +117,27 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 
 	var ms []Mount
 	for _, d := range l.System {
-		fi, err := os.Lstat(d)
-		if err != nil {
+		var st unix.Stat_t
+		if err := unix.Lstat(d, &st); err != nil {
+			if !errors.Is(err, unix.ENOENT) {
+				l.Facts.Unsure()
+			}
+			l.Facts.fileType(d, 0)
 			continue // /lib32 and friends exist on some systems only
 		}
-		if fi.Mode()&os.ModeSymlink != 0 {
+		l.Facts.fileType(d, st.Mode)
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
 			target, err := os.Readlink(d)
 			if err != nil {
 				return nil, ph, err
 			}
 			// Only links that stay inside the system tree are recreated.
-			if _, err := ResolvePath(d, "/", "/usr"); err != nil {
+			r, err := ResolvePath(d, "/", "/usr")
+			if err != nil {
 				return nil, ph, fmt.Errorf("system directory %s: %w", d, err)
 			}
+			l.Facts.link(d, target)
+			l.Facts.realpath(d, r)
 			ms = append(ms, Mount{Kind: Symlink, Source: target, Dest: d})
 			continue
 		}
@@ -141,14 +158,14 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 	}
 	ms = append(ms, Mount{Kind: Bind, Source: ws, Dest: ws, Writable: !l.WorkspaceReadOnly, Exec: true})
 	for _, p := range l.ReadOnly {
-		m, err := userBind(p, false)
+		m, err := userBind(p, false, l.Facts)
 		if err != nil {
 			return nil, ph, fmt.Errorf("--ro %s: %w", p, err)
 		}
 		ms = append(ms, m)
 	}
 	for _, p := range l.ReadWrite {
-		m, err := userBind(p, true)
+		m, err := userBind(p, true, l.Facts)
 		if err != nil {
 			return nil, ph, fmt.Errorf("--rw %s: %w", p, err)
 		}
@@ -166,11 +183,24 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 			if err != nil {
 				return nil, ph, fmt.Errorf("mount %s: %w", m.Dest, err)
 			}
+			l.Facts.realpath(m.Source, src)
 			m.Source = src
 		}
 		ms = append(ms, m)
 	}
-	prot, err := protect(ws, l.Protected, ph)
+	protected := l.Protected
+	guards, err := l.guard(ws, ms)
+	if err != nil {
+		return nil, ph, err
+	}
+	for _, g := range guards {
+		if rel, ok := strings.CutPrefix(g, ws+"/"); ok {
+			protected = append(protected[:len(protected):len(protected)], rel)
+		} else {
+			ms = append(ms, Mount{Kind: Protect, Dest: g})
+		}
+	}
+	prot, err := protect(ws, protected, ph, l.Facts)
 	if err != nil {
 		return nil, ph, err
 	}
@@ -179,10 +209,80 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 	return ms, ph, nil
 }
 
+// guard returns where each guarded directory a writable mount of ms
+// shows appears inside the sandbox, creating the directory first.
+func (l *Layout) guard(ws string, ms []Mount) ([]string, error) {
+	var out []string
+	for _, g := range l.Guarded {
+		if !filepath.IsAbs(g) {
+			continue
+		}
+		r, err := ResolvePath(g, "/", "")
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
+			// Resolve what exists: the rest is created below it.
+			r, err = resolveMissing(g)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("guarded directory %s: %w", g, err)
+		}
+		var shown []string
+		for _, m := range ms {
+			if m.Kind == Bind && m.Writable && pathWithin(r, m.Source) {
+				shown = append(shown, filepath.Join(m.Dest, strings.TrimPrefix(r, m.Source)))
+			}
+		}
+		if len(shown) == 0 {
+			l.Facts.realpath(g, resolvedOrNone(g))
+			continue
+		}
+		if err := os.MkdirAll(r, 0o700); err != nil {
+			return nil, fmt.Errorf("guarded directory %s: %w", g, err)
+		}
+		if r2, err := ResolvePath(g, "/", ""); err != nil || r2 != r {
+			return nil, fmt.Errorf("guarded directory %s changed while it was created", g)
+		}
+		l.Facts.realpath(g, r)
+		out = append(out, shown...)
+	}
+	return out, nil
+}
+
+// resolveMissing resolves the longest existing prefix of p and joins the
+// rest to it.
+func resolveMissing(p string) (string, error) {
+	p = filepath.Clean(p)
+	rest := ""
+	for dir := p; ; {
+		r, err := ResolvePath(dir, "/", "")
+		if err == nil {
+			return filepath.Join(r, rest), nil
+		}
+		if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, unix.ENOTDIR) {
+			return "", err
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", err
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = parent
+	}
+}
+
+// resolvedOrNone is p resolved, or "" when it does not exist (a
+// realpath fact that must keep failing).
+func resolvedOrNone(p string) string {
+	r, err := ResolvePath(p, "/", "")
+	if err != nil {
+		return ""
+	}
+	return r
+}
+
 // userBind resolves an extra path given by the user. The source is the
 // resolved path; the destination is the path as given, so the command
 // finds it where the user named it.
-func userBind(p string, writable bool) (Mount, error) {
+func userBind(p string, writable bool, facts *Facts) (Mount, error) {
 	if !filepath.IsAbs(p) {
 		return Mount{}, errors.New("must be an absolute path")
 	}
@@ -190,6 +290,7 @@ func userBind(p string, writable bool) (Mount, error) {
 	if err != nil {
 		return Mount{}, err
 	}
+	facts.realpath(p, src)
 	if src == "/" {
 		return Mount{}, errors.New("binding the whole root is not a sandbox")
 	}
@@ -214,7 +315,7 @@ func sortMounts(ms []Mount) {
 // symlinks and picks what to cover: the path itself if it exists, the first
 // component that is a symlink or a file, or a placeholder created for the
 // first missing component.
-func protect(ws string, rels []string, ph *Placeholders) ([]Mount, error) {
+func protect(ws string, rels []string, ph *Placeholders, facts *Facts) ([]Mount, error) {
 	wsfd, err := unix.Open(ws, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open workspace: %w", err)
@@ -233,7 +334,7 @@ func protect(ws string, rels []string, ph *Placeholders) ([]Mount, error) {
 		if covered {
 			continue // a protected parent (or its placeholder) covers it
 		}
-		dest, err := protectOne(wsfd, ws, r, ph)
+		dest, err := protectOne(wsfd, ws, r, ph, facts)
 		if err != nil {
 			return nil, fmt.Errorf("protected path %s: %w", r, err)
 		}
@@ -252,12 +353,14 @@ func protect(ws string, rels []string, ph *Placeholders) ([]Mount, error) {
 	return ms, nil
 }
 
-func protectOne(wsfd int, ws, r string, ph *Placeholders) (string, error) {
+// Each component it looks at is recorded in facts: its type decides.
+func protectOne(wsfd int, ws, r string, ph *Placeholders, facts *Facts) (string, error) {
 	parts := strings.Split(r, "/")
 	for i := range parts {
 		prefix := strings.Join(parts[:i+1], "/")
 		fd, err := openIn(wsfd, prefix)
 		if errors.Is(err, unix.ENOENT) {
+			facts.fileType(filepath.Join(ws, prefix), 0)
 			return ph.create(wsfd, ws, prefix)
 		}
 		if err != nil {
@@ -270,8 +373,10 @@ func protectOne(wsfd int, ws, r string, ph *Placeholders) (string, error) {
 			return "", err
 		}
 		if ph.removeStale(wsfd, prefix, &st) {
+			facts.fileType(filepath.Join(ws, prefix), 0)
 			return ph.create(wsfd, ws, prefix)
 		}
+		facts.fileType(filepath.Join(ws, prefix), st.Mode)
 		last := i == len(parts)-1
 		if last || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			// The path itself, or a symlink or file in its way: covering

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -208,4 +209,25 @@ func (ph *Placeholders) LockExisting(ms []Mount) {
 		}
 		ph.locks = append(ph.locks, fd)
 	}
+}
+
+// cacheParts are what a plan cache entry keeps of the placeholders: the
+// workspace-relative paths this run created them at, and the protected
+// paths that existed, which a cached run locks as LockExisting does.
+func (ph *Placeholders) cacheParts(ws string, ms []Mount) (made, existing []string, err error) {
+	mine := map[string]bool{}
+	for _, p := range ph.made {
+		rel, err := filepath.Rel(ws, p.path)
+		if err != nil || rel == "." || strings.HasPrefix(rel, "../") {
+			return nil, nil, fmt.Errorf("plan cache: placeholder %s outside the workspace %s", p.path, ws)
+		}
+		made = append(made, rel)
+		mine[p.path] = true
+	}
+	for _, m := range ms {
+		if m.Kind == Protect && !mine[m.Dest] {
+			existing = append(existing, m.Dest)
+		}
+	}
+	return made, existing, nil
 }

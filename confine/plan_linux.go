@@ -103,6 +103,28 @@ const planHeaderSize = 8 + 4 + 8 + 4*4
 
 // compilePlanBody is the rest of the plan, which pid 1 carries out.
 func compilePlanBody(s *Spec, abi int) ([]byte, error) {
+	body, _, err := compilePlan(s, abi)
+	return body, err
+}
+
+// compilePlan is compilePlanBody that also says where the exec operation
+// starts: body[:setup] is what a plan cache entry keeps (fast_linux.go),
+// as each run brings its own command. setup is len(body) for a held
+// sandbox, which has no exec operation.
+func compilePlan(s *Spec, abi int) (body []byte, setup int, err error) {
+	body, err = compileSetup(s, abi)
+	if err != nil || s.Hold {
+		return body, len(body), err
+	}
+	p := &plan{b: body}
+	if err := p.exec(s); err != nil {
+		return nil, 0, err
+	}
+	return p.b, len(body), nil
+}
+
+// compileSetup is every operation of the body before the command's.
+func compileSetup(s *Spec, abi int) ([]byte, error) {
 	p := &plan{}
 	p.op(opHostname)
 	p.str(s.Hostname)
@@ -240,10 +262,6 @@ func compilePlanBody(s *Spec, abi int) ([]byte, error) {
 
 	if s.Hold {
 		p.op(opHold)
-		return p.b, nil
-	}
-	if err := p.exec(s); err != nil {
-		return nil, err
 	}
 	return p.b, nil
 }

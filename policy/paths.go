@@ -152,3 +152,16 @@ func globCovers(base, p string) bool {
 	}
 	return false
 }
+
+// HasGlobs reports whether any path list of s holds a glob pattern, whose
+// matches depend on the file system at the time of the run.
+func (s Sandbox) HasGlobs() bool {
+	for _, list := range [][]string{s.RO, s.RW, s.Hide, s.Protected} {
+		for _, p := range list {
+			if hasGlob(p) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -239,6 +239,10 @@ func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "jail run:", err)
 		return 2
 	}
+	cache := newPlanCache(args, o, p, penv, len(widenings) > 0)
+	if cache != nil {
+		layout.Facts = cache.entry.Facts
+	}
 	if o.json {
 		// The result names the policy that produced it. Hashing costs a
 		// canonical encoding of the whole policy, so it runs while the
@@ -261,7 +265,7 @@ func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	}
 	defer nr.close()
 	nr.applyTo(o, layout)
-	return launch(o, layout, pass, sc, nr, stdin, stdout, stderr)
+	return launch(o, layout, pass, sc, nr, cache, stdin, stdout, stderr)
 }
 
 // applyPolicy turns the effective policy and the flags (which win for this
@@ -280,7 +284,7 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 		system[d] = true
 	}
 	layout := &confine.Layout{Workspace: ws, Home: penv.Home, Secrets: confine.DefaultSecrets(),
-		WorkspaceReadOnly: p.Sandbox.WorkspaceRO}
+		WorkspaceReadOnly: p.Sandbox.WorkspaceRO, Guarded: guarded(penv)}
 	for _, d := range sb.RO {
 		switch {
 		case system[d] || d == "/nix/store":
@@ -345,7 +349,7 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 }
 
 // launch builds the Spec from the layout and options, runs it and reports.
-func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.SeccompOptions, nr *netRun, stdin *os.File, stdout, stderr io.Writer) int {
+func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.SeccompOptions, nr *netRun, cache *planCache, stdin *os.File, stdout, stderr io.Writer) int {
 	spec := newSpec(o, o.argv, stderr)
 	spec.Foreground = isForeground(stdin)
 	cmd := &confine.Cmd{Spec: spec, Stdin: stdin, Timeout: o.timeout, Limits: confine.Limits{MemoryBytes: o.memory, Pids: o.pids}}
@@ -392,6 +396,7 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 		}
 		return se.code
 	}
+	cache.store(cmd, layout, pass, o.env, ph, stderr)
 	stopNet := nr.serve(cmd.Sockets(), stderr)
 	if o.capture {
 		cmd.Stdout.Close()

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/jail-sandbox/jail/confine"
+	"github.com/jail-sandbox/jail/policy"
+)
+
+// planCacheEnv turns the plan cache off ("off") or has each run say
+// whether it used it ("trace"). Read here and by fast_linux.c.
+const planCacheEnv = "JAIL_PLAN_CACHE"
+
+// planCache is a run whose plan may be cached (docs/plan-cache.md).
+type planCache struct {
+	dir   string
+	trace bool
+	entry confine.CacheEntry
+}
+
+// guarded are jail's own directories that a sandbox must not change even
+// when a writable bind shows them: the user's policy (a sandbox could
+// otherwise widen the next run's) and the plan cache (it could plant a
+// plan).
+func guarded(penv policy.Env) []string {
+	var g []string
+	if f := policy.UserFile(penv); f != "" {
+		g = append(g, filepath.Dir(f))
+	}
+	if d := confine.PlanCacheDir(penv.Home, os.Getenv("XDG_CACHE_HOME")); d != "" {
+		g = append(g, filepath.Dir(d))
+	}
+	return g
+}
+
+// newPlanCache returns the cache of this run, or nil when its plan cannot
+// be repeated without the Go supervisor: a JSON result, a timeout or
+// limits (which the supervisor enforces), a network other than none,
+// warnings to print, degraded layers, globs (their matches change), or
+// arguments whose command does not follow the first "--".
+func newPlanCache(args []string, o *runOptions, p *policy.Policy, penv policy.Env, warned bool) *planCache {
+	mode := os.Getenv(planCacheEnv)
+	if mode == "off" {
+		return nil
+	}
+	if o.json || o.capture || o.jsonOut != "" || o.timeout != 0 || o.memory != 0 || o.pids != 0 ||
+		o.net != policy.NetNone || warned || len(o.degraded) > 0 || p.Sandbox.HasGlobs() {
+		return nil
+	}
+	i := slices.Index(args, "--")
+	if i < 0 || !slices.Equal(args[i+1:], o.argv) {
+		return nil
+	}
+	dir := confine.PlanCacheDir(penv.Home, os.Getenv("XDG_CACHE_HOME"))
+	if dir == "" {
+		return nil
+	}
+	facts := &confine.Facts{}
+	files := []string{policy.UserFile(penv), policy.ProjectFile(penv.Workspace)}
+	if o.policyFile != "" {
+		files = append(files, o.policyFile)
+	}
+	for _, f := range files {
+		if f != "" {
+			facts.File(f)
+		}
+	}
+	return &planCache{dir: dir, trace: mode == "trace", entry: confine.CacheEntry{Args: args[:i+1], Facts: facts}}
+}
+
+// store writes the entry of a run whose sandbox started. A run that
+// cannot be cached runs just the same; with JAIL_PLAN_CACHE=trace it
+// says why.
+func (c *planCache) store(cmd *confine.Cmd, layout *confine.Layout, pass, extra []string, ph *confine.Placeholders, stderr io.Writer) {
+	if c == nil {
+		return
+	}
+	ws, err := confine.ResolvePath(layout.Workspace, "/", "")
+	if err == nil {
+		c.entry.Pass, c.entry.Extra, c.entry.Workspace, c.entry.Placeholders = pass, extra, ws, ph
+		err = cmd.CachePlan(c.dir, &c.entry)
+	}
+	if c.trace {
+		if err != nil {
+			fmt.Fprintf(stderr, "jail: plan cache: not stored: %v\n", err)
+		} else {
+			fmt.Fprintln(stderr, "jail: plan cache: stored")
+		}
+	}
+}

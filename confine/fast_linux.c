@@ -1,0 +1,767 @@
+// The plan cache's reader: `jail run` without the Go runtime.
+//
+// A run whose plan the supervisor cached (fast_linux.go) is repeated here,
+// in the binary's constructor, before Go starts: the entry is trusted
+// only in the user's private cache directory, every fact about the host
+// it was made from is checked again, the run's own placeholders are made,
+// and the early child (child_linux.c) gets the cached plan with this
+// run's command and environment. This process then does what the Go
+// supervisor does for such a run: it forwards signals, follows a stopped
+// command, removes the placeholders and exits with the command's status.
+//
+// Anything unexpected before the command starts falls back to the Go
+// path: before the early child is taken, by returning; after, by
+// executing this binary again with JAIL_PLAN_CACHE=refresh, so the Go
+// supervisor plans afresh (and reports any real error). Nothing here
+// decides what the sandbox is: a plan that ran once is replayed only
+// while everything it was made from is unchanged.
+
+//go:build linux && cgo
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "early_linux.h"
+
+#define CACHE_MAGIC "JAILFST1"
+#define MAX_ENTRY (1 << 20) // maxCacheEntry in fast_linux.go
+#define FACT_REALPATH 1
+#define FACT_TYPE 2
+#define FACT_LINK 3
+#define FACT_FILE 4
+#define OP_EXEC 21
+#define MAX_PLACEHOLDERS 64
+#define MAX_LOCKS 64
+
+// ---- the entry ----------------------------------------------------------
+
+struct cursor {
+	const uint8_t *p, *end;
+	int bad;
+};
+
+static uint32_t cur_u32(struct cursor *c) {
+	uint32_t v = 0;
+	if (c->end - c->p < 4) { c->bad = 1; return 0; }
+	memcpy(&v, c->p, 4);
+	c->p += 4;
+	return v;
+}
+
+static uint64_t cur_u64(struct cursor *c) {
+	uint64_t v = 0;
+	if (c->end - c->p < 8) { c->bad = 1; return 0; }
+	memcpy(&v, c->p, 8);
+	c->p += 8;
+	return v;
+}
+
+// cur_str returns a NUL-terminated string of the entry (its bytes hold no
+// NUL of their own), or "" once the entry is found malformed.
+static const char *cur_str(struct cursor *c) {
+	uint32_t n = cur_u32(c);
+	if (c->bad || (size_t)(c->end - c->p) < (size_t)n + 1 || c->p[n] != 0 || memchr(c->p, 0, n)) {
+		c->bad = 1;
+		return "";
+	}
+	const char *s = (const char *)c->p;
+	c->p += n + 1;
+	return s;
+}
+
+static const uint8_t *cur_bytes(struct cursor *c, uint32_t *n) {
+	*n = cur_u32(c);
+	if (c->bad || (size_t)(c->end - c->p) < *n) { c->bad = 1; *n = 0; return NULL; }
+	const uint8_t *b = c->p;
+	c->p += *n;
+	return b;
+}
+
+// ---- tracing --------------------------------------------------------------
+
+struct fast {
+	int trace;
+	const char *why; // why the cache was not used
+	char whybuf[512];
+	// placeholders made for this run
+	int inode;
+	int nmade;
+	char *made[MAX_PLACEHOLDERS];
+	dev_t dev;
+	ino_t ino;
+	int locks[MAX_LOCKS];
+	int nlocks;
+};
+
+static void say(const char *s) {
+	size_t n = strlen(s);
+	while (n > 0) {
+		ssize_t k = write(2, s, n);
+		if (k < 0 && errno == EINTR) continue;
+		if (k <= 0) return;
+		s += k;
+		n -= k;
+	}
+}
+
+static int miss(struct fast *f, const char *what, const char *path) {
+	snprintf(f->whybuf, sizeof(f->whybuf), "%s%s%s", what, path ? ": " : "", path ? path : "");
+	f->why = f->whybuf;
+	return -1;
+}
+
+// ---- where the entry is ------------------------------------------------
+
+// cache_name is planCacheName in fast_linux.go: FNV-1a of the uid, the
+// working directory and the arguments, each with its NUL.
+static void cache_name(char out[32], unsigned uid, const char *cwd, char **args, int nargs) {
+	uint64_t h = 14695981039346656037ULL;
+	char ubuf[16];
+	snprintf(ubuf, sizeof(ubuf), "%u", uid);
+	const char *first[2] = {ubuf, cwd};
+	for (int i = 0; i < 2 + nargs; i++) {
+		const char *s = i < 2 ? first[i] : args[i - 2];
+		for (; *s; s++) {
+			h ^= (unsigned char)*s;
+			h *= 1099511628211ULL;
+		}
+		h *= 1099511628211ULL; // the NUL: h ^= 0
+	}
+	snprintf(out, 32, "%016llx.plan", (unsigned long long)h);
+}
+
+// private_dir reports whether fd is a directory of this user that no one
+// else can write or enter.
+static int private_dir(int fd) {
+	struct stat st;
+	return fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid() && (st.st_mode & 077) == 0;
+}
+
+// read_entry reads the entry for these arguments into a buffer of its
+// own; NULL (and f->why) when there is none or it cannot be trusted.
+static uint8_t *read_entry(struct fast *f, const char *cwd, char **args, int nargs, size_t *len, int *dirfd_out) {
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char dir[PATH_MAX];
+	if (xdg && xdg[0] == '/')
+		snprintf(dir, sizeof(dir), "%s/jail", xdg);
+	else if (home && home[0] == '/')
+		snprintf(dir, sizeof(dir), "%s/.cache/jail", home);
+	else
+		return miss(f, "no cache directory (HOME and XDG_CACHE_HOME unset)", NULL), NULL;
+	int jd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (jd < 0) return miss(f, "no cache directory", dir), NULL;
+	int pd = openat(jd, "plans", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int ok = private_dir(jd) && pd >= 0 && private_dir(pd);
+	close(jd);
+	if (!ok) {
+		if (pd >= 0) close(pd);
+		return miss(f, "the cache directory is not private to this user (mode 0700, owned by the user)", dir), NULL;
+	}
+	char name[32];
+	cache_name(name, getuid(), cwd, args, nargs);
+	int fd = openat(pd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		close(pd);
+		return miss(f, "no entry for this directory and these flags", NULL), NULL;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 022) || st.st_size > MAX_ENTRY) {
+		close(fd);
+		close(pd);
+		return miss(f, "the entry is not a private file of this user", name), NULL;
+	}
+	uint8_t *b = malloc(st.st_size ? st.st_size : 1);
+	size_t got = 0;
+	while (b && got < (size_t)st.st_size) {
+		ssize_t k = read(fd, b + got, st.st_size - got);
+		if (k < 0 && errno == EINTR) continue;
+		if (k <= 0) break;
+		got += k;
+	}
+	close(fd);
+	if (!b || got != (size_t)st.st_size) {
+		free(b);
+		close(pd);
+		return miss(f, "cannot read the entry", name), NULL;
+	}
+	*len = got;
+	*dirfd_out = pd;
+	return b;
+}
+
+// ---- the key and the facts ----------------------------------------------
+
+static int absent(int err) { return err == ENOENT || err == ENOTDIR; }
+
+static void identity(const struct stat *st, uint64_t v[5]) {
+	v[0] = st->st_dev;
+	v[1] = st->st_ino;
+	v[2] = st->st_size;
+	v[3] = (uint64_t)st->st_mtim.tv_sec * 1000000000ULL + st->st_mtim.tv_nsec;
+	v[4] = (uint64_t)st->st_ctim.tv_sec * 1000000000ULL + st->st_ctim.tv_nsec;
+}
+
+// check_key compares what the entry was made for with this run: the same
+// binary, boot, user, directory, flags and variables.
+static int check_key(struct fast *f, struct cursor *c, const char *cwd, char **args, int nargs) {
+	struct stat st;
+	uint64_t want[5], have[5];
+	for (int i = 0; i < 5; i++) want[i] = cur_u64(c);
+	if (stat("/proc/self/exe", &st) < 0) return miss(f, "cannot stat /proc/self/exe", NULL);
+	identity(&st, have);
+	if (memcmp(want, have, sizeof(want))) return miss(f, "made by another jail binary", NULL);
+	const char *boot = cur_str(c);
+	char bbuf[64] = {0};
+	int bfd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	ssize_t bn = bfd >= 0 ? read(bfd, bbuf, sizeof(bbuf) - 1) : -1;
+	if (bfd >= 0) close(bfd);
+	while (bn > 0 && (bbuf[bn - 1] == '\n' || bbuf[bn - 1] == ' ')) bbuf[--bn] = 0;
+	if (bn <= 0 || strcmp(boot, bbuf)) return miss(f, "made before the last boot", NULL);
+	if (cur_u32(c) != getuid() || cur_u32(c) != getgid()) return miss(f, "made for other ids", NULL);
+	if (strcmp(cur_str(c), cwd)) return miss(f, "made in another directory", NULL);
+	if ((int)cur_u32(c) != nargs) return miss(f, "made for other flags", NULL);
+	for (int i = 0; i < nargs; i++)
+		if (strcmp(cur_str(c), args[i])) return miss(f, "made for other flags", NULL);
+	uint32_t nenv = cur_u32(c);
+	for (uint32_t i = 0; i < nenv && !c->bad; i++) {
+		const char *k = cur_str(c);
+		uint32_t present = cur_u32(c);
+		const char *v = cur_str(c);
+		const char *now = getenv(k);
+		if ((now != NULL) != (present != 0) || (now && strcmp(now, v))) return miss(f, "a variable it was made from changed", k);
+	}
+	return c->bad ? miss(f, "malformed entry", NULL) : 0;
+}
+
+// check_facts checks every fact about the host the plan was made from.
+static int check_facts(struct fast *f, struct cursor *c) {
+	uint32_t n = cur_u32(c);
+	for (uint32_t i = 0; i < n && !c->bad; i++) {
+		uint32_t kind = cur_u32(c);
+		const char *path = cur_str(c);
+		struct stat st;
+		switch (kind) {
+		case FACT_REALPATH: {
+			const char *want = cur_str(c);
+			char buf[PATH_MAX];
+			char *r = realpath(path, buf);
+			if (want[0] == 0 ? !(r == NULL && absent(errno)) : (r == NULL || strcmp(r, want)))
+				return miss(f, "a path resolves differently", path);
+			break;
+		}
+		case FACT_TYPE: {
+			uint32_t want = cur_u32(c);
+			if (lstat(path, &st) < 0) {
+				if (want != 0 || !absent(errno)) return miss(f, "a path the plan relies on changed", path);
+			} else if (want != ((unsigned)st.st_mode & S_IFMT) >> 12) {
+				return miss(f, "a path the plan relies on changed", path);
+			}
+			break;
+		}
+		case FACT_LINK: {
+			const char *want = cur_str(c);
+			char buf[PATH_MAX];
+			ssize_t k = readlink(path, buf, sizeof(buf) - 1);
+			if (k < 0 || (buf[k] = 0, strcmp(buf, want))) return miss(f, "a symlink changed", path);
+			break;
+		}
+		case FACT_FILE: {
+			uint32_t present = cur_u32(c);
+			uint64_t want[5], have[5];
+			if (present)
+				for (int j = 0; j < 5; j++) want[j] = cur_u64(c);
+			if (stat(path, &st) < 0) {
+				if (present || !absent(errno)) return miss(f, "a policy file changed", path);
+				break;
+			}
+			identity(&st, have);
+			if (!present || memcmp(want, have, sizeof(want))) return miss(f, "a policy file changed", path);
+			break;
+		}
+		default:
+			return miss(f, "unknown fact in the entry", NULL);
+		}
+	}
+	return c->bad ? miss(f, "malformed entry", NULL) : 0;
+}
+
+// ---- placeholders (placeholders_linux.go) ---------------------------------
+
+static int open_beneath(int dirfd, const char *path) {
+	struct { uint64_t flags, mode, resolve; } how = {O_PATH | O_NOFOLLOW | O_CLOEXEC, 0, 0x08 | 0x04 | 0x02};
+	return syscall(437 /* openat2 */, dirfd, path, &how, sizeof(how));
+}
+
+// release removes this run's placeholder links unless another run holds
+// the inode too, as Placeholders.Release does.
+static void release(struct fast *f) {
+	if (f->inode >= 0 && flock(f->inode, LOCK_EX | LOCK_NB) == 0) {
+		for (int i = 0; i < f->nmade; i++) {
+			struct stat st;
+			if (lstat(f->made[i], &st) == 0 && st.st_dev == f->dev && st.st_ino == f->ino) unlink(f->made[i]);
+		}
+	}
+	for (int i = 0; i < f->nmade; i++) free(f->made[i]);
+	for (int i = 0; i < f->nlocks; i++) close(f->locks[i]);
+	if (f->inode >= 0) close(f->inode);
+	f->inode = -1;
+	f->nmade = f->nlocks = 0;
+}
+
+// make_placeholders links one read-only inode at every path where the
+// plan expects one, and locks the protected objects that exist. A path
+// that exists now means the workspace changed: the cache is not used.
+static int make_placeholders(struct fast *f, struct cursor *c) {
+	const char *ws = cur_str(c);
+	uint32_t n = cur_u32(c);
+	if (c->bad || n > MAX_PLACEHOLDERS) return miss(f, "malformed entry", NULL);
+	int wsfd = -1;
+	if (n > 0) {
+		wsfd = open(ws, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (wsfd < 0) return miss(f, "cannot open the workspace", ws);
+		// Writable by its owner: an unprivileged owner may set a user
+		// xattr only on an inode it can write. Read-only once marked.
+		int fd = openat(wsfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			close(wsfd);
+			return miss(f, "cannot create a placeholder (no O_TMPFILE)", ws);
+		}
+		if (fd < 3) { // never 0-2, whose /proc entry would be stdio
+			int nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+			close(fd);
+			fd = nfd;
+		}
+		f->inode = fd;
+		struct stat st;
+		if (fd < 0 || fchmod(fd, 0444) < 0 || fstat(fd, &st) < 0) {
+			close(wsfd);
+			return miss(f, "cannot create a placeholder", ws);
+		}
+		fsetxattr(fd, "user.jail", "placeholder", 11, 0);
+		flock(fd, LOCK_SH);
+		f->dev = st.st_dev;
+		f->ino = st.st_ino;
+	}
+	char src[64];
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", f->inode);
+	for (uint32_t i = 0; i < n; i++) {
+		const char *rel = cur_str(c);
+		if (c->bad || rel[0] == '/' || rel[0] == 0) {
+			close(wsfd);
+			return miss(f, "malformed entry", NULL);
+		}
+		char buf[PATH_MAX];
+		snprintf(buf, sizeof(buf), "%s", rel);
+		char *slash = strrchr(buf, '/');
+		int pfd = wsfd;
+		const char *name = buf;
+		if (slash) {
+			*slash = 0;
+			name = slash + 1;
+			pfd = open_beneath(wsfd, buf);
+		}
+		int r = pfd < 0 ? -1 : linkat(AT_FDCWD, src, pfd, name, AT_SYMLINK_FOLLOW);
+		if (pfd >= 0 && pfd != wsfd) close(pfd);
+		if (r < 0) {
+			close(wsfd);
+			return miss(f, "a protected path appeared", rel);
+		}
+		char full[PATH_MAX];
+		snprintf(full, sizeof(full), "%s/%s", ws, rel);
+		f->made[f->nmade++] = strdup(full);
+	}
+	if (wsfd >= 0) close(wsfd);
+	uint32_t nl = cur_u32(c);
+	for (uint32_t i = 0; i < nl && !c->bad; i++) {
+		const char *p = cur_str(c);
+		struct stat st;
+		// Only regular files and directories: opening a FIFO or a device
+		// planted at a protected path could block or act.
+		if (lstat(p, &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) || f->nlocks >= MAX_LOCKS) continue;
+		int fd = open(p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (fd < 0) continue;
+		if (flock(fd, LOCK_SH) < 0) {
+			close(fd);
+			continue;
+		}
+		f->locks[f->nlocks++] = fd;
+	}
+	return c->bad ? miss(f, "malformed entry", NULL) : 0;
+}
+
+// ---- the command ---------------------------------------------------------
+
+struct buf {
+	uint8_t *b;
+	size_t n, cap;
+	int oom;
+};
+
+static void put(struct buf *b, const void *p, size_t n) {
+	if (b->oom) return;
+	if (b->n + n > b->cap) {
+		size_t cap = (b->cap ? b->cap * 2 : 4096);
+		while (cap < b->n + n) cap *= 2;
+		uint8_t *nb = realloc(b->b, cap);
+		if (!nb) { b->oom = 1; return; }
+		b->b = nb;
+		b->cap = cap;
+	}
+	memcpy(b->b + b->n, p, n);
+	b->n += n;
+}
+
+static void put_u32(struct buf *b, uint32_t v) { put(b, &v, 4); }
+
+static void put_str(struct buf *b, const char *s) {
+	uint32_t n = strlen(s);
+	put_u32(b, n);
+	put(b, s, n + 1);
+}
+
+// name_len is the length of an environment entry's name.
+static size_t name_len(const char *kv) {
+	const char *eq = strchr(kv, '=');
+	return eq ? (size_t)(eq - kv) : strlen(kv);
+}
+
+static int passes(const char *kv, char **pass, uint32_t npass) {
+	size_t n = name_len(kv);
+	for (uint32_t i = 0; i < npass; i++) {
+		size_t pn = strlen(pass[i]);
+		if (pn == n && !strncmp(pass[i], kv, n)) return 1;
+		if (pn > 0 && pass[i][pn - 1] == '*' && n >= pn - 1 && !strncmp(pass[i], kv, pn - 1)) return 1;
+	}
+	return 0;
+}
+
+// env_set sets name=value (kv is "name=value") in env, keeping the place
+// of an earlier entry of the same name, as buildEnv does.
+static void env_set(char **env, uint32_t *n, char *kv) {
+	size_t nl = name_len(kv);
+	for (uint32_t i = 0; i < *n; i++)
+		if (name_len(env[i]) == nl && !strncmp(env[i], kv, nl)) {
+			env[i] = kv;
+			return;
+		}
+	env[(*n)++] = kv;
+}
+
+// caller_value is the caller's last value of name, as a map keeps it.
+static const char *caller_value(char **envp, const char *name, size_t nl) {
+	const char *v = NULL;
+	for (char **e = envp; *e; e++)
+		if (name_len(*e) == nl && !strncmp(*e, name, nl)) v = (*e)[nl] == '=' ? *e + nl + 1 : "";
+	return v;
+}
+
+// build_env is buildEnv in run.go: the pass-listed variables of the
+// caller in its order, then each extra (NAME passes the caller's value,
+// NAME=VALUE sets one), then PATH and TMPDIR when missing.
+static char **build_env(char **envp, char **pass, uint32_t npass, char **extra, uint32_t nextra, uint32_t *count) {
+	uint32_t ne = 0;
+	for (char **e = envp; *e; e++) ne++;
+	char **env = calloc(ne + nextra + 3, sizeof(char *));
+	if (!env) return NULL;
+	uint32_t n = 0;
+	for (char **e = envp; *e; e++) {
+		if (!passes(*e, pass, npass)) continue;
+		if (!strchr(*e, '=')) {
+			char *kv = malloc(strlen(*e) + 2);
+			if (!kv) return NULL;
+			sprintf(kv, "%s=", *e);
+			env_set(env, &n, kv);
+		} else {
+			env_set(env, &n, *e);
+		}
+	}
+	for (uint32_t i = 0; i < nextra; i++) {
+		if (strchr(extra[i], '=')) {
+			env_set(env, &n, extra[i]);
+			continue;
+		}
+		const char *v = caller_value(envp, extra[i], strlen(extra[i]));
+		if (!v) continue;
+		char *kv = malloc(strlen(extra[i]) + strlen(v) + 2);
+		if (!kv) return NULL;
+		sprintf(kv, "%s=%s", extra[i], v);
+		env_set(env, &n, kv);
+	}
+	int path = 0, tmp = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		path |= !strncmp(env[i], "PATH=", 5);
+		tmp |= !strncmp(env[i], "TMPDIR=", 7);
+	}
+	if (!path) env[n++] = "PATH=/usr/local/bin:/usr/bin:/bin";
+	if (!tmp) env[n++] = "TMPDIR=/tmp";
+	*count = n;
+	return env;
+}
+
+// ---- running it ----------------------------------------------------------
+
+static int write_all(int fd, const void *p, size_t n) {
+	const char *s = p;
+	while (n > 0) {
+		ssize_t k = write(fd, s, n);
+		if (k < 0 && errno == EINTR) continue;
+		if (k <= 0) return -1;
+		s += k;
+		n -= k;
+	}
+	return 0;
+}
+
+static int send_stdio(int sock) {
+	int fds[3] = {0, 1, 2};
+	char byte = 0;
+	char oob[CMSG_SPACE(sizeof(fds))];
+	memset(oob, 0, sizeof(oob));
+	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = oob, .msg_controllen = sizeof(oob)};
+	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(h), fds, sizeof(fds));
+	ssize_t n;
+	do n = sendmsg(sock, &m, MSG_NOSIGNAL); while (n < 0 && errno == EINTR);
+	return n == 1 ? 0 : -1;
+}
+
+// reclaim_terminal makes this process group the terminal's foreground
+// again, as a shell does after a job (reclaimTerminal in cmd_linux.go).
+static void reclaim_terminal(void) {
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+	sigaction(SIGTTOU, &ign, &old);
+	tcsetpgrp(0, getpgrp());
+	sigaction(SIGTTOU, &old, NULL);
+}
+
+// json_int finds "key":N in a report line.
+static int json_int(const char *line, const char *key, int *v) {
+	char pat[32];
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	const char *p = strstr(line, pat);
+	if (!p) return 0;
+	*v = atoi(p + strlen(pat));
+	return 1;
+}
+
+static const int forwarded_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGUSR1, SIGUSR2};
+
+// fall_back hands the run to the Go supervisor: this binary again, which
+// plans afresh and stores a new entry.
+static void __attribute__((noreturn)) fall_back(struct fast *f, char **argv, char **envp, int entryfd, const char *entry) {
+	release(f);
+	if (entryfd >= 0) unlinkat(entryfd, entry, 0);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	uint32_t ne = 0;
+	for (char **e = envp; *e; e++) ne++;
+	char **env = calloc(ne + 2, sizeof(char *));
+	if (!env) _exit(125);
+	uint32_t n = 0;
+	for (char **e = envp; *e; e++)
+		if (strncmp(*e, "JAIL_PLAN_CACHE=", 16)) env[n++] = *e;
+	env[n++] = "JAIL_PLAN_CACHE=refresh";
+	if (f->trace) say("jail: plan cache: the cached plan failed; planning afresh\n");
+	execve("/proc/self/exe", argv, env);
+	say("jail: plan cache: cannot execute /proc/self/exe again\n");
+	_exit(125);
+}
+
+// supervise follows the sandbox as Cmd.Wait does and exits with the
+// command's status.
+static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_early *e, int foreground, char **argv, char **envp, int entryfd, const char *entry) {
+	sigset_t set;
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof(forwarded_sigs) / sizeof(forwarded_sigs[0]); i++) sigaddset(&set, forwarded_sigs[i]);
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	if (sfd >= 0) sigprocmask(SIG_BLOCK, &set, NULL);
+	int pid1 = 0, started = 0, code = -1;
+	char line[4096];
+	size_t have = 0;
+	for (;;) {
+		struct pollfd p[2] = {{.fd = e->status, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+		int r = poll(p, sfd >= 0 ? 2 : 1, -1);
+		if (r < 0) {
+			if (errno == EINTR) continue;
+			break;
+		}
+		if (sfd >= 0 && (p[1].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+			if (read(sfd, &si, sizeof(si)) == sizeof(si)) kill(pid1 > 0 ? pid1 : e->pid, si.ssi_signo);
+		}
+		if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+		ssize_t k = read(e->status, line + have, sizeof(line) - 1 - have);
+		if (k < 0 && errno == EINTR) continue;
+		if (k <= 0) break;
+		have += k;
+		line[have] = 0;
+		char *nl;
+		while ((nl = strchr(line, '\n'))) {
+			*nl = 0;
+			int v;
+			if (strstr(line, "\"stage\":\"pid1\"") && json_int(line, "pid", &v)) pid1 = v;
+			else if (strstr(line, "\"stage\":\"started\"")) started = 1;
+			else if (strstr(line, "\"stage\":\"error\"") && !started) {
+				close(e->status);
+				int st;
+				waitpid(e->pid, &st, 0);
+				fall_back(f, argv, envp, entryfd, entry);
+			} else if (strstr(line, "\"stage\":\"stopped\"") && foreground) {
+				reclaim_terminal();
+				kill(0, SIGSTOP);
+				if (pid1 > 0) kill(pid1, SIGCONT);
+			} else if (strstr(line, "\"stage\":\"exit\"") && json_int(line, "status", &v)) {
+				code = v;
+			}
+			size_t used = nl + 1 - line;
+			memmove(line, nl + 1, have - used + 1);
+			have -= used;
+		}
+		if (code >= 0) break;
+		if (have == sizeof(line) - 1) have = 0; // an overlong line: not a report
+	}
+	if (code < 0) {
+		// No exit report: pid 1 was killed. Its parent's status says how.
+		int st;
+		while (waitpid(e->pid, &st, 0) < 0 && errno == EINTR)
+			;
+		if (!started) fall_back(f, argv, envp, entryfd, entry);
+		code = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+	}
+	if (foreground) reclaim_terminal();
+	release(f);
+	_exit(code);
+}
+
+// jail_fast_run repeats a cached plan and never returns when it does;
+// it returns when the Go supervisor must run.
+void jail_fast_run(int argc, char **argv, char **envp) {
+	const char *mode = getenv("JAIL_PLAN_CACHE");
+	if (mode && (!strcmp(mode, "off") || !strcmp(mode, "refresh"))) return;
+	struct fast f = {.trace = mode && !strcmp(mode, "trace"), .inode = -1};
+	int dd = -1;
+	for (int i = 2; i < argc; i++)
+		if (!strcmp(argv[i], "--")) {
+			dd = i;
+			break;
+		}
+	char cwd[PATH_MAX];
+	size_t len = 0;
+	int entryfd = -1;
+	uint8_t *entry = NULL;
+	char name[32];
+	if (dd < 0 || dd + 1 >= argc) {
+		miss(&f, "no -- before the command", NULL);
+		goto out;
+	}
+	if (getuid() != geteuid() || getgid() != getegid()) {
+		miss(&f, "set-id execution", NULL);
+		goto out;
+	}
+	if (!getcwd(cwd, sizeof(cwd))) {
+		miss(&f, "no working directory", NULL);
+		goto out;
+	}
+	entry = read_entry(&f, cwd, argv + 2, dd - 1, &len, &entryfd);
+	if (!entry) goto out;
+	cache_name(name, getuid(), cwd, argv + 2, dd - 1);
+	struct cursor c = {.p = entry, .end = entry + len};
+	if (len < 8 || memcmp(entry, CACHE_MAGIC, 8)) {
+		miss(&f, "not an entry of this version", NULL);
+		goto out;
+	}
+	c.p += 8;
+	if (check_key(&f, &c, cwd, argv + 2, dd - 1) < 0 || check_facts(&f, &c) < 0) goto out;
+	if (make_placeholders(&f, &c) < 0) goto out;
+	char **lists[2] = {NULL, NULL};
+	uint32_t counts[2];
+	for (int l = 0; l < 2; l++) {
+		counts[l] = cur_u32(&c);
+		if (c.bad || counts[l] > 4096) break;
+		lists[l] = calloc(counts[l] + 1, sizeof(char *));
+		for (uint32_t i = 0; lists[l] && i < counts[l]; i++) lists[l][i] = (char *)cur_str(&c);
+	}
+	const char *dir = cur_str(&c);
+	uint32_t hn, sn;
+	const uint8_t *header = cur_bytes(&c, &hn), *setup = cur_bytes(&c, &sn);
+	if (c.bad || !lists[0] || !lists[1] || c.p != c.end || hn == 0 || sn == 0) {
+		miss(&f, "malformed entry", NULL);
+		goto out;
+	}
+	uint32_t envc;
+	char **env = build_env(envp, lists[0], counts[0], lists[1], counts[1], &envc);
+	if (!env) {
+		miss(&f, "out of memory", NULL);
+		goto out;
+	}
+	pid_t pg;
+	int foreground = ioctl(0, TIOCGPGRP, &pg) == 0 && pg == getpgrp();
+	struct buf plan = {0};
+	put(&plan, header, hn);
+	put(&plan, setup, sn);
+	put_u32(&plan, OP_EXEC);
+	put_u32(&plan, argc - dd - 1);
+	for (int i = dd + 1; i < argc; i++) put_str(&plan, argv[i]);
+	put_u32(&plan, envc);
+	for (uint32_t i = 0; i < envc; i++) put_str(&plan, env[i]);
+	put_str(&plan, dir);
+	put_u32(&plan, foreground);
+	put_u32(&plan, 0); // no rlimits: a run with limits is not cached
+	if (plan.oom) {
+		miss(&f, "out of memory", NULL);
+		goto out;
+	}
+	struct jail_early e;
+	if (!jail_take_early(&e)) {
+		miss(&f, "no early child", NULL);
+		goto out;
+	}
+	if (f.trace) say("jail: plan cache: used\n");
+	// A reader that goes away must not end this process before it
+	// removes the placeholders (runMain catches SIGPIPE likewise).
+	signal(SIGPIPE, SIG_IGN);
+	if (write_all(e.plan, plan.b, plan.n) < 0 || send_stdio(e.sock) < 0) {
+		close(e.plan);
+		close(e.status);
+		kill(e.pid, SIGKILL);
+		int st;
+		waitpid(e.pid, &st, 0);
+		fall_back(&f, argv, envp, entryfd, name);
+	}
+	close(e.plan);
+	supervise(&f, &e, foreground, argv, envp, entryfd, name);
+out:
+	if (f.trace && f.why) {
+		say("jail: plan cache: not used: ");
+		say(f.why);
+		say("\n");
+	}
+	release(&f);
+	if (entryfd >= 0) close(entryfd);
+	free(entry);
+}

@@ -1,0 +1,291 @@
+//go:build linux
+
+package confine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The plan cache. Most of a `jail run` is the Go runtime starting and the
+// plan being made, yet a project's runs repeat the same plan. The
+// supervisor stores the plan of a run it could repeat without Go (no
+// JSON result, timeout, limits or proxy) together with every fact about
+// the host it was made from; the binary's constructor (fast_linux.c)
+// checks each fact again on the next run and, when all hold, runs that
+// plan without starting Go at all. A fact that does not hold, or anything
+// it does not understand, sends the run down the Go path, which plans
+// afresh and replaces the entry. docs/plan-cache.md has the rules.
+
+// Fact kinds, shared with fast_linux.c (FACT_*).
+const (
+	factRealpath = 1 // realpath(path) is value
+	factType     = 2 // lstat(path) has file type typ (0: does not exist)
+	factLink     = 3 // readlink(path) is value
+	factFile     = 4 // stat(path) is the file st, or fails with ENOENT or ENOTDIR when absent
+)
+
+// Facts are what a plan depends on in the host's file system, in the order
+// they were observed. A nil *Facts records nothing.
+type Facts struct {
+	list []fact
+	// unsure is set when a plan depends on something no fact captures;
+	// such a plan is not cached.
+	unsure bool
+}
+
+type fact struct {
+	kind        uint32
+	path, value string
+	typ         uint32
+	present     bool
+	st          [5]uint64 // dev, ino, size, mtime ns, ctime ns
+}
+
+func (f *Facts) add(x fact) {
+	if f != nil {
+		f.list = append(f.list, x)
+	}
+}
+
+func (f *Facts) realpath(path, resolved string) {
+	f.add(fact{kind: factRealpath, path: path, value: resolved})
+}
+
+// fileType records the type of path from an lstat (mode 0: absent).
+func (f *Facts) fileType(path string, mode uint32) {
+	f.add(fact{kind: factType, path: path, typ: (mode & unix.S_IFMT) >> 12})
+}
+
+func (f *Facts) link(path, target string) {
+	f.add(fact{kind: factLink, path: path, value: target})
+}
+
+// Unsure marks the plan as depending on more than its facts.
+func (f *Facts) Unsure() {
+	if f != nil {
+		f.unsure = true
+	}
+}
+
+// File records the identity of a file the plan was made from (a policy
+// file), or its absence.
+func (f *Facts) File(path string) {
+	if f == nil {
+		return
+	}
+	var st unix.Stat_t
+	err := unix.Stat(path, &st)
+	switch {
+	case err == nil:
+		f.add(fact{kind: factFile, path: path, present: true, st: identity(&st)})
+	case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR):
+		f.add(fact{kind: factFile, path: path})
+	default:
+		f.unsure = true
+	}
+}
+
+func identity(st *unix.Stat_t) [5]uint64 {
+	return [5]uint64{st.Dev, st.Ino, uint64(st.Size),
+		uint64(st.Mtim.Sec)*1e9 + uint64(st.Mtim.Nsec), uint64(st.Ctim.Sec)*1e9 + uint64(st.Ctim.Nsec)}
+}
+
+// cacheKeyEnv are the variables a plan is made from besides the files:
+// the workspace (PWD names the working directory as the shell sees it),
+// the home and the locations of the user's policy and of the cache.
+// The command's environment is built afresh on every run, from the
+// pass-list the entry keeps.
+func cacheKeyEnv() []string {
+	return []string{"PWD", "HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"}
+}
+
+// CacheEntry is one run's plan and what it was made from.
+type CacheEntry struct {
+	// Args are the arguments between "run" and the first "--", which
+	// they include; the command after it comes from each run.
+	Args []string
+	// Facts are the host facts the layout was built from; policy files
+	// are added by the caller.
+	Facts *Facts
+	// Pass and Extra build the command's environment as `jail run` does
+	// (pass-list patterns, then NAME or NAME=VALUE in order).
+	Pass, Extra []string
+	// Workspace is the resolved workspace and Placeholders the run's:
+	// the cached run makes the same placeholders itself.
+	Workspace    string
+	Placeholders *Placeholders
+}
+
+// PlanCacheDir is where plans are cached: $XDG_CACHE_HOME/jail/plans, or
+// ~/.cache/jail/plans. Empty when neither is an absolute path.
+func PlanCacheDir(home, xdgCache string) string {
+	base := xdgCache
+	if !filepath.IsAbs(base) {
+		if !filepath.IsAbs(home) {
+			return ""
+		}
+		base = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(base, "jail", "plans")
+}
+
+// planCacheName is the entry's file name: FNV-1a of the uid, the working
+// directory and the arguments, each NUL-terminated (cache_name in
+// fast_linux.c). The entry itself holds the whole key.
+func planCacheName(uid int, cwd string, args []string) string {
+	h := uint64(14695981039346656037)
+	add := func(s string) {
+		for i := 0; i < len(s); i++ {
+			h ^= uint64(s[i])
+			h *= 1099511628211
+		}
+		h ^= 0
+		h *= 1099511628211
+	}
+	add(strconv.Itoa(uid))
+	add(cwd)
+	for _, a := range args {
+		add(a)
+	}
+	return fmt.Sprintf("%016x.plan", h)
+}
+
+const cacheMagic = "JAILFST1"
+
+// maxCacheEntry bounds an entry; fast_linux.c refuses larger ones.
+const maxCacheEntry = 1 << 20
+
+// CachePlan writes the cache entry of a run whose sandbox has started.
+// It does nothing (and says why) when the run cannot be repeated without
+// Go: no early child, a held sandbox, proxy sockets, rlimits, or a plan
+// that depends on more than its facts.
+func (c *Cmd) CachePlan(dir string, e *CacheEntry) error {
+	if c.header == nil || c.setup == nil {
+		return errors.New("plan cache: this run's sandbox cannot be repeated from a cache")
+	}
+	if e.Facts == nil || e.Facts.unsure {
+		return errors.New("plan cache: the plan depends on more than the facts it records")
+	}
+	if len(e.Args) == 0 || e.Args[len(e.Args)-1] != "--" {
+		return errors.New("plan cache: the arguments must end with --")
+	}
+	var xst unix.Stat_t
+	if err := unix.Stat("/proc/self/exe", &xst); err != nil {
+		return fmt.Errorf("plan cache: %w", err)
+	}
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return fmt.Errorf("plan cache: %w", err)
+	}
+	cwd, err := unix.Getwd()
+	if err != nil {
+		return fmt.Errorf("plan cache: %w", err)
+	}
+	s := c.Spec
+	p := &plan{b: []byte(cacheMagic)}
+	for _, v := range identity(&xst) {
+		p.u64(v)
+	}
+	p.str(strings.TrimSpace(string(boot)))
+	p.u32(uint32(os.Getuid()))
+	p.u32(uint32(os.Getgid()))
+	p.str(cwd)
+	p.u32(uint32(len(e.Args)))
+	for _, a := range e.Args {
+		p.str(a)
+	}
+	p.u32(uint32(len(cacheKeyEnv())))
+	for _, k := range cacheKeyEnv() {
+		v, ok := os.LookupEnv(k)
+		p.str(k)
+		p.u32(boolU32(ok))
+		p.str(v)
+	}
+	p.u32(uint32(len(e.Facts.list)))
+	for _, f := range e.Facts.list {
+		p.u32(f.kind)
+		p.str(f.path)
+		switch f.kind {
+		case factRealpath, factLink:
+			p.str(f.value)
+		case factType:
+			p.u32(f.typ)
+		case factFile:
+			p.u32(boolU32(f.present))
+			if f.present {
+				for _, v := range f.st {
+					p.u64(v)
+				}
+			}
+		}
+	}
+	made, existing, err := e.Placeholders.cacheParts(e.Workspace, s.Mounts)
+	if err != nil {
+		return err
+	}
+	p.str(e.Workspace)
+	p.u32(uint32(len(made)))
+	for _, r := range made {
+		p.str(r)
+	}
+	p.u32(uint32(len(existing)))
+	for _, l := range existing {
+		p.str(l)
+	}
+	for _, list := range [][]string{e.Pass, e.Extra} {
+		p.u32(uint32(len(list)))
+		for _, v := range list {
+			p.str(v)
+		}
+	}
+	p.str(s.Dir)
+	p.bytes(c.header)
+	p.bytes(c.setup)
+	for _, v := range append(append(append([]string{}, e.Args...), e.Pass...), e.Extra...) {
+		if strings.ContainsRune(v, 0) {
+			return errors.New("plan cache: an argument contains a NUL byte")
+		}
+	}
+	if len(p.b) > maxCacheEntry {
+		return fmt.Errorf("plan cache: entry of %d bytes, at most %d", len(p.b), maxCacheEntry)
+	}
+	return writeCacheEntry(dir, planCacheName(os.Getuid(), cwd, e.Args), p.b)
+}
+
+// writeCacheEntry stores b as dir/name, atomically. Every directory jail
+// creates for the cache is private to the user; fast_linux.c trusts an
+// entry only in such a directory, in a file of the user's own that nobody
+// else may write.
+func writeCacheEntry(dir, name string, b []byte) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("plan cache: %w", err)
+	}
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o700); err != nil {
+			return fmt.Errorf("plan cache: %w", err)
+		}
+	}
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("plan cache: %w", err)
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return fmt.Errorf("plan cache: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("plan cache: %w", err)
+	}
+	if err := os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
+		return fmt.Errorf("plan cache: %w", err)
+	}
+	return nil
+}
