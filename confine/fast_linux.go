@@ -259,11 +259,20 @@ func (c *Cmd) CachePlan(dir string, e *CacheEntry) error {
 	return writeCacheEntry(dir, planCacheName(os.Getuid(), cwd, e.Args), p.b)
 }
 
-// writeCacheEntry stores b as dir/name, atomically. Every directory jail
-// creates for the cache is private to the user; fast_linux.c trusts an
-// entry only in such a directory, in a file of the user's own that nobody
-// else may write.
-func writeCacheEntry(dir, name string, b []byte) error {
+// MakePlanCacheDir creates the cache directory (PlanCacheDir), private
+// to the user.
+func MakePlanCacheDir(dir string) error {
+	// Beneath an existing home or XDG_CACHE_HOME only: a user without a
+	// home (HOME=/nonexistent) gets no cache rather than a new home.
+	root := filepath.Dir(filepath.Dir(dir)) // XDG_CACHE_HOME or ~/.cache
+	if _, err := os.Stat(root); err != nil {
+		if filepath.Base(root) != ".cache" {
+			return fmt.Errorf("plan cache: %w", err)
+		}
+		if _, err := os.Stat(filepath.Dir(root)); err != nil {
+			return fmt.Errorf("plan cache: %w", err)
+		}
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("plan cache: %w", err)
 	}
@@ -271,6 +280,17 @@ func writeCacheEntry(dir, name string, b []byte) error {
 		if err := os.Chmod(d, 0o700); err != nil {
 			return fmt.Errorf("plan cache: %w", err)
 		}
+	}
+	return nil
+}
+
+// writeCacheEntry stores b as dir/name, atomically. Every directory jail
+// creates for the cache is private to the user; fast_linux.c trusts an
+// entry only in such a directory, in a file of the user's own that nobody
+// else may write.
+func writeCacheEntry(dir, name string, b []byte) error {
+	if err := MakePlanCacheDir(dir); err != nil {
+		return err
 	}
 	f, err := os.CreateTemp(dir, ".tmp-*")
 	if err != nil {

@@ -23,7 +23,7 @@ def sc(*a):
 `
 
 func TestFilesOutsideWorkspace(t *testing.T) {
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		canary, content := r.canary(t)
 		// A symlink planted in the workspace that points at the canary.
@@ -57,7 +57,7 @@ exit 0`, canary, rel, filepath.Dir(canary))
 }
 
 func TestSecretsInHomeAndEtc(t *testing.T) {
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		home := r.dir(t, "jail-it-home-")
 		r.writeFile(t, filepath.Join(home, ".ssh", "id_ed25519"), "PRIVATE-KEY-MATERIAL")
@@ -74,7 +74,7 @@ func TestSecretsInHomeAndEtc(t *testing.T) {
 }
 
 func TestHardlinkAndRenameOut(t *testing.T) {
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		before, _ := os.ReadFile("/etc/hostname")
 		res := r.sh(t, ws, `
@@ -102,7 +102,7 @@ exit 0`)
 }
 
 func TestProcAndHostProcesses(t *testing.T) {
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		victim := exec.Command("sleep", "300.4242")
 		victim.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid)}}
@@ -138,7 +138,7 @@ exit 0`, pid, strings.ReplaceAll(pyPrelude, "'", `'"'"'`))
 }
 
 func TestHostSockets(t *testing.T) {
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		sockDir := r.dir(t, "jail-it-sock-")
 		path := filepath.Join(sockDir, "docker.sock")
@@ -198,7 +198,7 @@ tryc(socket.AF_INET, ("10.0.2.2", 80), "outside")
 }
 
 func TestKernelAttackSurface(t *testing.T) {
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		py := pyPrelude + `
 import fcntl, termios, struct, socket
@@ -268,7 +268,7 @@ func TestSecondaryABI(t *testing.T) {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("requires gcc to build the int 0x80 probe: not installed")
 	}
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		src := `#include <stdio.h>
 int main(void){
@@ -289,7 +289,7 @@ int main(void){
 }
 
 func TestPrivilegesGone(t *testing.T) {
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		res := r.sh(t, ws, `grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status; mount -o remount,rw /usr && echo REMOUNTED; unshare -r true && echo UNSHARED; exit 0`)
 		mustExit(t, res, 0)
@@ -312,7 +312,7 @@ func TestSetuidEscalation(t *testing.T) {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("requires gcc to build the setuid probe: not installed")
 	}
-	r := runner{"user", suite.uid, suite.gid}
+	r := runner{name: "user", uid: suite.uid, gid: suite.gid, cached: true}
 	ws := r.dir(t, "jail-it-ws-")
 	src := filepath.Join(ws, "suid.c")
 	os.WriteFile(src, []byte(`#include <stdio.h>
@@ -334,7 +334,7 @@ int main(void){ printf("euid=%d\n", (int)geteuid()); return 0; }`), 0o644)
 }
 
 func TestHostKnobs(t *testing.T) {
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		swappiness, _ := os.ReadFile("/proc/sys/vm/swappiness")
 		thp, _ := os.ReadFile("/sys/kernel/mm/transparent_hugepage/defrag")
@@ -364,7 +364,7 @@ func currentChoice(s string) string {
 }
 
 func TestNoPersistenceAndNoLeftovers(t *testing.T) {
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		marker := fmt.Sprintf("%d.%d", 300+r.uid%100, time.Now().UnixNano()%1000000)
 		res := r.sh(t, ws, fmt.Sprintf(`echo x > /tmp/jail-persist-%[1]s; echo x > /dev/shm/jail-persist-%[1]s
@@ -389,7 +389,7 @@ echo started`, marker))
 }
 
 func TestTimeoutKillsTree(t *testing.T) {
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		marker := fmt.Sprintf("400.%d", time.Now().UnixNano()%1000000)
 		res := r.sh(t, ws, fmt.Sprintf(`sleep %[1]s & (setsid sleep %[1]s &); sleep %[1]s`, marker), "--timeout", "1s")
@@ -409,7 +409,7 @@ func TestTimeoutKillsTree(t *testing.T) {
 }
 
 func TestForkAndMemoryBombs(t *testing.T) {
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		res := r.jail(t, call{dir: ws, limit: 90 * time.Second, args: []string{"run", "--pids", "64", "--timeout", "5s", "--json",
 			"--", "/bin/sh", "-c", `b() { b | b & }; b; sleep 100`}})
@@ -430,7 +430,7 @@ func TestForkAndMemoryBombs(t *testing.T) {
 }
 
 func TestEnvironmentScrubbed(t *testing.T) {
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		res := r.jail(t, call{dir: ws, env: []string{"AWS_SECRET_ACCESS_KEY=topsecret1", "GITHUB_TOKEN=topsecret2", "LC_ALL=C", "PASSME=yes"},
 			args: []string{"run", "--env", "PASSME", "--env", "SET=value", "--", "/usr/bin/env"}})
@@ -452,7 +452,7 @@ func TestEnvironmentScrubbed(t *testing.T) {
 // nothing of the caller's, and a descriptor the caller leaked must not be
 // open anywhere in the sandbox.
 func TestInitHoldsNothingOfTheCaller(t *testing.T) {
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		canary, content := r.canary(t)
 		leak, err := os.Open(canary)
@@ -492,7 +492,7 @@ for f in /proc/self/fd/*; do readlink "$f"; done; true`
 // low open-files limit. Each run must end promptly with the command's
 // status.
 func TestCallerStateDoesNotReachTheInit(t *testing.T) {
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		for _, c := range []struct{ name, script string }{
 			{"stdin and stdout closed", `"$JAIL" run -- sh -c 'echo out-of-band >&2; exit 3' <&- >&-`},

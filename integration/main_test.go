@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -76,10 +77,13 @@ func setup() (func(*testing.M) int, error) {
 	}, nil
 }
 
-// runner is one identity jail is run as.
+// runner is one identity jail is run as, and the path `jail run` takes:
+// planned by the Go supervisor, or repeated from the plan cache by the
+// binary's constructor (cached).
 type runner struct {
 	name     string
 	uid, gid int
+	cached   bool
 }
 
 // runners are root (when the suite is root) and the unprivileged user, so
@@ -87,15 +91,27 @@ type runner struct {
 func runners(t *testing.T) []runner {
 	var rs []runner
 	if suite.root {
-		rs = append(rs, runner{"root", 0, 0})
+		rs = append(rs, runner{name: "root"})
 	}
-	return append(rs, runner{"user", suite.uid, suite.gid})
+	return append(rs, runner{name: "user", uid: suite.uid, gid: suite.gid})
 }
 
 // forEach runs f once per identity.
 func forEach(t *testing.T, f func(t *testing.T, r runner)) {
 	for _, r := range runners(t) {
 		t.Run(r.name, func(t *testing.T) { f(t, r) })
+	}
+}
+
+// forEachPath runs f once per identity and launch path: every `jail run`
+// of a cached runner first runs /bin/true with the same flags in the same
+// directory, which stores the plan, and must then be repeated from the
+// cache (docs/plan-cache.md). The escape tests attack both paths.
+func forEachPath(t *testing.T, f func(t *testing.T, r runner)) {
+	for _, r := range runners(t) {
+		t.Run(r.name, func(t *testing.T) { f(t, r) })
+		r.cached = true
+		t.Run(r.name+"-cached", func(t *testing.T) { f(t, r) })
 	}
 }
 
@@ -179,11 +195,24 @@ func (r runner) jail(t *testing.T, c call) result {
 	if c.limit == 0 {
 		c.limit = 60 * time.Second
 	}
+	isRun := len(c.args) > 0 && c.args[0] == "run"
+	warmed := false
+	if isRun && r.cached {
+		warmed = r.warm(t, c)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, suite.bin, c.args...)
 	cmd.Dir = c.dir
-	r.prepare(cmd, c.env...)
+	extra := c.env
+	if isRun {
+		mode := "JAIL_PLAN_CACHE=off"
+		if r.cached {
+			mode = "JAIL_PLAN_CACHE=trace"
+		}
+		extra = append(append([]string{}, c.env...), mode)
+	}
+	r.prepare(cmd, extra...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.Stdin = strings.NewReader(c.stdin)
@@ -198,7 +227,44 @@ func (r runner) jail(t *testing.T, c call) result {
 	} else if err != nil {
 		t.Fatalf("run jail: %v", err)
 	}
+	if isRun && r.cached {
+		var trace []string
+		res.stderr, trace = cutTrace(res.stderr)
+		if warmed && !slices.Contains(trace, "jail: plan cache: used") {
+			t.Fatalf("jail %v: the plan stored by the warm-up run was not used: %q", c.args, trace)
+		}
+	}
 	return res
+}
+
+// warm runs /bin/true with c's flags, directory and environment, which
+// stores the plan when the run can be cached, and reports whether it was.
+func (r runner) warm(t *testing.T, c call) bool {
+	t.Helper()
+	i := slices.Index(c.args, "--")
+	if i < 0 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, suite.bin, append(slices.Clone(c.args[:i+1]), "/bin/true")...)
+	cmd.Dir = c.dir
+	r.prepare(cmd, append(append([]string{}, c.env...), "JAIL_PLAN_CACHE=trace")...)
+	out, err := cmd.CombinedOutput()
+	return err == nil && (strings.Contains(string(out), "jail: plan cache: stored") || strings.Contains(string(out), "jail: plan cache: used"))
+}
+
+// cutTrace removes the plan cache's trace lines from stderr.
+func cutTrace(stderr string) (rest string, trace []string) {
+	var keep []string
+	for _, l := range strings.SplitAfter(stderr, "\n") {
+		if strings.HasPrefix(l, "jail: plan cache: ") {
+			trace = append(trace, strings.TrimSuffix(l, "\n"))
+			continue
+		}
+		keep = append(keep, l)
+	}
+	return strings.Join(keep, ""), trace
 }
 
 // sh runs a shell script inside the default sandbox with ws as workspace.

@@ -16,7 +16,7 @@ import (
 )
 
 func TestProtectedPaths(t *testing.T) {
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		outside := r.dir(t, "jail-it-out-")
 		r.writeFile(t, filepath.Join(ws, ".git", "hooks", "pre-commit"), "#!/bin/sh\nexit 0\n")
@@ -75,7 +75,7 @@ func TestGitCommitWorks(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("requires git: not installed")
 	}
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		init := exec.Command("git", "init", "-q", ws)
 		if out, err := init.CombinedOutput(); err != nil {
@@ -102,7 +102,7 @@ mkdir sub && cd sub && git init -q && echo x > y && git add y && git commit -qm 
 }
 
 func TestFunctional(t *testing.T) {
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		mustExit(t, r.sh(t, ws, "exit 42"), 42)
 		mustExit(t, r.sh(t, ws, "kill -TERM $$"), 128+15)
@@ -132,7 +132,7 @@ func TestFunctional(t *testing.T) {
 }
 
 func TestJSONResultAndCapture(t *testing.T) {
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		res := r.jail(t, call{dir: ws, args: []string{"run", "--capture", "--output-limit", "100",
 			"--", "/bin/sh", "-c", "head -c 200000000 /dev/zero | tr '\\0' a; echo err >&2; exit 7"}, limit: 120e9})
@@ -164,7 +164,7 @@ func TestJSONResultAndCapture(t *testing.T) {
 // TestOutputFlood streams 200 MB through jail's stdout; jail does not
 // buffer it (the command writes to the caller's descriptor directly).
 func TestOutputFlood(t *testing.T) {
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		cmd := exec.Command(suite.bin, "run", "--", "head", "-c", "200000000", "/dev/zero")
 		cmd.Dir = ws
@@ -220,7 +220,7 @@ func TestOutputFlood(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		cases := []struct {
 			args []string
@@ -251,7 +251,7 @@ func TestBadInput(t *testing.T) {
 // jail must survive the broken pipe long enough to clean up (no
 // placeholder left in the workspace), and say why it failed.
 func TestReaderGoesAway(t *testing.T) {
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		pr, pw, err := os.Pipe()
 		if err != nil {
@@ -287,7 +287,7 @@ func TestReaderGoesAway(t *testing.T) {
 // files it makes belong to the caller on the host, and root inside still
 // has no capability.
 func TestAsRoot(t *testing.T) {
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		res := r.jail(t, call{dir: ws, args: []string{"run", "--as-root", "--", "/bin/sh", "-c",
 			"id -u; echo x > made; grep CapEff /proc/self/status; chown 1234 made && echo CHOWNED; exit 0"}})

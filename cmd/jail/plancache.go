@@ -59,6 +59,11 @@ func newPlanCache(args []string, o *runOptions, p *policy.Policy, penv policy.En
 	if dir == "" {
 		return nil
 	}
+	// Made before the plan: the guard on the cache directory records
+	// whether it exists, and must not change when the entry is stored.
+	if err := confine.MakePlanCacheDir(dir); err != nil {
+		return nil
+	}
 	facts := &confine.Facts{}
 	files := []string{policy.UserFile(penv), policy.ProjectFile(penv.Workspace)}
 	if o.policyFile != "" {
