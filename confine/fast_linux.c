@@ -11,7 +11,7 @@
 //
 // Anything unexpected before the command starts falls back to the Go
 // path: before the early child is taken, by returning; after, by
-// executing this binary again with JAIL_PLAN_CACHE=refresh, so the Go
+// executing this binary again under the name jail-replan, so the Go
 // supervisor plans afresh (and reports any real error). Nothing here
 // decides what the sandbox is: a plan that ran once is replayed only
 // while everything it was made from is unchanged.
@@ -51,6 +51,7 @@
 #define OP_EXEC 21
 #define MAX_PLACEHOLDERS 64
 #define MAX_LOCKS 64
+#define REPLAN_ARG0 "jail-replan" // a fallback's argv[0]: plan afresh
 
 // ---- the entry ----------------------------------------------------------
 
@@ -352,12 +353,15 @@ static int make_placeholders(struct fast *f, struct cursor *c) {
 		}
 		f->inode = fd;
 		struct stat st;
-		if (fd < 0 || fchmod(fd, 0444) < 0 || fstat(fd, &st) < 0) {
+		// The mark first: an unprivileged owner may set a user xattr only
+		// on an inode it can write. Not every file system has user
+		// xattrs; without the mark a leftover placeholder is simply not
+		// cleaned up automatically (as in placeholders_linux.go).
+		if (fd >= 0) fsetxattr(fd, "user.jail", "placeholder", 11, 0);
+		if (fd < 0 || fchmod(fd, 0444) < 0 || fstat(fd, &st) < 0 || flock(fd, LOCK_SH) < 0) {
 			close(wsfd);
 			return miss(f, "cannot create a placeholder", ws);
 		}
-		fsetxattr(fd, "user.jail", "placeholder", 11, 0);
-		flock(fd, LOCK_SH);
 		f->dev = st.st_dev;
 		f->ino = st.st_ino;
 	}
@@ -455,23 +459,25 @@ static int passes(const char *kv, char **pass, uint32_t npass) {
 }
 
 // env_set sets name=value (kv is "name=value") in env, keeping the place
-// of an earlier entry of the same name, as buildEnv does.
-static void env_set(char **env, uint32_t *n, char *kv) {
+// of an earlier entry of the same name, as buildEnv does; with keep, an
+// earlier entry keeps its value too.
+static void env_set(char **env, uint32_t *n, char *kv, int keep) {
 	size_t nl = name_len(kv);
 	for (uint32_t i = 0; i < *n; i++)
 		if (name_len(env[i]) == nl && !strncmp(env[i], kv, nl)) {
-			env[i] = kv;
+			if (!keep) env[i] = kv;
 			return;
 		}
 	env[(*n)++] = kv;
 }
 
-// caller_value is the caller's last value of name, as a map keeps it.
+// caller_value is the caller's value of name. Of a name set twice the
+// first counts: Go's os.Environ, which the supervisor reads, drops later
+// duplicates.
 static const char *caller_value(char **envp, const char *name, size_t nl) {
-	const char *v = NULL;
 	for (char **e = envp; *e; e++)
-		if (name_len(*e) == nl && !strncmp(*e, name, nl)) v = (*e)[nl] == '=' ? *e + nl + 1 : "";
-	return v;
+		if (name_len(*e) == nl && !strncmp(*e, name, nl)) return (*e)[nl] == '=' ? *e + nl + 1 : "";
+	return NULL;
 }
 
 // build_env is buildEnv in run.go: the pass-listed variables of the
@@ -489,14 +495,14 @@ static char **build_env(char **envp, char **pass, uint32_t npass, char **extra, 
 			char *kv = malloc(strlen(*e) + 2);
 			if (!kv) return NULL;
 			sprintf(kv, "%s=", *e);
-			env_set(env, &n, kv);
+			env_set(env, &n, kv, 1);
 		} else {
-			env_set(env, &n, *e);
+			env_set(env, &n, *e, 1);
 		}
 	}
 	for (uint32_t i = 0; i < nextra; i++) {
 		if (strchr(extra[i], '=')) {
-			env_set(env, &n, extra[i]);
+			env_set(env, &n, extra[i], 0);
 			continue;
 		}
 		const char *v = caller_value(envp, extra[i], strlen(extra[i]));
@@ -504,7 +510,7 @@ static char **build_env(char **envp, char **pass, uint32_t npass, char **extra, 
 		char *kv = malloc(strlen(extra[i]) + strlen(v) + 2);
 		if (!kv) return NULL;
 		sprintf(kv, "%s=%s", extra[i], v);
-		env_set(env, &n, kv);
+		env_set(env, &n, kv, 0);
 	}
 	int path = 0, tmp = 0;
 	for (uint32_t i = 0; i < n; i++) {
@@ -569,38 +575,47 @@ static int json_int(const char *line, const char *key, int *v) {
 
 static const int forwarded_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGUSR1, SIGUSR2};
 
-// fall_back hands the run to the Go supervisor: this binary again, which
-// plans afresh and stores a new entry.
-static void __attribute__((noreturn)) fall_back(struct fast *f, char **argv, char **envp, int entryfd, const char *entry) {
+// The saved state a fallback restores before it executes the binary again.
+struct saved {
+	sigset_t mask;
+	struct sigaction pipe;
+	int entryfd;
+	const char *entry;
+};
+
+// fall_back hands the run to the Go supervisor: this binary again, named
+// REPLAN_ARG0 so that its constructor does not look at the cache, which
+// plans afresh and stores a new entry. A stale entry is removed first; one
+// whose command could not be executed is not stale.
+static void __attribute__((noreturn)) fall_back(struct fast *f, char **argv, char **envp, struct saved *sv, int stale) {
 	release(f);
-	if (entryfd >= 0) unlinkat(entryfd, entry, 0);
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	signal(SIGPIPE, SIG_DFL);
-	uint32_t ne = 0;
-	for (char **e = envp; *e; e++) ne++;
-	char **env = calloc(ne + 2, sizeof(char *));
-	if (!env) _exit(125);
-	uint32_t n = 0;
-	for (char **e = envp; *e; e++)
-		if (strncmp(*e, "JAIL_PLAN_CACHE=", 16)) env[n++] = *e;
-	env[n++] = "JAIL_PLAN_CACHE=refresh";
+	if (stale && sv->entryfd >= 0) unlinkat(sv->entryfd, sv->entry, 0);
+	sigaction(SIGPIPE, &sv->pipe, NULL);
+	sigprocmask(SIG_SETMASK, &sv->mask, NULL);
 	if (f->trace) say("jail: plan cache: the cached plan failed; planning afresh\n");
-	execve("/proc/self/exe", argv, env);
+	argv[0] = REPLAN_ARG0;
+	execve("/proc/self/exe", argv, envp);
 	say("jail: plan cache: cannot execute /proc/self/exe again\n");
 	_exit(125);
 }
 
+// finish ends the run with code, as launch in run.go does.
+static void __attribute__((noreturn)) finish(struct fast *f, int foreground, int code) {
+	if (foreground) reclaim_terminal();
+	release(f);
+	_exit(code);
+}
+
 // supervise follows the sandbox as Cmd.Wait does and exits with the
-// command's status.
-static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_early *e, int foreground, char **argv, char **envp, int entryfd, const char *entry) {
-	sigset_t set;
-	sigemptyset(&set);
-	for (size_t i = 0; i < sizeof(forwarded_sigs) / sizeof(forwarded_sigs[0]); i++) sigaddset(&set, forwarded_sigs[i]);
-	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
-	if (sfd >= 0) sigprocmask(SIG_BLOCK, &set, NULL);
+// command's status. The forwarded signals are blocked since before the
+// placeholders were made; one that arrives before the command started is
+// held and sent once it has (the Go supervisor's channel does the same),
+// so a ^C during the start neither kills this process with placeholders
+// left behind nor is lost on a pid 1 without handlers yet.
+static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_early *e, int foreground, char **argv, char **envp, struct saved *sv, const sigset_t *set) {
+	int sfd = signalfd(-1, set, SFD_CLOEXEC);
 	int pid1 = 0, started = 0, code = -1;
+	int held[16], nheld = 0;
 	char line[4096];
 	size_t have = 0;
 	for (;;) {
@@ -612,7 +627,10 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 		}
 		if (sfd >= 0 && (p[1].revents & POLLIN)) {
 			struct signalfd_siginfo si;
-			if (read(sfd, &si, sizeof(si)) == sizeof(si)) kill(pid1 > 0 ? pid1 : e->pid, si.ssi_signo);
+			if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				if (started && pid1 > 0) kill(pid1, si.ssi_signo);
+				else if (nheld < 16) held[nheld++] = si.ssi_signo;
+			}
 		}
 		if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
 		ssize_t k = read(e->status, line + have, sizeof(line) - 1 - have);
@@ -624,13 +642,26 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 		while ((nl = strchr(line, '\n'))) {
 			*nl = 0;
 			int v;
-			if (strstr(line, "\"stage\":\"pid1\"") && json_int(line, "pid", &v)) pid1 = v;
-			else if (strstr(line, "\"stage\":\"started\"")) started = 1;
-			else if (strstr(line, "\"stage\":\"error\"") && !started) {
+			// The outer process reports pid 1 as pid 1 starts; the two
+			// reports may come in either order.
+			if (strstr(line, "\"stage\":\"pid1\"") && json_int(line, "pid", &v) && v > 0) {
+				pid1 = v;
+			} else if (strstr(line, "\"stage\":\"started\"")) {
+				started = 1;
+			}
+			if (started && pid1 > 0 && nheld > 0) {
+				for (int i = 0; i < nheld; i++) kill(pid1, held[i]);
+				nheld = 0;
+			}
+			if (strstr(line, "\"stage\":\"error\"") && !started) {
+				// The command did not run: the Go supervisor plans
+				// afresh and reports the error, if it is one. Unless the
+				// caller asked to stop meanwhile.
 				close(e->status);
 				int st;
 				waitpid(e->pid, &st, 0);
-				fall_back(f, argv, envp, entryfd, entry);
+				if (nheld > 0) finish(f, foreground, 128 + held[0]);
+				fall_back(f, argv, envp, sv, !strstr(line, "\"layer\":\"exec\""));
 			} else if (strstr(line, "\"stage\":\"stopped\"") && foreground) {
 				reclaim_terminal();
 				kill(0, SIGSTOP);
@@ -647,22 +678,26 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 	}
 	if (code < 0) {
 		// No exit report: pid 1 was killed. Its parent's status says how.
-		int st;
+		// Not a fallback even before "started": the command may have run.
+		int st = 0;
 		while (waitpid(e->pid, &st, 0) < 0 && errno == EINTR)
 			;
-		if (!started) fall_back(f, argv, envp, entryfd, entry);
+		if (!started) {
+			if (nheld > 0) finish(f, foreground, 128 + held[0]);
+			say("jail: the sandbox's init ended before the command started\n");
+			finish(f, foreground, 125);
+		}
 		code = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
 	}
-	if (foreground) reclaim_terminal();
-	release(f);
-	_exit(code);
+	finish(f, foreground, code);
 }
 
 // jail_fast_run repeats a cached plan and never returns when it does;
 // it returns when the Go supervisor must run.
 void jail_fast_run(int argc, char **argv, char **envp) {
 	const char *mode = getenv("JAIL_PLAN_CACHE");
-	if (mode && (!strcmp(mode, "off") || !strcmp(mode, "refresh"))) return;
+	if (mode && !strcmp(mode, "off")) return;
+	if (argv[0] && !strcmp(argv[0], REPLAN_ARG0)) return;
 	struct fast f = {.trace = mode && !strcmp(mode, "trace"), .inode = -1};
 	int dd = -1;
 	for (int i = 2; i < argc; i++)
@@ -675,6 +710,10 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	int entryfd = -1;
 	uint8_t *entry = NULL;
 	char name[32];
+	sigset_t set;
+	sigemptyset(&set);
+	struct saved sv = {.entryfd = -1};
+	int blocked = 0;
 	if (dd < 0 || dd + 1 >= argc) {
 		miss(&f, "no -- before the command", NULL);
 		goto out;
@@ -697,6 +736,12 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	}
 	c.p += 8;
 	if (check_key(&f, &c, cwd, argv + 2, dd - 1) < 0 || check_facts(&f, &c) < 0) goto out;
+	// From here to the end of the run, the signals that are forwarded to
+	// the command are blocked (supervise reads them): one arriving now
+	// must not end this process with placeholders in the workspace.
+	for (size_t i = 0; i < sizeof(forwarded_sigs) / sizeof(forwarded_sigs[0]); i++) sigaddset(&set, forwarded_sigs[i]);
+	sigprocmask(SIG_BLOCK, &set, &sv.mask);
+	blocked = 1;
 	if (make_placeholders(&f, &c) < 0) goto out;
 	char **lists[2] = {NULL, NULL};
 	uint32_t counts[2];
@@ -744,17 +789,21 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	if (f.trace) say("jail: plan cache: used\n");
 	// A reader that goes away must not end this process before it
 	// removes the placeholders (runMain catches SIGPIPE likewise).
-	signal(SIGPIPE, SIG_IGN);
+	struct sigaction ign = {.sa_handler = SIG_IGN};
+	sigaction(SIGPIPE, &ign, &sv.pipe);
+	sv.entryfd = entryfd;
+	sv.entry = name;
 	if (write_all(e.plan, plan.b, plan.n) < 0 || send_stdio(e.sock) < 0) {
+		// The init never got its command.
 		close(e.plan);
 		close(e.status);
 		kill(e.pid, SIGKILL);
 		int st;
 		waitpid(e.pid, &st, 0);
-		fall_back(&f, argv, envp, entryfd, name);
+		fall_back(&f, argv, envp, &sv, 0);
 	}
 	close(e.plan);
-	supervise(&f, &e, foreground, argv, envp, entryfd, name);
+	supervise(&f, &e, foreground, argv, envp, &sv, &set);
 out:
 	if (f.trace && f.why) {
 		say("jail: plan cache: not used: ");
@@ -762,6 +811,7 @@ out:
 		say("\n");
 	}
 	release(&f);
+	if (blocked) sigprocmask(SIG_SETMASK, &sv.mask, NULL);
 	if (entryfd >= 0) close(entryfd);
 	free(entry);
 }

@@ -92,6 +92,22 @@ func (f *Facts) File(path string) {
 	}
 }
 
+// FilesUnchanged reports whether every file recorded with File still has
+// the identity it had then: a policy file edited while it was loaded must
+// not be cached under its new identity with the plan of the old.
+func (f *Facts) FilesUnchanged() bool {
+	again := &Facts{}
+	for _, x := range f.list {
+		if x.kind == factFile {
+			again.File(x.path)
+			if again.unsure || again.list[len(again.list)-1] != x {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 func identity(st *unix.Stat_t) [5]uint64 {
 	return [5]uint64{st.Dev, st.Ino, uint64(st.Size),
 		uint64(st.Mtim.Sec)*1e9 + uint64(st.Mtim.Nsec), uint64(st.Ctim.Sec)*1e9 + uint64(st.Ctim.Nsec)}
@@ -170,7 +186,7 @@ func (c *Cmd) CachePlan(dir string, e *CacheEntry) error {
 	if c.header == nil || c.setup == nil {
 		return errors.New("plan cache: this run's sandbox cannot be repeated from a cache")
 	}
-	if e.Facts == nil || e.Facts.unsure {
+	if e.Facts == nil || e.Facts.unsure || !e.Facts.FilesUnchanged() {
 		return errors.New("plan cache: the plan depends on more than the facts it records")
 	}
 	if len(e.Args) == 0 || e.Args[len(e.Args)-1] != "--" {

@@ -189,10 +189,11 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 		ms = append(ms, m)
 	}
 	protected := l.Protected
-	guards, err := l.guard(ws, ms)
+	guards, pins, err := l.guard(ms)
 	if err != nil {
 		return nil, ph, err
 	}
+	ms = append(ms, pins...)
 	for _, g := range guards {
 		if rel, ok := strings.CutPrefix(g, ws+"/"); ok {
 			protected = append(protected[:len(protected):len(protected)], rel)
@@ -210,9 +211,14 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 }
 
 // guard returns where each guarded directory a writable mount of ms
-// shows appears inside the sandbox, creating the directory first.
-func (l *Layout) guard(ws string, ms []Mount) ([]string, error) {
-	var out []string
+// shows appears inside the sandbox, creating the directory first, and the
+// pins that hold it in place: every directory between the writable
+// mount's root and the guarded one is bound onto itself, and a mountpoint
+// can be neither renamed nor removed. Without them a sandbox could move
+// the guarded directory's parent aside and build a tree of its own
+// choosing in its place (a planted plan or user policy).
+func (l *Layout) guard(ms []Mount) (shown []string, pins []Mount, err error) {
+	pinned := map[string]bool{}
 	for _, g := range l.Guarded {
 		if !filepath.IsAbs(g) {
 			continue
@@ -223,28 +229,40 @@ func (l *Layout) guard(ws string, ms []Mount) ([]string, error) {
 			r, err = resolveMissing(g)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("guarded directory %s: %w", g, err)
+			return nil, nil, fmt.Errorf("guarded directory %s: %w", g, err)
 		}
-		var shown []string
+		var under []Mount
 		for _, m := range ms {
 			if m.Kind == Bind && m.Writable && pathWithin(r, m.Source) {
-				shown = append(shown, filepath.Join(m.Dest, strings.TrimPrefix(r, m.Source)))
+				under = append(under, m)
 			}
 		}
-		if len(shown) == 0 {
+		if len(under) == 0 {
 			l.Facts.realpath(g, resolvedOrNone(g))
 			continue
 		}
 		if err := os.MkdirAll(r, 0o700); err != nil {
-			return nil, fmt.Errorf("guarded directory %s: %w", g, err)
+			return nil, nil, fmt.Errorf("guarded directory %s: %w", g, err)
 		}
 		if r2, err := ResolvePath(g, "/", ""); err != nil || r2 != r {
-			return nil, fmt.Errorf("guarded directory %s changed while it was created", g)
+			return nil, nil, fmt.Errorf("guarded directory %s changed while it was created", g)
 		}
 		l.Facts.realpath(g, r)
-		out = append(out, shown...)
+		for _, m := range under {
+			rel := strings.TrimPrefix(strings.TrimPrefix(r, m.Source), "/")
+			shown = append(shown, filepath.Join(m.Dest, rel))
+			parts := strings.Split(rel, "/")
+			for i := 1; i < len(parts); i++ {
+				sub := filepath.Join(parts[:i]...)
+				dest := filepath.Join(m.Dest, sub)
+				if !pinned[dest] {
+					pinned[dest] = true
+					pins = append(pins, Mount{Kind: Bind, Source: filepath.Join(m.Source, sub), Dest: dest, Writable: true, Exec: m.Exec})
+				}
+			}
+		}
 	}
-	return out, nil
+	return shown, pins, nil
 }
 
 // resolveMissing resolves the longest existing prefix of p and joins the

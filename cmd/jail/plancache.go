@@ -37,12 +37,29 @@ func guarded(penv policy.Env) []string {
 	return g
 }
 
+// policyFacts records the policy files a run loads, before it loads them:
+// an edit made while they are read then shows as a change (CachePlan
+// checks them again).
+func policyFacts(o *runOptions, penv policy.Env) *confine.Facts {
+	facts := &confine.Facts{}
+	files := []string{policy.UserFile(penv), policy.ProjectFile(penv.Workspace)}
+	if o.policyFile != "" {
+		files = append(files, o.policyFile)
+	}
+	for _, f := range files {
+		if f != "" {
+			facts.File(f)
+		}
+	}
+	return facts
+}
+
 // newPlanCache returns the cache of this run, or nil when its plan cannot
 // be repeated without the Go supervisor: a JSON result, a timeout or
 // limits (which the supervisor enforces), a network other than none,
 // warnings to print, degraded layers, globs (their matches change), or
 // arguments whose command does not follow the first "--".
-func newPlanCache(args []string, o *runOptions, p *policy.Policy, penv policy.Env, warned bool) *planCache {
+func newPlanCache(args []string, o *runOptions, p *policy.Policy, penv policy.Env, facts *confine.Facts, warned bool) *planCache {
 	mode := os.Getenv(planCacheEnv)
 	if mode == "off" {
 		return nil
@@ -63,16 +80,6 @@ func newPlanCache(args []string, o *runOptions, p *policy.Policy, penv policy.En
 	// whether it exists, and must not change when the entry is stored.
 	if err := confine.MakePlanCacheDir(dir); err != nil {
 		return nil
-	}
-	facts := &confine.Facts{}
-	files := []string{policy.UserFile(penv), policy.ProjectFile(penv.Workspace)}
-	if o.policyFile != "" {
-		files = append(files, o.policyFile)
-	}
-	for _, f := range files {
-		if f != "" {
-			facts.File(f)
-		}
 	}
 	return &planCache{dir: dir, trace: mode == "trace", entry: confine.CacheEntry{Args: args[:i+1], Facts: facts}}
 }

@@ -225,6 +225,7 @@ func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "jail run:", err)
 		return 2
 	}
+	pfacts := policyFacts(o, penv)
 	p, widenings, err := policy.LoadEffective(o.policyFile, penv)
 	if err != nil {
 		printPolicyErrors(stderr, err)
@@ -239,7 +240,7 @@ func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "jail run:", err)
 		return 2
 	}
-	cache := newPlanCache(args, o, p, penv, len(widenings) > 0)
+	cache := newPlanCache(args, o, p, penv, pfacts, len(widenings) > 0)
 	if cache != nil {
 		layout.Facts = cache.entry.Facts
 	}

@@ -1,0 +1,290 @@
+package integration
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The plan cache (docs/plan-cache.md): a repeated `jail run` is carried
+// out by the binary's constructor from a stored plan. These tests attack
+// what is new about that path: the entry as a target, a stale plan after
+// the host changed, and the constructor's own supervision.
+
+// cacheRun runs script in ws with the plan cache traced, its entries kept
+// in cache.
+func (r runner) cacheRun(t *testing.T, ws, cache, script string, extra ...string) (result, []string) {
+	t.Helper()
+	env := append([]string{"JAIL_PLAN_CACHE=trace", "XDG_CACHE_HOME=" + cache}, extra...)
+	res := r.jail(t, call{args: []string{"run", "--", "/bin/sh", "-c", script}, dir: ws, env: env})
+	var trace []string
+	res.stderr, trace = cutTrace(res.stderr)
+	return res, trace
+}
+
+func traced(trace []string, prefix string) bool {
+	for _, l := range trace {
+		if strings.HasPrefix(l, "jail: plan cache: "+prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// entries reads every file of the cache's plan directory.
+func entries(t *testing.T, cache string) map[string]string {
+	t.Helper()
+	dir := filepath.Join(cache, "jail", "plans")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatalf("read the plan cache: %v", err)
+	}
+	m := map[string]string{}
+	for _, e := range ents {
+		b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+		m[e.Name()] = string(b)
+	}
+	return m
+}
+
+// TestPlanCacheCannotBePlanted: with the cache and the user's policy
+// inside the workspace (a workspace that is $HOME), the sandbox can
+// neither write an entry, nor move the directories aside to build its
+// own tree, nor plant a user policy; the next run uses the stored plan.
+func TestPlanCacheCannotBePlanted(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-pc-home-")
+		cache := filepath.Join(ws, ".cache")
+		config := "XDG_CONFIG_HOME=" + filepath.Join(ws, ".config")
+		if res, trace := r.cacheRun(t, ws, cache, "true", config); res.code != 0 || !traced(trace, "stored") {
+			t.Fatalf("first run: exit %d, trace %q, stderr %s", res.code, trace, res.stderr)
+		}
+		before := entries(t, cache)
+		attack := `
+for d in .cache .cache/jail .cache/jail/plans .config .config/jail; do
+  mv "$d" "$d.old" 2>/dev/null && echo "moved $d"
+done
+rm -rf .cache/jail .config/jail 2>/dev/null
+for f in .cache/jail/plans/*; do echo x >"$f" 2>/dev/null && echo "wrote $f"; done
+echo planted >.cache/jail/plans/0000000000000000.plan 2>/dev/null && echo "planted an entry"
+ln -s / .cache/jail/plans/link 2>/dev/null && echo "planted a link"
+mkdir -p .config/jail 2>/dev/null
+printf '[sandbox.env_set]\nPWNED = "1"\n' >.config/jail/policy.toml 2>/dev/null && echo "planted a policy"
+true`
+		res, trace := r.cacheRun(t, ws, cache, attack, config)
+		if res.code != 0 || !traced(trace, "used") {
+			t.Fatalf("attack run: exit %d, trace %q, stderr %s", res.code, trace, res.stderr)
+		}
+		if strings.TrimSpace(res.stdout) != "" {
+			t.Fatalf("the sandbox changed jail's own directories:\n%s", res.stdout)
+		}
+		after := entries(t, cache)
+		if len(after) != len(before) {
+			t.Fatalf("the plan cache changed: %d entries before, %d after", len(before), len(after))
+		}
+		for k, v := range before {
+			if after[k] != v {
+				t.Fatalf("entry %s changed", k)
+			}
+		}
+		for _, p := range []string{".cache.old", ".config.old", ".config/jail/policy.toml"} {
+			if _, err := os.Lstat(filepath.Join(ws, p)); err == nil {
+				t.Fatalf("%s exists on the host", p)
+			}
+		}
+		res, trace = r.cacheRun(t, ws, cache, `echo "PWNED=$PWNED"`, config)
+		if !traced(trace, "used") || strings.TrimSpace(res.stdout) != "PWNED=" {
+			t.Fatalf("after the attack: trace %q, output %q", trace, res.stdout)
+		}
+	})
+}
+
+// TestPlanCacheSeesHostChanges: a stored plan is not used once what it was
+// made from changed; each change is attacked through the next run.
+func TestPlanCacheSeesHostChanges(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-pc-ws-")
+		cache := r.dir(t, "jail-it-pc-cache-")
+		outside := r.dir(t, "jail-it-pc-out-")
+		canary, content := r.canary(t)
+		r.writeFile(t, filepath.Join(ws, "secret.txt"), "SECRET-IN-WS")
+		for i, want := range []string{"stored", "used"} {
+			if res, trace := r.cacheRun(t, ws, cache, "cat secret.txt"); res.stdout != "SECRET-IN-WS" || !traced(trace, want) {
+				t.Fatalf("run %d: output %q, trace %q, stderr %s", i, res.stdout, trace, res.stderr)
+			}
+		}
+
+		// A protected path planted as a symlink to a host file.
+		link := filepath.Join(ws, ".envrc")
+		if err := os.Symlink(canary, link); err != nil {
+			t.Fatal(err)
+		}
+		os.Lchown(link, r.uid, r.gid)
+		res, trace := r.cacheRun(t, ws, cache, "echo pwned >.envrc; echo pwned >>.envrc; cat .envrc")
+		if traced(trace, "used") {
+			t.Fatalf("a plan made without .envrc was used with a symlink there: %q", trace)
+		}
+		checkCanary(t, canary, content)
+		os.Remove(link)
+
+		// .git replaced by a symlink to a directory outside.
+		hooks := filepath.Join(outside, "git", "hooks")
+		r.writeFile(t, filepath.Join(hooks, "README"), "hooks")
+		if err := os.Symlink(filepath.Join(outside, "git"), filepath.Join(ws, ".git")); err != nil {
+			t.Fatal(err)
+		}
+		os.Lchown(filepath.Join(ws, ".git"), r.uid, r.gid)
+		res, trace = r.cacheRun(t, ws, cache, "echo evil >.git/hooks/pre-commit; echo evil >.git/config; true")
+		if traced(trace, "used") {
+			t.Fatalf("a plan made without .git was used with a symlink there: %q", trace)
+		}
+		if ents, _ := os.ReadDir(hooks); len(ents) != 1 {
+			t.Fatalf("the sandbox wrote into a host directory through .git: %v", ents)
+		}
+		if _, err := os.Stat(filepath.Join(outside, "git", "config")); err == nil {
+			t.Fatal("the sandbox created .git/config through a symlink")
+		}
+		os.Remove(filepath.Join(ws, ".git"))
+
+		// The project policy tightened: the file must be hidden at once.
+		r.cacheRun(t, ws, cache, "true") // a plan for the workspace as it is now
+		r.writeFile(t, filepath.Join(ws, ".jail", "policy.toml"), "[sandbox]\nhide = [\""+filepath.Join(ws, "secret.txt")+"\"]\n")
+		res, trace = r.cacheRun(t, ws, cache, "cat secret.txt")
+		if strings.Contains(res.stdout, "SECRET-IN-WS") || traced(trace, "used") {
+			t.Fatalf("a plan made before the project policy hid the file was used: output %q, trace %q", res.stdout, trace)
+		}
+		if !traced(trace, "not used: a policy file changed") {
+			t.Fatalf("trace %q does not name the policy change", trace)
+		}
+		// The workspace afterwards holds no placeholder of any run.
+		ents, _ := os.ReadDir(ws)
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		if strings.Join(names, " ") != ".jail secret.txt" {
+			t.Fatalf("workspace after the runs: %v", names)
+		}
+	})
+}
+
+// TestPlanCacheTrustsOnlyPrivateEntries: an entry that someone else could
+// have written is not used.
+func TestPlanCacheTrustsOnlyPrivateEntries(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-pc-ws-")
+		cache := r.dir(t, "jail-it-pc-cache-")
+		r.cacheRun(t, ws, cache, "true")
+		dir := filepath.Join(cache, "jail", "plans")
+		var entry string
+		for name := range entries(t, cache) {
+			entry = filepath.Join(dir, name)
+		}
+		breaks := []struct {
+			name    string
+			do      func()
+			needsRt bool
+		}{
+			{"entry writable by the group", func() { os.Chmod(entry, 0o664) }, false},
+			{"directory open to others", func() { os.Chmod(dir, 0o755) }, false},
+			{"entry of another user", func() { os.Chown(entry, r.uid+1, r.gid) }, true},
+			{"directory replaced by a symlink", func() {
+				os.Rename(dir, dir+".real")
+				os.Symlink(dir+".real", dir)
+			}, false},
+		}
+		for _, b := range breaks {
+			if b.needsRt && !suite.root {
+				continue
+			}
+			if res, trace := r.cacheRun(t, ws, cache, "true"); !traced(trace, "used") {
+				t.Fatalf("%s: the intact entry was not used: %q %s", b.name, trace, res.stderr)
+			}
+			b.do()
+			res, trace := r.cacheRun(t, ws, cache, "true")
+			if res.code != 0 || traced(trace, "used") || !traced(trace, "not used") {
+				t.Fatalf("%s: exit %d, trace %q", b.name, res.code, trace)
+			}
+			// Repair what the Go path does not (it rewrites the entry).
+			if fi, err := os.Lstat(dir); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+				os.Remove(dir)
+				os.Rename(dir+".real", dir)
+			}
+			os.Chmod(dir, 0o700)
+			r.cacheRun(t, ws, cache, "true")
+		}
+	})
+}
+
+// TestPlanCacheSignalDuringStart: a SIGTERM that reaches jail while the
+// cached sandbox starts ends the command; it is neither lost nor followed
+// by a second start, and nothing is left behind.
+func TestPlanCacheSignalDuringStart(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-pc-ws-")
+		cache := r.dir(t, "jail-it-pc-cache-")
+		marker := "pcsig" + strings.ReplaceAll(filepath.Base(ws), "-", "")
+		script := "sleep 0.6; echo RAN-" + marker
+		r.cacheRun(t, ws, cache, script)
+		for i := 0; i < 16; i++ {
+			cmd := exec.Command(suite.bin, "run", "--", "/bin/sh", "-c", script)
+			cmd.Dir = ws
+			r.prepare(cmd, "XDG_CACHE_HOME="+cache)
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Duration(i%8) * time.Millisecond)
+			cmd.Process.Signal(syscall.SIGTERM)
+			cmd.Wait()
+			if strings.Contains(out.String(), "RAN-") {
+				t.Fatalf("SIGTERM after %d ms was lost: the command ran to its end: %q", i%8, out.String())
+			}
+		}
+		if pids := hostProcessesWith(marker); len(pids) > 0 {
+			t.Fatalf("processes left behind: %v", pids)
+		}
+		if ents, _ := os.ReadDir(ws); len(ents) != 0 {
+			t.Fatalf("the workspace kept %d entries (placeholders?)", len(ents))
+		}
+	})
+}
+
+// TestPlanCacheSameEnvironment: the command's environment from the cache
+// is the one the Go supervisor builds: pass-list, --env in both forms,
+// the defaults for PATH and TMPDIR.
+func TestPlanCacheSameEnvironment(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-pc-ws-")
+		cache := r.dir(t, "jail-it-pc-cache-")
+		args := []string{"run", "--env", "SET=given", "--env", "PASSED", "--env", "UNSET", "--", "/usr/bin/env"}
+		env := []string{"XDG_CACHE_HOME=" + cache, "LC_ALL=C", "LC_TIME=POSIX", "TERM=xterm", "TZ=UTC",
+			"API_TOKEN=secret", "PASSED=from-caller", "SHELL=/bin/sh"}
+		var outs []string
+		for i, mode := range []string{"off", "trace", "trace"} {
+			res := r.jail(t, call{args: args, dir: ws, env: append([]string{"JAIL_PLAN_CACHE=" + mode}, env...)})
+			rest, trace := cutTrace(res.stderr)
+			if res.code != 0 || (i == 2 && !traced(trace, "used")) {
+				t.Fatalf("run %d (%s): exit %d, trace %q, stderr %s", i, mode, res.code, trace, rest)
+			}
+			outs = append(outs, res.stdout)
+		}
+		if outs[0] != outs[2] {
+			t.Fatalf("environment differs:\nplanned:\n%s\ncached:\n%s", outs[0], outs[2])
+		}
+		for _, want := range []string{"SET=given\n", "PASSED=from-caller\n", "TMPDIR=/tmp\n", "LC_TIME=POSIX\n"} {
+			if !strings.Contains(outs[2], want) {
+				t.Fatalf("cached environment lacks %q:\n%s", want, outs[2])
+			}
+		}
+		if strings.Contains(outs[2], "API_TOKEN") || strings.Contains(outs[2], "UNSET") {
+			t.Fatalf("cached environment has what it must not:\n%s", outs[2])
+		}
+	})
+}
