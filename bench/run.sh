@@ -76,19 +76,23 @@ bench_as() {
   [ "$who" = "$me" ] || chown "$who:" "$ws" "$out"
 
   local jail_cmd="$jail run -w $ws -- /bin/true"
+  # The same run with the plan cache off: what a first run in a directory
+  # costs (docs/plan-cache.md).
+  local planned_cmd="JAIL_PLAN_CACHE=off $jail_cmd"
   local bwrap_cmd="bwrap --unshare-all --ro-bind / / --bind $ws $ws --dev /dev --proc /proc --die-with-parent /bin/true"
   # Each command must work before it is timed; a failing one is reported
   # and left out rather than timed as a fast failure.
   local -a cmds=()
   local name cmd
-  for name in jail bare bwrap; do
+  for name in jail bare bwrap planned; do
     case $name in
       jail) cmd=$jail_cmd ;;
       bare) cmd=/bin/true ;;
       bwrap) cmd=$bwrap_cmd ;;
+      planned) cmd=$planned_cmd ;;
     esac
     # shellcheck disable=SC2086 # the commands are word lists, as interleave splits them
-    if ! as "$who" $cmd >"$out/probe-$name.log" 2>&1; then
+    if ! as "$who" env $cmd >"$out/probe-$name.log" 2>&1; then
       printf '%-8s %-6s fails, not timed: %s\n' "$who" "$name" "$(head -c 300 "$out/probe-$name.log" | tr '\n' ' ')"
       [ "$name" = jail ] && return 1
       continue
@@ -96,11 +100,14 @@ bench_as() {
     cmds+=("$cmd")
   done
 
-  local rss max_rss=0 i
+  local rss max_rss=0 max_planned=0 i
   for ((i = 0; i < rss_runs; i++)); do
     # shellcheck disable=SC2086
     rss=$(as "$who" /usr/bin/time -f %M -o "$out/rss" $jail_cmd >/dev/null 2>&1 && cat "$out/rss")
     if ((rss > max_rss)); then max_rss=$rss; fi
+    # shellcheck disable=SC2086
+    rss=$(as "$who" env JAIL_PLAN_CACHE=off /usr/bin/time -f %M -o "$out/rss" $jail_cmd >/dev/null 2>&1 && cat "$out/rss")
+    if ((rss > max_planned)); then max_planned=$rss; fi
   done
 
   echo "== as $who"
@@ -108,7 +115,7 @@ bench_as() {
     echo "bench: interleave failed as $who" >&2
     return 1
   fi
-  echo "jail peak RSS (GNU time, max of $rss_runs runs): $max_rss KiB ($((max_rss / 1024)) MiB)"
+  echo "jail peak RSS (GNU time, max of $rss_runs runs): $max_rss KiB ($((max_rss / 1024)) MiB) from the plan cache, $max_planned KiB ($((max_planned / 1024)) MiB) planned (JAIL_PLAN_CACHE=off)"
 }
 
 echo "jail startup: $jail_in; bwrap $(bwrap --version | awk '{print $2}'); kernel $(uname -r)"

@@ -659,3 +659,54 @@ func TestProtect(t *testing.T) {
 		ph.Release() // must not panic: Build's callers defer it before checking err
 	})
 }
+
+// TestBuildGuarded: a guarded directory that a writable bind shows is
+// created, made read-only, and every directory between the bind's root and
+// it is pinned by a bind onto itself; one that no writable bind shows adds
+// nothing but a fact.
+func TestBuildGuarded(t *testing.T) {
+	dir := tempDir(t)
+	ws := filepath.Join(dir, "home")
+	data := filepath.Join(dir, "data")
+	mkdirs(t, ws, data)
+	inWS := filepath.Join(ws, ".cache", "jail")
+	inRW := filepath.Join(data, "cfg", "x", "jail")
+	elsewhere := filepath.Join(dir, "other", "jail")
+	facts := &Facts{}
+	ms, _ := mustBuild(t, &Layout{Workspace: ws, ReadWrite: []string{data}, Guarded: []string{inWS, inRW, elsewhere}, Facts: facts})
+	for _, d := range []string{inWS, inRW} {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s not created private: %v %v", d, fi, err)
+		}
+	}
+	if _, err := os.Stat(elsewhere); err == nil {
+		t.Errorf("%s created though no writable bind shows it", elsewhere)
+	}
+	for _, want := range []Mount{
+		{Kind: Bind, Source: filepath.Join(ws, ".cache"), Dest: filepath.Join(ws, ".cache"), Writable: true, Exec: true},
+		{Kind: Protect, Dest: inWS},
+		{Kind: Bind, Source: filepath.Join(data, "cfg"), Dest: filepath.Join(data, "cfg"), Writable: true, Exec: true},
+		{Kind: Bind, Source: filepath.Join(data, "cfg", "x"), Dest: filepath.Join(data, "cfg", "x"), Writable: true, Exec: true},
+		{Kind: Protect, Dest: inRW},
+	} {
+		if m, ok := findMount(ms, want.Dest); !ok || m != want {
+			t.Errorf("got %+v (found %v), want %+v", m, ok, want)
+		}
+	}
+	if _, ok := findMount(ms, filepath.Dir(elsewhere)); ok {
+		t.Errorf("a mount for an unshown guarded directory")
+	}
+	// The facts hold each guard's resolution ("" for one that does not
+	// exist), the workspace's and the bind's.
+	got := map[string]string{}
+	for _, f := range facts.list {
+		if f.kind == factRealpath {
+			got[f.path] = f.value
+		}
+	}
+	for p, want := range map[string]string{inWS: inWS, inRW: inRW, elsewhere: "", ws: ws, data: data} {
+		if v, ok := got[p]; !ok || v != want {
+			t.Errorf("realpath fact of %s: %q (recorded %v), want %q", p, v, ok, want)
+		}
+	}
+}

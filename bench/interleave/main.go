@@ -5,6 +5,7 @@
 // compare `jail run -- /bin/true` with bare /bin/true and bubblewrap.
 //
 // usage: interleave [-n ROUNDS] [-warmup N] -- 'CMD A' 'CMD B' ...
+// (a command may start with NAME=VALUE words, which set its environment)
 // Each command is one string split on spaces (no shell).
 package main
 
@@ -71,8 +72,18 @@ func run() int {
 // once runs c to completion and returns its wall time in milliseconds and
 // its peak RSS (the largest process waited for, in KiB).
 func once(c string) (float64, int64, error) {
+	// Leading NAME=VALUE words set variables for this command only, as
+	// in a shell.
 	f := strings.Fields(c)
+	var env []string
+	for len(f) > 1 && strings.Contains(f[0], "=") && !strings.HasPrefix(f[0], "/") {
+		env = append(env, f[0])
+		f = f[1:]
+	}
 	cmd := exec.Command(f[0], f[1:]...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	start := time.Now()
 	err := cmd.Run()
 	d := time.Since(start)
