@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,7 +99,7 @@ func startOnTTYStdin(t *testing.T, r runner, ws string, ttyStdin bool, args ...s
 	}
 	cmd := exec.Command(suite.bin, append(full, args...)...)
 	cmd.Dir = ws
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "TERM=xterm"}
+	cmd.Env = r.pathEnv(t, ws, cmd.Args[1:], "PATH=/usr/bin:/bin", "HOME=/nonexistent", "TERM=xterm")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	if !ttyStdin {
@@ -115,7 +116,29 @@ func startOnTTYStdin(t *testing.T, r runner, ws string, ttyStdin bool, args ...s
 			cmd.Wait()
 		}
 	})
+	if r.cached {
+		p.expect(t, "jail: plan cache: used")
+	}
 	return p, cmd
+}
+
+// pathEnv is base plus what sends a `jail run` with args down r's path:
+// planned, or (for a cached runner) from a plan that a warm-up run of
+// /bin/true with the same flags and environment stored first, traced on
+// stderr.
+func (r runner) pathEnv(t *testing.T, ws string, args []string, base ...string) []string {
+	t.Helper()
+	if !r.cached {
+		return append(base, "JAIL_PLAN_CACHE=off")
+	}
+	env := append(base, "XDG_CACHE_HOME="+r.dir(t, "jail-it-cache-"), "JAIL_PLAN_CACHE=trace")
+	warm := exec.Command(suite.bin, append(slices.Clone(args[:slices.Index(args, "--")+1]), "/bin/true")...)
+	warm.Dir, warm.Env = ws, env
+	r.credential(warm)
+	if out, err := warm.CombinedOutput(); err != nil || !strings.Contains(string(out), "jail: plan cache: stored") {
+		t.Fatalf("the warm-up run of %v stored no plan: %v %s", args, err, out)
+	}
+	return env
 }
 
 func waitExit(t *testing.T, cmd *exec.Cmd) int {
@@ -139,7 +162,7 @@ func TestInteractiveShell(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("requires bash: not installed")
 	}
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		p, cmd := startOnTTY(t, r, ws, "bash", "--norc", "--noprofile", "-i")
 		p.expect(t, "jail$ ")
@@ -180,12 +203,12 @@ func TestInteractiveShell(t *testing.T) {
 // TestForwardedSignal sends SIGTERM to jail itself (as a CI runner does on
 // cancellation): the command receives it and jail exits 128+15.
 func TestForwardedSignal(t *testing.T) {
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		marker := fmt.Sprintf("500.%d", time.Now().UnixNano()%1000000)
 		cmd := exec.Command(suite.bin, "run", "-w", ws, "--", "/bin/sh", "-c", "trap 'echo got-term; exit 143' TERM; sleep "+marker+" & wait")
 		cmd.Dir = ws
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}
+		cmd.Env = r.pathEnv(t, ws, cmd.Args[1:], "PATH=/usr/bin:/bin", "HOME=/nonexistent")
 		var out bytes.Buffer
 		cmd.Stdout = &out
 		r.credential(cmd)
@@ -215,7 +238,7 @@ func TestForwardedSignal(t *testing.T) {
 // itself (cat) with ^Z: jail must stop too, so the caller's shell gets its
 // terminal back, and on SIGCONT the command must own the terminal again.
 func TestSuspendAndResume(t *testing.T) {
-	forEach(t, func(t *testing.T, r runner) {
+	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		p, cmd := startOnTTY(t, r, ws, "cat")
 		time.Sleep(300 * time.Millisecond)
