@@ -36,6 +36,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <sys/auxv.h>
 #include <sys/xattr.h>
 #include <termios.h>
 #include <unistd.h>
@@ -95,6 +96,127 @@ static const uint8_t *cur_bytes(struct cursor *c, uint32_t *n) {
 	const uint8_t *b = c->p;
 	c->p += *n;
 	return b;
+}
+
+// ---- the entry's authentication -------------------------------------------
+//
+// Every entry ends with an HMAC-SHA-256 of the rest under a per-user key
+// kept in the kernel's user keyring (fast_linux.go: cacheKey). No sandbox
+// can read the key (seccomp refuses keyctl, add_key and request_key), so
+// no sandbox can make an entry, whatever it can write in the file system.
+
+struct sha256 {
+	uint32_t h[8];
+	uint8_t buf[64];
+	size_t n;
+	uint64_t total;
+};
+
+static const uint32_t sha256_k[64] = {
+	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+	0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+	0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+	0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+	0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+	0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+	0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+	0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+};
+
+#define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+
+static void sha256_block(struct sha256 *s, const uint8_t *p) {
+	uint32_t w[64], a, b, c, d, e, f, g, h;
+	for (int i = 0; i < 16; i++) w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+	for (int i = 16; i < 64; i++) {
+		uint32_t s0 = ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ (w[i - 15] >> 3);
+		uint32_t s1 = ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10);
+		w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+	}
+	a = s->h[0], b = s->h[1], c = s->h[2], d = s->h[3], e = s->h[4], f = s->h[5], g = s->h[6], h = s->h[7];
+	for (int i = 0; i < 64; i++) {
+		uint32_t t1 = h + (ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25)) + ((e & f) ^ (~e & g)) + sha256_k[i] + w[i];
+		uint32_t t2 = (ROR(a, 2) ^ ROR(a, 13) ^ ROR(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+		h = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
+	}
+	s->h[0] += a, s->h[1] += b, s->h[2] += c, s->h[3] += d, s->h[4] += e, s->h[5] += f, s->h[6] += g, s->h[7] += h;
+}
+
+static void sha256_init(struct sha256 *s) {
+	static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+	memcpy(s->h, iv, sizeof(iv));
+	s->n = 0;
+	s->total = 0;
+}
+
+static void sha256_update(struct sha256 *s, const uint8_t *p, size_t n) {
+	s->total += n;
+	while (n > 0) {
+		size_t k = 64 - s->n < n ? 64 - s->n : n;
+		memcpy(s->buf + s->n, p, k);
+		s->n += k;
+		p += k;
+		n -= k;
+		if (s->n == 64) {
+			sha256_block(s, s->buf);
+			s->n = 0;
+		}
+	}
+}
+
+static void sha256_final(struct sha256 *s, uint8_t out[32]) {
+	uint64_t bits = s->total * 8;
+	uint8_t pad = 0x80, zero = 0, len[8];
+	sha256_update(s, &pad, 1);
+	while (s->n != 56) sha256_update(s, &zero, 1);
+	for (int i = 0; i < 8; i++) len[i] = bits >> (56 - 8 * i);
+	sha256_update(s, len, 8);
+	for (int i = 0; i < 8; i++) {
+		out[4 * i] = s->h[i] >> 24;
+		out[4 * i + 1] = s->h[i] >> 16;
+		out[4 * i + 2] = s->h[i] >> 8;
+		out[4 * i + 3] = s->h[i];
+	}
+}
+
+// hmac_sha256 is RFC 2104 with SHA-256 and a 32-byte key.
+static void hmac_sha256(const uint8_t key[32], const uint8_t *msg, size_t n, uint8_t out[32]) {
+	uint8_t pad[64], inner[32];
+	struct sha256 s;
+	memset(pad, 0x36, sizeof(pad));
+	for (int i = 0; i < 32; i++) pad[i] ^= key[i];
+	sha256_init(&s);
+	sha256_update(&s, pad, 64);
+	sha256_update(&s, msg, n);
+	sha256_final(&s, inner);
+	memset(pad, 0x5c, sizeof(pad));
+	for (int i = 0; i < 32; i++) pad[i] ^= key[i];
+	sha256_init(&s);
+	sha256_update(&s, pad, 64);
+	sha256_update(&s, inner, 32);
+	sha256_final(&s, out);
+}
+
+#define CACHE_KEY_NAME "jail:plan-cache" // cacheKeyName in fast_linux.go
+
+// cache_key reads the user's plan cache key from the user keyring.
+static int cache_key(uint8_t key[32]) {
+	long id = syscall(SYS_keyctl, 10 /* KEYCTL_SEARCH */, -4 /* KEY_SPEC_USER_KEYRING */, "user", CACHE_KEY_NAME, 0);
+	if (id < 0) return -1;
+	long n = syscall(SYS_keyctl, 11 /* KEYCTL_READ */, id, key, 32);
+	return n == 32 ? 0 : -1;
+}
+
+// authentic reports whether the entry's last 32 bytes are the HMAC of the
+// rest under the user's key, compared in constant time.
+static int authentic(const uint8_t *b, size_t len) {
+	uint8_t key[32], mac[32];
+	if (len < 32 || cache_key(key) < 0) return 0;
+	hmac_sha256(key, b, len - 32, mac);
+	memset(key, 0, sizeof(key));
+	uint8_t diff = 0;
+	for (int i = 0; i < 32; i++) diff |= mac[i] ^ b[len - 32 + i];
+	return diff == 0;
 }
 
 // ---- tracing --------------------------------------------------------------
@@ -459,25 +581,35 @@ static int passes(const char *kv, char **pass, uint32_t npass) {
 }
 
 // env_set sets name=value (kv is "name=value") in env, keeping the place
-// of an earlier entry of the same name, as buildEnv does; with keep, an
-// earlier entry keeps its value too.
-static void env_set(char **env, uint32_t *n, char *kv, int keep) {
+// of an earlier entry of the same name, as buildEnv does.
+static void env_set(char **env, uint32_t *n, char *kv) {
 	size_t nl = name_len(kv);
 	for (uint32_t i = 0; i < *n; i++)
 		if (name_len(env[i]) == nl && !strncmp(env[i], kv, nl)) {
-			if (!keep) env[i] = kv;
+			env[i] = kv;
 			return;
 		}
 	env[(*n)++] = kv;
 }
 
-// caller_value is the caller's value of name. Of a name set twice the
-// first counts: Go's os.Environ, which the supervisor reads, drops later
-// duplicates.
+// go_duplicate reports whether Go's os.Environ, which the supervisor
+// reads, drops the entry e of envp: a NAME=VALUE whose NAME an earlier
+// NAME=VALUE set (the first wins; entries without "=" are all kept).
+static int go_duplicate(char **envp, char **e) {
+	if (!strchr(*e, '=')) return 0;
+	size_t nl = name_len(*e);
+	for (char **o = envp; o < e; o++)
+		if (strchr(*o, '=') && name_len(*o) == nl && !strncmp(*o, *e, nl)) return 1;
+	return 0;
+}
+
+// caller_value is the value buildEnv's map ends with for name: the last
+// of the entries os.Environ keeps ("" for one without "=").
 static const char *caller_value(char **envp, const char *name, size_t nl) {
+	const char *v = NULL;
 	for (char **e = envp; *e; e++)
-		if (name_len(*e) == nl && !strncmp(*e, name, nl)) return (*e)[nl] == '=' ? *e + nl + 1 : "";
-	return NULL;
+		if (name_len(*e) == nl && !strncmp(*e, name, nl) && !go_duplicate(envp, e)) v = (*e)[nl] == '=' ? *e + nl + 1 : "";
+	return v;
 }
 
 // build_env is buildEnv in run.go: the pass-listed variables of the
@@ -490,19 +622,19 @@ static char **build_env(char **envp, char **pass, uint32_t npass, char **extra, 
 	if (!env) return NULL;
 	uint32_t n = 0;
 	for (char **e = envp; *e; e++) {
-		if (!passes(*e, pass, npass)) continue;
+		if (!passes(*e, pass, npass) || go_duplicate(envp, e)) continue;
 		if (!strchr(*e, '=')) {
 			char *kv = malloc(strlen(*e) + 2);
 			if (!kv) return NULL;
 			sprintf(kv, "%s=", *e);
-			env_set(env, &n, kv, 1);
+			env_set(env, &n, kv);
 		} else {
-			env_set(env, &n, *e, 1);
+			env_set(env, &n, *e);
 		}
 	}
 	for (uint32_t i = 0; i < nextra; i++) {
 		if (strchr(extra[i], '=')) {
-			env_set(env, &n, extra[i], 0);
+			env_set(env, &n, extra[i]);
 			continue;
 		}
 		const char *v = caller_value(envp, extra[i], strlen(extra[i]));
@@ -510,7 +642,7 @@ static char **build_env(char **envp, char **pass, uint32_t npass, char **extra, 
 		char *kv = malloc(strlen(extra[i]) + strlen(v) + 2);
 		if (!kv) return NULL;
 		sprintf(kv, "%s=%s", extra[i], v);
-		env_set(env, &n, kv, 0);
+		env_set(env, &n, kv);
 	}
 	int path = 0, tmp = 0;
 	for (uint32_t i = 0; i < n; i++) {
@@ -577,6 +709,7 @@ static const int forwarded_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH,
 
 // The saved state a fallback restores before it executes the binary again.
 struct saved {
+	int foreground;
 	sigset_t mask;
 	struct sigaction pipe;
 	int entryfd;
@@ -588,6 +721,9 @@ struct saved {
 // plans afresh and stores a new entry. A stale entry is removed first; one
 // whose command could not be executed is not stale.
 static void __attribute__((noreturn)) fall_back(struct fast *f, char **argv, char **envp, struct saved *sv, int stale) {
+	// The command's child may have taken the terminal before its exec
+	// failed; the Go supervisor starts from a terminal of its own.
+	if (sv->foreground) reclaim_terminal();
 	release(f);
 	if (stale && sv->entryfd >= 0) unlinkat(sv->entryfd, sv->entry, 0);
 	sigaction(SIGPIPE, &sv->pipe, NULL);
@@ -718,7 +854,7 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 		miss(&f, "no -- before the command", NULL);
 		goto out;
 	}
-	if (getuid() != geteuid() || getgid() != getegid()) {
+	if (getauxval(AT_SECURE) || getuid() != geteuid() || getgid() != getegid()) {
 		miss(&f, "set-id execution", NULL);
 		goto out;
 	}
@@ -729,8 +865,12 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	entry = read_entry(&f, cwd, argv + 2, dd - 1, &len, &entryfd);
 	if (!entry) goto out;
 	cache_name(name, getuid(), cwd, argv + 2, dd - 1);
-	struct cursor c = {.p = entry, .end = entry + len};
-	if (len < 8 || memcmp(entry, CACHE_MAGIC, 8)) {
+	if (!authentic(entry, len)) {
+		miss(&f, "the entry is not signed with this user's key (keyring key " CACHE_KEY_NAME ")", name);
+		goto out;
+	}
+	struct cursor c = {.p = entry, .end = entry + len - 32};
+	if (len < 8 + 32 || memcmp(entry, CACHE_MAGIC, 8)) {
 		miss(&f, "not an entry of this version", NULL);
 		goto out;
 	}
@@ -793,6 +933,7 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	sigaction(SIGPIPE, &ign, &sv.pipe);
 	sv.entryfd = entryfd;
 	sv.entry = name;
+	sv.foreground = foreground;
 	if (write_all(e.plan, plan.b, plan.n) < 0 || send_stdio(e.sock) < 0) {
 		// The init never got its command.
 		close(e.plan);

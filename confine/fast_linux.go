@@ -3,10 +3,15 @@
 package confine
 
 import (
+	"cmp"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -269,10 +274,50 @@ func (c *Cmd) CachePlan(dir string, e *CacheEntry) error {
 			return errors.New("plan cache: an argument contains a NUL byte")
 		}
 	}
-	if len(p.b) > maxCacheEntry {
+	if len(p.b)+sha256.Size > maxCacheEntry {
 		return fmt.Errorf("plan cache: entry of %d bytes, at most %d", len(p.b), maxCacheEntry)
 	}
-	return writeCacheEntry(dir, planCacheName(os.Getuid(), cwd, e.Args), p.b)
+	key, err := cacheKey()
+	if err != nil {
+		return err
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write(p.b)
+	return writeCacheEntry(dir, planCacheName(os.Getuid(), cwd, e.Args), mac.Sum(p.b))
+}
+
+// cacheKeyName is the user keyring key that authenticates the user's plan
+// cache entries (CACHE_KEY_NAME in fast_linux.c).
+const cacheKeyName = "jail:plan-cache"
+
+// cacheKey returns the user's plan cache key, creating it in the kernel's
+// user keyring when there is none. The keyring is out of every sandbox's
+// reach (seccomp refuses keyctl, add_key and request_key), so an entry a
+// sandbox wrote, wherever it could write one, fails authentication. The
+// key lives as long as the user's keyring (until the user's last process
+// ends or the machine reboots); a new key only makes old entries misses.
+func cacheKey() ([]byte, error) {
+	if id, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", cacheKeyName, 0); err == nil {
+		key := make([]byte, 32)
+		if n, err := unix.KeyctlBuffer(unix.KEYCTL_READ, id, key, 0); err == nil && n == 32 {
+			return key, nil
+		}
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("plan cache: key: %w", err)
+	}
+	id, err := unix.AddKey("user", cacheKeyName, key, unix.KEY_SPEC_USER_KEYRING)
+	if err != nil {
+		return nil, fmt.Errorf("plan cache: no key in the user keyring (add_key: %w)", err)
+	}
+	// The user's own processes may find and read it (the next jail run
+	// is one); nobody else may.
+	const perm = 0x3f0b0000 // possessor: all (0x3f); user: view, read, search (0x0b)
+	if err := unix.KeyctlSetperm(id, perm); err != nil {
+		return nil, fmt.Errorf("plan cache: key permissions: %w", err)
+	}
+	return key, nil
 }
 
 // MakePlanCacheDir creates the cache directory (PlanCacheDir), private
@@ -323,5 +368,31 @@ func writeCacheEntry(dir, name string, b []byte) error {
 	if err := os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
 		return fmt.Errorf("plan cache: %w", err)
 	}
+	pruneCache(dir)
 	return nil
+}
+
+// Entries are pruned when there are more than maxCacheEntries: the least
+// recently stored go first, down to three quarters.
+const maxCacheEntries = 256
+
+func pruneCache(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) <= maxCacheEntries {
+		return
+	}
+	type entry struct {
+		name string
+		mod  int64
+	}
+	var es []entry
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && strings.HasSuffix(e.Name(), ".plan") {
+			es = append(es, entry{e.Name(), fi.ModTime().UnixNano()})
+		}
+	}
+	slices.SortFunc(es, func(a, b entry) int { return cmp.Compare(a.mod, b.mod) })
+	for _, e := range es[:max(0, len(es)-maxCacheEntries*3/4)] {
+		os.Remove(filepath.Join(dir, e.name))
+	}
 }

@@ -210,54 +210,62 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 	return ms, ph, nil
 }
 
-// guard returns where each guarded directory a writable mount of ms
-// shows appears inside the sandbox, creating the directory first, and the
-// pins that hold it in place: every directory between the writable
-// mount's root and the guarded one is bound onto itself, and a mountpoint
-// can be neither renamed nor removed. Without them a sandbox could move
-// the guarded directory's parent aside and build a tree of its own
-// choosing in its place (a planted plan or user policy).
+// guard returns the protected objects and the pins that keep a guarded
+// path (a directory of jail's own, such as the user's policy, or a policy
+// file) unchangeable in the sandbox, for each writable bind that shows
+// it. Protected are the path itself, created as a private directory when
+// it is missing, and every symlink met while resolving it (a symlink
+// covered by a mount can be neither removed nor replaced, so the path
+// cannot be redirected). Pinned, by binding it onto itself, is every
+// directory between the writable bind's root and each of them: a
+// mountpoint can be neither renamed nor removed, so nothing on the way
+// can be moved aside and rebuilt. A bind that a deeper mount covers
+// (read-only, hidden) needs nothing.
 func (l *Layout) guard(ms []Mount) (shown []string, pins []Mount, err error) {
-	pinned := map[string]bool{}
+	taken := map[string]bool{}
+	for _, m := range ms {
+		taken[m.Dest] = true
+	}
 	for _, g := range l.Guarded {
 		if !filepath.IsAbs(g) {
 			continue
 		}
-		r, err := ResolvePath(g, "/", "")
-		if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
-			// Resolve what exists: the rest is created below it.
-			r, err = resolveMissing(g)
-		}
+		r, objects, err := resolveWalk(g)
 		if err != nil {
-			return nil, nil, fmt.Errorf("guarded directory %s: %w", g, err)
+			return nil, nil, fmt.Errorf("guarded path %s: %w", g, err)
 		}
-		var under []Mount
-		for _, m := range ms {
-			if m.Kind == Bind && m.Writable && pathWithin(r, m.Source) {
-				under = append(under, m)
+		for _, o := range objects {
+			l.Facts.fileType(o, unix.S_IFLNK)
+			if t, err := os.Readlink(o); err == nil {
+				l.Facts.link(o, t)
 			}
 		}
-		if len(under) == 0 {
-			l.Facts.realpath(g, resolvedOrNone(g))
-			continue
+		if len(showing(ms, r)) > 0 {
+			if _, err := os.Lstat(r); errors.Is(err, os.ErrNotExist) {
+				if err := os.MkdirAll(r, 0o700); err != nil {
+					return nil, nil, fmt.Errorf("guarded path %s: %w", g, err)
+				}
+				if r2, _, err := resolveWalk(g); err != nil || r2 != r {
+					return nil, nil, fmt.Errorf("guarded path %s changed while it was created", g)
+				}
+			}
 		}
-		if err := os.MkdirAll(r, 0o700); err != nil {
-			return nil, nil, fmt.Errorf("guarded directory %s: %w", g, err)
-		}
-		if r2, err := ResolvePath(g, "/", ""); err != nil || r2 != r {
-			return nil, nil, fmt.Errorf("guarded directory %s changed while it was created", g)
-		}
-		l.Facts.realpath(g, r)
-		for _, m := range under {
-			rel := strings.TrimPrefix(strings.TrimPrefix(r, m.Source), "/")
-			shown = append(shown, filepath.Join(m.Dest, rel))
-			parts := strings.Split(rel, "/")
-			for i := 1; i < len(parts); i++ {
-				sub := filepath.Join(parts[:i]...)
-				dest := filepath.Join(m.Dest, sub)
-				if !pinned[dest] {
-					pinned[dest] = true
-					pins = append(pins, Mount{Kind: Bind, Source: filepath.Join(m.Source, sub), Dest: dest, Writable: true, Exec: m.Exec})
+		l.Facts.realpath(g, resolvedOrNone(g))
+		for _, o := range append(objects, r) {
+			if _, err := os.Lstat(o); err != nil {
+				continue // a missing path no writable bind shows
+			}
+			for _, m := range showing(ms, o) {
+				rel := strings.TrimPrefix(strings.TrimPrefix(o, m.Source), "/")
+				shown = append(shown, filepath.Join(m.Dest, rel))
+				parts := strings.Split(rel, "/")
+				for i := 1; i < len(parts); i++ {
+					sub := filepath.Join(parts[:i]...)
+					dest := filepath.Join(m.Dest, sub)
+					if !taken[dest] {
+						taken[dest] = true
+						pins = append(pins, Mount{Kind: Bind, Source: filepath.Join(m.Source, sub), Dest: dest, Writable: true, Exec: m.Exec})
+					}
 				}
 			}
 		}
@@ -265,26 +273,81 @@ func (l *Layout) guard(ms []Mount) (shown []string, pins []Mount, err error) {
 	return shown, pins, nil
 }
 
-// resolveMissing resolves the longest existing prefix of p and joins the
-// rest to it.
-func resolveMissing(p string) (string, error) {
-	p = filepath.Clean(p)
-	rest := ""
-	for dir := p; ; {
-		r, err := ResolvePath(dir, "/", "")
-		if err == nil {
-			return filepath.Join(r, rest), nil
+// showing returns the writable binds of ms through which the host path o
+// is visible and writable in the sandbox: o lies in the bind's source, and
+// no deeper mount covers where it appears.
+func showing(ms []Mount, o string) []Mount {
+	var out []Mount
+	for _, m := range ms {
+		if m.Kind != Bind || !m.Writable || !pathWithin(o, m.Source) {
+			continue
 		}
-		if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, unix.ENOTDIR) {
-			return "", err
+		view := filepath.Join(m.Dest, strings.TrimPrefix(o, m.Source))
+		deepest := m
+		for _, c := range ms {
+			if len(c.Dest) > len(deepest.Dest) && pathWithin(view, c.Dest) {
+				deepest = c
+			}
 		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", err
+		if deepest.Dest == m.Dest {
+			out = append(out, m)
 		}
-		rest = filepath.Join(filepath.Base(dir), rest)
-		dir = parent
 	}
+	return out
+}
+
+// resolveWalk resolves p as the kernel would, component by component,
+// also where its tail does not exist yet (a missing part is kept as
+// named, after every symlink before it, dangling ones included, has been
+// followed). It returns the result and every symlink it followed, and,
+// when a component that is not a directory stands in the way, that
+// component as the last object.
+func resolveWalk(p string) (string, []string, error) {
+	var objects []string
+	todo := strings.Split(filepath.Clean(p), "/")
+	cur := "/"
+	for links := 0; len(todo) > 0; {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		var st unix.Stat_t
+		err := unix.Lstat(next, &st)
+		if errors.Is(err, unix.ENOENT) {
+			return filepath.Join(append([]string{next}, todo...)...), objects, nil
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		switch {
+		case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+			if links++; links > 40 {
+				return "", nil, unix.ELOOP
+			}
+			t, err := os.Readlink(next)
+			if err != nil {
+				return "", nil, err
+			}
+			objects = append(objects, next)
+			if filepath.IsAbs(t) {
+				cur = "/"
+			}
+			todo = append(strings.Split(t, "/"), todo...)
+		case st.Mode&unix.S_IFMT != unix.S_IFDIR && len(todo) > 0:
+			// A file where a directory should be: covering it keeps the
+			// sandbox from putting a directory there.
+			return next, objects, nil
+		default:
+			cur = next
+		}
+	}
+	return cur, objects, nil
 }
 
 // resolvedOrNone is p resolved, or "" when it does not exist (a

@@ -710,3 +710,50 @@ func TestBuildGuarded(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildGuardedThroughSymlinks: the symlinks on the way to a guarded
+// directory are covered too (a dangling one is followed, and its target
+// created), so the path cannot be redirected; a guarded directory that a
+// deeper read-only or hidden mount covers needs nothing, and does not
+// clash with the user's own mount there.
+func TestBuildGuardedThroughSymlinks(t *testing.T) {
+	dir := tempDir(t)
+	ws := filepath.Join(dir, "home")
+	mkdirs(t, ws)
+	symlink(t, "dots/config", filepath.Join(ws, ".config")) // dangling
+	g := filepath.Join(ws, ".config", "jail")
+	ms, _ := mustBuild(t, &Layout{Workspace: ws, Guarded: []string{g}})
+	target := filepath.Join(ws, "dots", "config", "jail")
+	if fi, err := os.Stat(target); err != nil || !fi.IsDir() {
+		t.Fatalf("the dangling link's target was not created: %v", err)
+	}
+	for _, want := range []Mount{
+		{Kind: Protect, Dest: filepath.Join(ws, ".config")},
+		{Kind: Bind, Source: filepath.Join(ws, "dots"), Dest: filepath.Join(ws, "dots"), Writable: true, Exec: true},
+		{Kind: Bind, Source: filepath.Join(ws, "dots", "config"), Dest: filepath.Join(ws, "dots", "config"), Writable: true, Exec: true},
+		{Kind: Protect, Dest: target},
+	} {
+		if m, ok := findMount(ms, want.Dest); !ok || m != want {
+			t.Errorf("got %+v (found %v), want %+v", m, ok, want)
+		}
+	}
+
+	// Covered by the user's read-only bind, or hidden: no guard mounts.
+	ws2 := filepath.Join(dir, "home2")
+	cfg := filepath.Join(ws2, ".config")
+	mkdirs(t, filepath.Join(cfg, "jail"))
+	for _, l := range []*Layout{
+		{Workspace: ws2, ReadOnly: []string{cfg}, Guarded: []string{filepath.Join(cfg, "jail")}},
+		{Workspace: ws2, Hidden: []string{cfg}, Guarded: []string{filepath.Join(cfg, "jail")}},
+	} {
+		ms, _ := mustBuild(t, l)
+		for _, m := range ms {
+			if m.Kind == Bind && m.Dest == cfg && m.Writable {
+				t.Errorf("a writable pin over the user's %+v", l)
+			}
+			if m.Dest == filepath.Join(cfg, "jail") {
+				t.Errorf("a guard mount under a read-only or hidden path: %+v", m)
+			}
+		}
+	}
+}

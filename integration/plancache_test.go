@@ -53,9 +53,11 @@ func entries(t *testing.T, cache string) map[string]string {
 }
 
 // TestPlanCacheCannotBePlanted: with the cache and the user's policy
-// inside the workspace (a workspace that is $HOME), the sandbox can
-// neither write an entry, nor move the directories aside to build its
-// own tree, nor plant a user policy; the next run uses the stored plan.
+// inside the workspace (a workspace that is $HOME), the sandbox rewrites
+// the stored entry to stop hiding /etc/shadow and tries to plant a user
+// policy: the rewritten entry fails authentication (the key is in the
+// kernel keyring, out of the sandbox's reach), the policy directory cannot
+// be written, moved aside or rebuilt, and /etc/shadow stays hidden.
 func TestPlanCacheCannotBePlanted(t *testing.T) {
 	forEach(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-pc-home-")
@@ -64,42 +66,40 @@ func TestPlanCacheCannotBePlanted(t *testing.T) {
 		if res, trace := r.cacheRun(t, ws, cache, "true", config); res.code != 0 || !traced(trace, "stored") {
 			t.Fatalf("first run: exit %d, trace %q, stderr %s", res.code, trace, res.stderr)
 		}
-		before := entries(t, cache)
 		attack := `
-for d in .cache .cache/jail .cache/jail/plans .config .config/jail; do
-  mv "$d" "$d.old" 2>/dev/null && echo "moved $d"
-done
-rm -rf .cache/jail .config/jail 2>/dev/null
-for f in .cache/jail/plans/*; do echo x >"$f" 2>/dev/null && echo "wrote $f"; done
-echo planted >.cache/jail/plans/0000000000000000.plan 2>/dev/null && echo "planted an entry"
-ln -s / .cache/jail/plans/link 2>/dev/null && echo "planted a link"
+for d in .config .config/jail; do mv "$d" "$d.old" 2>/dev/null && echo "moved $d"; done
+rm -rf .config/jail 2>/dev/null
 mkdir -p .config/jail 2>/dev/null
 printf '[sandbox.env_set]\nPWNED = "1"\n' >.config/jail/policy.toml 2>/dev/null && echo "planted a policy"
+for f in .cache/jail/plans/*.plan; do
+  sed 's#/etc/shadow#/etc/shadoW#' "$f" >/tmp/entry && cat /tmp/entry >"$f" && echo "rewrote an entry"
+done
 true`
 		res, trace := r.cacheRun(t, ws, cache, attack, config)
 		if res.code != 0 || !traced(trace, "used") {
 			t.Fatalf("attack run: exit %d, trace %q, stderr %s", res.code, trace, res.stderr)
 		}
-		if strings.TrimSpace(res.stdout) != "" {
-			t.Fatalf("the sandbox changed jail's own directories:\n%s", res.stdout)
+		if strings.Contains(res.stdout, "moved") || strings.Contains(res.stdout, "planted") {
+			t.Fatalf("the sandbox changed the user's policy directory:\n%s", res.stdout)
 		}
-		after := entries(t, cache)
-		if len(after) != len(before) {
-			t.Fatalf("the plan cache changed: %d entries before, %d after", len(before), len(after))
+		if !strings.Contains(res.stdout, "rewrote an entry") {
+			t.Fatalf("the attack did not reach the cache (the test is not testing): %q", res.stdout)
 		}
-		for k, v := range before {
-			if after[k] != v {
-				t.Fatalf("entry %s changed", k)
-			}
-		}
-		for _, p := range []string{".cache.old", ".config.old", ".config/jail/policy.toml"} {
+		for _, p := range []string{".config.old", ".config/jail/policy.toml"} {
 			if _, err := os.Lstat(filepath.Join(ws, p)); err == nil {
 				t.Fatalf("%s exists on the host", p)
 			}
 		}
-		res, trace = r.cacheRun(t, ws, cache, `echo "PWNED=$PWNED"`, config)
-		if !traced(trace, "used") || strings.TrimSpace(res.stdout) != "PWNED=" {
-			t.Fatalf("after the attack: trace %q, output %q", trace, res.stdout)
+		res, trace = r.cacheRun(t, ws, cache, `echo "PWNED=$PWNED"; wc -c </etc/shadow`, config)
+		if traced(trace, "used") || !traced(trace, "not used: the entry is not signed") {
+			t.Fatalf("the rewritten entry was not refused: trace %q", trace)
+		}
+		if got := strings.Fields(res.stdout); len(got) != 2 || got[0] != "PWNED=" || got[1] != "0" {
+			t.Fatalf("after the attack: %q (want no PWNED and an empty /etc/shadow)", res.stdout)
+		}
+		// The Go path stored a good entry again.
+		if _, trace := r.cacheRun(t, ws, cache, "true", config); !traced(trace, "used") {
+			t.Fatalf("no good entry after the refused one: %q", trace)
 		}
 	})
 }
@@ -285,6 +285,39 @@ func TestPlanCacheSameEnvironment(t *testing.T) {
 		}
 		if strings.Contains(outs[2], "API_TOKEN") || strings.Contains(outs[2], "UNSET") {
 			t.Fatalf("cached environment has what it must not:\n%s", outs[2])
+		}
+	})
+}
+
+// TestPlanCacheFallsBack: a cached sandbox whose command cannot be
+// executed hands the run to the Go supervisor, which reports the error
+// once, with the status a shell gives; the command never runs twice, and
+// an entry whose sandbox failed that way is kept.
+func TestPlanCacheFallsBack(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-pc-ws-")
+		cache := r.dir(t, "jail-it-pc-cache-")
+		r.cacheRun(t, ws, cache, "true")
+		before := entries(t, cache)
+		env := []string{"JAIL_PLAN_CACHE=trace", "XDG_CACHE_HOME=" + cache}
+		res := r.jail(t, call{args: []string{"run", "--", "no-such-command-here"}, dir: ws, env: env})
+		rest, trace := cutTrace(res.stderr)
+		if res.code != 127 || !traced(trace, "used") || !traced(trace, "the cached plan failed") {
+			t.Fatalf("exit %d, trace %q, stderr %s", res.code, trace, rest)
+		}
+		if n := strings.Count(rest, "no-such-command-here"); n != 1 {
+			t.Fatalf("the error was reported %d times: %q", n, rest)
+		}
+		after := entries(t, cache)
+		for k, v := range before {
+			if after[k] != v {
+				t.Fatalf("the entry %s was removed or changed by a failed exec", k)
+			}
+		}
+		// A command that appends once to a file shows one run.
+		res, trace = r.cacheRun(t, ws, cache, "echo run >>runs; cat runs")
+		if !traced(trace, "used") || res.stdout != "run\n" {
+			t.Fatalf("trace %q, output %q", trace, res.stdout)
 		}
 	})
 }

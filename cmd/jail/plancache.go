@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 
 	"github.com/jail-sandbox/jail/confine"
 	"github.com/jail-sandbox/jail/policy"
@@ -22,17 +24,27 @@ type planCache struct {
 	entry confine.CacheEntry
 }
 
-// guarded are jail's own directories that a sandbox must not change even
-// when a writable bind shows them: the user's policy (a sandbox could
-// otherwise widen the next run's) and the plan cache (it could plant a
-// plan).
-func guarded(penv policy.Env) []string {
+// guarded are the paths of jail's own that a sandbox must not change even
+// when a writable bind shows them: the user's policy directory, wherever
+// the caller's environment or a later run's may put it (XDG_CONFIG_HOME
+// and ~/.config), and a --policy file. A sandbox could otherwise widen
+// the next run's policy. (The plan cache needs no guard: its entries are
+// authenticated with a key no sandbox can read.)
+func guarded(penv policy.Env, policyFile string) []string {
 	var g []string
-	if f := policy.UserFile(penv); f != "" {
-		g = append(g, filepath.Dir(f))
+	envs := []policy.Env{penv, {Home: penv.Home}}
+	if u, err := user.LookupId(strconv.Itoa(os.Getuid())); err == nil && u.HomeDir != "" {
+		envs = append(envs, policy.Env{Home: u.HomeDir}) // the home of a run with HOME unset or set elsewhere
 	}
-	if d := confine.PlanCacheDir(penv.Home, os.Getenv("XDG_CACHE_HOME")); d != "" {
-		g = append(g, filepath.Dir(d))
+	for _, env := range envs {
+		if f := policy.UserFile(env); f != "" && !slices.Contains(g, filepath.Dir(f)) {
+			g = append(g, filepath.Dir(f))
+		}
+	}
+	if policyFile != "" {
+		if abs, err := filepath.Abs(policyFile); err == nil {
+			g = append(g, abs)
+		}
 	}
 	return g
 }

@@ -285,7 +285,7 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 		system[d] = true
 	}
 	layout := &confine.Layout{Workspace: ws, Home: penv.Home, Secrets: confine.DefaultSecrets(),
-		WorkspaceReadOnly: p.Sandbox.WorkspaceRO, Guarded: guarded(penv)}
+		WorkspaceReadOnly: p.Sandbox.WorkspaceRO, Guarded: guarded(penv, o.policyFile)}
 	for _, d := range sb.RO {
 		switch {
 		case system[d] || d == "/nix/store":
