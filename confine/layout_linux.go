@@ -255,8 +255,8 @@ func (l *Layout) guard(ms []Mount) (shown []string, pins []Mount, err error) {
 			if _, err := os.Lstat(o); err != nil {
 				continue // a missing path no writable bind shows
 			}
-			for _, m := range showing(ms, o) {
-				rel := strings.TrimPrefix(strings.TrimPrefix(o, m.Source), "/")
+			for _, v := range showing(ms, o) {
+				m, rel := v.m, v.rel
 				shown = append(shown, filepath.Join(m.Dest, rel))
 				parts := strings.Split(rel, "/")
 				for i := 1; i < len(parts); i++ {
@@ -273,27 +273,61 @@ func (l *Layout) guard(ms []Mount) (shown []string, pins []Mount, err error) {
 	return shown, pins, nil
 }
 
+// view is a writable bind through which a guarded host path shows, and
+// the path's place relative to the bind's source.
+type view struct {
+	m   Mount
+	rel string
+}
+
 // showing returns the writable binds of ms through which the host path o
-// is visible and writable in the sandbox: o lies in the bind's source, and
-// no deeper mount covers where it appears.
-func showing(ms []Mount, o string) []Mount {
-	var out []Mount
+// is visible and writable in the sandbox, with o's path below each: o lies
+// in the bind's source (by path, or by identity: a directory bound
+// elsewhere on the host is the same directory under another name), and no
+// deeper mount covers where it appears.
+func showing(ms []Mount, o string) []view {
+	var out []view
 	for _, m := range ms {
-		if m.Kind != Bind || !m.Writable || !pathWithin(o, m.Source) {
+		if m.Kind != Bind || !m.Writable {
 			continue
 		}
-		view := filepath.Join(m.Dest, strings.TrimPrefix(o, m.Source))
+		rel, ok := below(o, m.Source)
+		if !ok {
+			continue
+		}
+		at := filepath.Join(m.Dest, rel)
 		deepest := m
 		for _, c := range ms {
-			if len(c.Dest) > len(deepest.Dest) && pathWithin(view, c.Dest) {
+			if len(c.Dest) > len(deepest.Dest) && pathWithin(at, c.Dest) {
 				deepest = c
 			}
 		}
 		if deepest.Dest == m.Dest {
-			out = append(out, m)
+			out = append(out, view{m, rel})
 		}
 	}
 	return out
+}
+
+// below returns o relative to dir when o lies in dir: by path, or because
+// one of o's ancestors is dir itself (the same device and inode).
+func below(o, dir string) (string, bool) {
+	if pathWithin(o, dir) {
+		return strings.TrimPrefix(strings.TrimPrefix(o, dir), "/"), true
+	}
+	var d unix.Stat_t
+	if unix.Stat(dir, &d) != nil {
+		return "", false
+	}
+	for a := o; ; a = filepath.Dir(a) {
+		var st unix.Stat_t
+		if unix.Stat(a, &st) == nil && st.Dev == d.Dev && st.Ino == d.Ino {
+			return strings.TrimPrefix(strings.TrimPrefix(o, a), "/"), true
+		}
+		if a == "/" {
+			return "", false
+		}
+	}
 }
 
 // resolveWalk resolves p as the kernel would, component by component,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -754,6 +755,32 @@ func TestBuildGuardedThroughSymlinks(t *testing.T) {
 			if m.Dest == filepath.Join(cfg, "jail") {
 				t.Errorf("a guard mount under a read-only or hidden path: %+v", m)
 			}
+		}
+	}
+}
+
+// TestBuildGuardedThroughAlias: a writable bind of a directory that the
+// host also shows under another name (a bind mount) still shows the
+// guarded directory inside it, and gets the guard.
+func TestBuildGuardedThroughAlias(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("requires root to bind-mount an alias of a directory: running as uid " + strconv.Itoa(os.Geteuid()))
+	}
+	dir := tempDir(t)
+	home, alias, ws := filepath.Join(dir, "home"), filepath.Join(dir, "alias"), filepath.Join(dir, "ws")
+	g := filepath.Join(home, ".config", "jail")
+	mkdirs(t, g, alias, ws)
+	if err := unix.Mount(home, alias, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind %s on %s: %v", home, alias, err)
+	}
+	t.Cleanup(func() { unix.Unmount(alias, unix.MNT_DETACH) })
+	ms, _ := mustBuild(t, &Layout{Workspace: ws, ReadWrite: []string{alias}, Guarded: []string{g}})
+	for _, want := range []Mount{
+		{Kind: Bind, Source: filepath.Join(alias, ".config"), Dest: filepath.Join(alias, ".config"), Writable: true, Exec: true},
+		{Kind: Protect, Dest: filepath.Join(alias, ".config", "jail")},
+	} {
+		if m, ok := findMount(ms, want.Dest); !ok || m != want {
+			t.Errorf("got %+v (found %v), want %+v", m, ok, want)
 		}
 	}
 }
