@@ -323,52 +323,81 @@ func cacheKey() ([]byte, error) {
 // MakePlanCacheDir creates the cache directory (PlanCacheDir), private
 // to the user.
 func MakePlanCacheDir(dir string) error {
-	// Beneath an existing home or XDG_CACHE_HOME only: a user without a
-	// home (HOME=/nonexistent) gets no cache rather than a new home.
-	root := filepath.Dir(filepath.Dir(dir)) // XDG_CACHE_HOME or ~/.cache
-	if _, err := os.Stat(root); err != nil {
-		if filepath.Base(root) != ".cache" {
-			return fmt.Errorf("plan cache: %w", err)
-		}
-		if _, err := os.Stat(filepath.Dir(root)); err != nil {
-			return fmt.Errorf("plan cache: %w", err)
-		}
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("plan cache: %w", err)
-	}
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := os.Chmod(d, 0o700); err != nil {
-			return fmt.Errorf("plan cache: %w", err)
-		}
-	}
-	return nil
-}
-
-// writeCacheEntry stores b as dir/name, atomically. Every directory jail
-// creates for the cache is private to the user; fast_linux.c trusts an
-// entry only in such a directory, in a file of the user's own that nobody
-// else may write.
-func writeCacheEntry(dir, name string, b []byte) error {
-	if err := MakePlanCacheDir(dir); err != nil {
+	fd, err := openPlanCacheDir(dir)
+	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
+	return unix.Close(fd)
+}
+
+// openPlanCacheDir opens dir (ROOT/jail/plans), creating jail and plans
+// as private directories without following a symlink at either, and
+// checks that both are the user's own with no access for anyone else. A
+// directory that exists is never changed: jail does not chmod what it
+// finds. ROOT ($XDG_CACHE_HOME or ~/.cache) must exist, or be ~/.cache in
+// an existing home: a user without a home (HOME=/nonexistent) gets no
+// cache rather than a new home.
+func openPlanCacheDir(dir string) (int, error) {
+	root := filepath.Dir(filepath.Dir(dir))
+	fd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) && filepath.Base(root) == ".cache" {
+		if err := unix.Mkdir(root, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+			return -1, fmt.Errorf("plan cache: %w", err)
+		}
+		fd, err = unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return -1, fmt.Errorf("plan cache: %s: %w", root, err)
+	}
+	for _, name := range []string{"jail", "plans"} {
+		if err := unix.Mkdirat(fd, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+			unix.Close(fd)
+			return -1, fmt.Errorf("plan cache: %w", err)
+		}
+		next, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			return -1, fmt.Errorf("plan cache: %s: %w", name, err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(next, &st); err != nil || int(st.Uid) != os.Getuid() || st.Mode&0o077 != 0 {
+			unix.Close(next)
+			return -1, fmt.Errorf("plan cache: %s is not a private directory of this user (mode 0700); not used", filepath.Join(root, "jail", name))
+		}
+		fd = next
+	}
+	return fd, nil
+}
+
+// writeCacheEntry stores b as dir/name, atomically, by descriptor: no
+// symlink in the cache directory is followed.
+func writeCacheEntry(dir, name string, b []byte) error {
+	fd, err := openPlanCacheDir(dir)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	tmp := fmt.Sprintf(".tmp-%x", rnd)
+	f, err := unix.Openat(fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return fmt.Errorf("plan cache: %w", err)
 	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("plan cache: %w", err)
+	file := os.NewFile(uintptr(f), tmp)
+	_, werr := file.Write(b)
+	cerr := file.Close()
+	if werr == nil {
+		werr = cerr
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("plan cache: %w", err)
+	if werr == nil {
+		werr = unix.Renameat(fd, tmp, fd, name)
 	}
-	if err := os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("plan cache: %w", err)
+	if werr != nil {
+		unix.Unlinkat(fd, tmp, 0)
+		return fmt.Errorf("plan cache: %w", werr)
 	}
-	pruneCache(dir)
+	pruneCache(fd)
 	return nil
 }
 
@@ -376,9 +405,15 @@ func writeCacheEntry(dir, name string, b []byte) error {
 // recently stored go first, down to three quarters.
 const maxCacheEntries = 256
 
-func pruneCache(dir string) {
-	ents, err := os.ReadDir(dir)
-	if err != nil || len(ents) <= maxCacheEntries {
+func pruneCache(dirfd int) {
+	d, err := unix.Dup(dirfd)
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(d), "plans")
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil || len(names) <= maxCacheEntries {
 		return
 	}
 	type entry struct {
@@ -386,13 +421,14 @@ func pruneCache(dir string) {
 		mod  int64
 	}
 	var es []entry
-	for _, e := range ents {
-		if fi, err := e.Info(); err == nil && strings.HasSuffix(e.Name(), ".plan") {
-			es = append(es, entry{e.Name(), fi.ModTime().UnixNano()})
+	for _, n := range names {
+		var st unix.Stat_t
+		if strings.HasSuffix(n, ".plan") && unix.Fstatat(dirfd, n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			es = append(es, entry{n, st.Mtim.Sec*1e9 + st.Mtim.Nsec})
 		}
 	}
 	slices.SortFunc(es, func(a, b entry) int { return cmp.Compare(a.mod, b.mod) })
 	for _, e := range es[:max(0, len(es)-maxCacheEntries*3/4)] {
-		os.Remove(filepath.Join(dir, e.name))
+		unix.Unlinkat(dirfd, e.name, 0)
 	}
 }

@@ -42,6 +42,10 @@ type Layout struct {
 	// plan cache) that no sandbox may change. One that a writable bind
 	// would show is created if missing and mounted read-only.
 	Guarded []string
+	// GuardedFiles are files no sandbox may change (a --policy file, the
+	// user's policy file, which may be a symlink elsewhere); a missing one
+	// is guarded by its directory.
+	GuardedFiles []string
 	// Facts, when not nil, records what Build observed of the host's file
 	// system, for the plan cache (fast_linux.go).
 	Facts *Facts
@@ -226,13 +230,29 @@ func (l *Layout) guard(ms []Mount) (shown []string, pins []Mount, err error) {
 	for _, m := range ms {
 		taken[m.Dest] = true
 	}
+	type guarded struct {
+		path string
+		file bool
+	}
+	var all []guarded
 	for _, g := range l.Guarded {
-		if !filepath.IsAbs(g) {
+		all = append(all, guarded{g, false})
+	}
+	for _, g := range l.GuardedFiles {
+		all = append(all, guarded{g, true})
+	}
+	for _, g := range all {
+		if !filepath.IsAbs(g.path) {
 			continue
 		}
-		r, objects, err := resolveWalk(g)
+		r, objects, err := resolveWalk(g.path)
+		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+			// Out of this user's reach: out of its sandbox's too.
+			l.Facts.realpath(g.path, "")
+			continue
+		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("guarded path %s: %w", g, err)
+			return nil, nil, fmt.Errorf("guarded path %s: %w", g.path, err)
 		}
 		for _, o := range objects {
 			l.Facts.fileType(o, unix.S_IFLNK)
@@ -240,17 +260,31 @@ func (l *Layout) guard(ms []Mount) (shown []string, pins []Mount, err error) {
 				l.Facts.link(o, t)
 			}
 		}
+		var st unix.Stat_t
+		exists := unix.Lstat(r, &st) == nil
+		if g.file && exists && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 {
+			return nil, nil, fmt.Errorf("policy file %s has %d hard links: a sandbox could change it through another of its names; keep one (cp it to a file of its own)", g.path, st.Nlink)
+		}
+		if g.file && !exists {
+			// A missing file is guarded by its directory, so that it
+			// cannot be created either.
+			r = filepath.Dir(r)
+		}
 		if len(showing(ms, r)) > 0 {
 			if _, err := os.Lstat(r); errors.Is(err, os.ErrNotExist) {
 				if err := os.MkdirAll(r, 0o700); err != nil {
-					return nil, nil, fmt.Errorf("guarded path %s: %w", g, err)
+					return nil, nil, fmt.Errorf("guarded path %s: %w", g.path, err)
 				}
-				if r2, _, err := resolveWalk(g); err != nil || r2 != r {
-					return nil, nil, fmt.Errorf("guarded path %s changed while it was created", g)
+				r2, _, err := resolveWalk(g.path)
+				if g.file && err == nil {
+					r2 = filepath.Dir(r2)
+				}
+				if err != nil || r2 != r {
+					return nil, nil, fmt.Errorf("guarded path %s changed while it was created", g.path)
 				}
 			}
 		}
-		l.Facts.realpath(g, resolvedOrNone(g))
+		l.Facts.realpath(g.path, resolvedOrNone(g.path))
 		for _, o := range append(objects, r) {
 			if _, err := os.Lstat(o); err != nil {
 				continue // a missing path no writable bind shows
@@ -338,7 +372,9 @@ func below(o, dir string) (string, bool) {
 // component as the last object.
 func resolveWalk(p string) (string, []string, error) {
 	var objects []string
-	todo := strings.Split(filepath.Clean(p), "/")
+	// Not cleaned first: ".." after a symlink is the symlink target's
+	// parent, as the kernel resolves it.
+	todo := strings.Split(p, "/")
 	cur := "/"
 	for links := 0; len(todo) > 0; {
 		c := todo[0]

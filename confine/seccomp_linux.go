@@ -49,6 +49,11 @@ func CompileSeccomp(opts SeccompOptions) ([]Program, error) {
 		if _, err := seccomp.GetSyscallFromName(name); err != nil {
 			return nil, fmt.Errorf("seccomp: allow %q: unknown syscall name", name)
 		}
+		if name == "keyctl" || name == "add_key" || name == "request_key" {
+			// The user keyring holds the key that authenticates the plan
+			// cache (fast_linux.go) and the host user's own keys.
+			return nil, fmt.Errorf("seccomp: allow %q: the kernel keyring holds the host user's keys and jail's plan cache key; this rule cannot be lifted (remove it from [seccomp] allow)", name)
+		}
 		allowed[name] = true
 	}
 	rules := defaultDenyRules()

@@ -49,7 +49,7 @@ func defaultDenyRules() []denyRule {
 		{Names: []string{"userfaultfd"},
 			Why: "userfaultfd lets a process pause the kernel mid-copy, which turns kernel race conditions into reliable exploits"},
 		{Names: []string{"keyctl", "add_key", "request_key"},
-			Why: "the kernel keyring is not namespaced: keys of the host user would be reachable"},
+			Why: "the kernel keyring is not namespaced: keys of the host user would be reachable, jail's plan cache key among them (this rule cannot be lifted by [seccomp] allow)"},
 		{Names: []string{"kexec_load", "kexec_file_load"},
 			Why: "loading a new kernel"},
 		{Names: []string{"init_module", "finit_module", "delete_module"},

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,11 +54,12 @@ func entries(t *testing.T, cache string) map[string]string {
 }
 
 // TestPlanCacheCannotBePlanted: with the cache and the user's policy
-// inside the workspace (a workspace that is $HOME), the sandbox rewrites
-// the stored entry to stop hiding /etc/shadow and tries to plant a user
-// policy: the rewritten entry fails authentication (the key is in the
-// kernel keyring, out of the sandbox's reach), the policy directory cannot
-// be written, moved aside or rebuilt, and /etc/shadow stays hidden.
+// inside the workspace (a workspace that is $HOME), the sandbox tries to
+// rewrite the stored entry, to move the directories aside and rebuild
+// them, and to plant a user policy: all of it fails. An entry rewritten
+// by someone who can write it (here the test, on the host) fails
+// authentication (the key is in the kernel keyring), so /etc/shadow stays
+// hidden.
 func TestPlanCacheCannotBePlanted(t *testing.T) {
 	forEach(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-pc-home-")
@@ -66,28 +68,43 @@ func TestPlanCacheCannotBePlanted(t *testing.T) {
 		if res, trace := r.cacheRun(t, ws, cache, "true", config); res.code != 0 || !traced(trace, "stored") {
 			t.Fatalf("first run: exit %d, trace %q, stderr %s", res.code, trace, res.stderr)
 		}
+		before := entries(t, cache)
 		attack := `
-for d in .config .config/jail; do mv "$d" "$d.old" 2>/dev/null && echo "moved $d"; done
-rm -rf .config/jail 2>/dev/null
+for d in .cache .cache/jail .cache/jail/plans .config .config/jail; do
+  mv "$d" "$d.old" 2>/dev/null && echo "moved $d"
+done
+rm -rf .cache/jail .config/jail 2>/dev/null
 mkdir -p .config/jail 2>/dev/null
 printf '[sandbox.env_set]\nPWNED = "1"\n' >.config/jail/policy.toml 2>/dev/null && echo "planted a policy"
 for f in .cache/jail/plans/*.plan; do
-  sed 's#/etc/shadow#/etc/shadoW#' "$f" >/tmp/entry && cat /tmp/entry >"$f" && echo "rewrote an entry"
+  sed 's#/etc/shadow#/etc/shadoW#' "$f" >/tmp/entry && cat /tmp/entry >"$f" 2>/dev/null && echo "rewrote an entry"
 done
+echo planted >.cache/jail/plans/0000000000000000.plan 2>/dev/null && echo "planted an entry"
+ln -s / .cache/jail/plans/link 2>/dev/null && echo "planted a link"
 true`
 		res, trace := r.cacheRun(t, ws, cache, attack, config)
 		if res.code != 0 || !traced(trace, "used") {
 			t.Fatalf("attack run: exit %d, trace %q, stderr %s", res.code, trace, res.stderr)
 		}
-		if strings.Contains(res.stdout, "moved") || strings.Contains(res.stdout, "planted") {
-			t.Fatalf("the sandbox changed the user's policy directory:\n%s", res.stdout)
+		if strings.TrimSpace(res.stdout) != "" {
+			t.Fatalf("the sandbox changed jail's own directories:\n%s", res.stdout)
 		}
-		if !strings.Contains(res.stdout, "rewrote an entry") {
-			t.Fatalf("the attack did not reach the cache (the test is not testing): %q", res.stdout)
+		after := entries(t, cache)
+		for k, v := range before {
+			if after[k] != v || len(after) != len(before) {
+				t.Fatalf("the plan cache changed: entry %s", k)
+			}
 		}
-		for _, p := range []string{".config.old", ".config/jail/policy.toml"} {
+		for _, p := range []string{".cache.old", ".config.old", ".config/jail/policy.toml"} {
 			if _, err := os.Lstat(filepath.Join(ws, p)); err == nil {
 				t.Fatalf("%s exists on the host", p)
+			}
+		}
+		// Whoever can write the entry cannot make one jail accepts.
+		for name, body := range after {
+			path := filepath.Join(cache, "jail", "plans", name)
+			if err := os.WriteFile(path, []byte(strings.ReplaceAll(body, "/etc/shadow\x00", "/etc/shadoW\x00")), 0o600); err != nil {
+				t.Fatal(err)
 			}
 		}
 		res, trace = r.cacheRun(t, ws, cache, `echo "PWNED=$PWNED"; wc -c </etc/shadow`, config)
@@ -97,7 +114,6 @@ true`
 		if got := strings.Fields(res.stdout); len(got) != 2 || got[0] != "PWNED=" || got[1] != "0" {
 			t.Fatalf("after the attack: %q (want no PWNED and an empty /etc/shadow)", res.stdout)
 		}
-		// The Go path stored a good entry again.
 		if _, trace := r.cacheRun(t, ws, cache, "true", config); !traced(trace, "used") {
 			t.Fatalf("no good entry after the refused one: %q", trace)
 		}
@@ -318,6 +334,87 @@ func TestPlanCacheFallsBack(t *testing.T) {
 		res, trace = r.cacheRun(t, ws, cache, "echo run >>runs; cat runs")
 		if !traced(trace, "used") || res.stdout != "run\n" {
 			t.Fatalf("trace %q, output %q", trace, res.stdout)
+		}
+	})
+}
+
+// TestUserPolicyGuarded: with the workspace as $HOME, the user's policy
+// file kept elsewhere in the home through a symlink (as dotfile managers
+// do) can be written neither through the link nor at its target; a policy
+// file with a second hard link is refused, since the other name could be
+// written.
+func TestUserPolicyGuarded(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-home-")
+		config := filepath.Join(ws, ".config")
+		policy := "[sandbox]\nhide = [\"" + filepath.Join(ws, "nothing") + "\"]\n"
+		r.writeFile(t, filepath.Join(ws, "dotfiles", "jail", "policy.toml"), policy)
+		os.MkdirAll(filepath.Join(config, "jail"), 0o755)
+		link := filepath.Join(config, "jail", "policy.toml")
+		if err := os.Symlink("../../dotfiles/jail/policy.toml", link); err != nil {
+			t.Fatal(err)
+		}
+		r.own(t, config)
+		env := []string{"XDG_CONFIG_HOME=" + config, "XDG_CACHE_HOME=" + r.dir(t, "jail-it-pc-cache-")}
+		res := r.jail(t, call{args: []string{"run", "--", "/bin/sh", "-c", `
+echo '[sandbox.env_set]' >>.config/jail/policy.toml 2>/dev/null && echo "wrote through the link"
+echo '[sandbox.env_set]' >>dotfiles/jail/policy.toml 2>/dev/null && echo "wrote the target"
+rm -f .config/jail/policy.toml 2>/dev/null; ln -s /tmp/p .config/jail/policy.toml 2>/dev/null && echo "replaced the link"
+mv dotfiles dotfiles.old 2>/dev/null && echo "moved dotfiles"
+true`}, dir: ws, env: env})
+		if res.code != 0 || strings.TrimSpace(res.stdout) != "" {
+			t.Fatalf("exit %d, the sandbox changed the user's policy:\n%s%s", res.code, res.stdout, res.stderr)
+		}
+		if b, _ := os.ReadFile(filepath.Join(ws, "dotfiles", "jail", "policy.toml")); string(b) != policy {
+			t.Fatalf("the policy changed on the host: %q", b)
+		}
+		// A second hard link of the policy: refused, with the fix.
+		if err := os.Link(filepath.Join(ws, "dotfiles", "jail", "policy.toml"), filepath.Join(ws, "policy-copy.toml")); err != nil {
+			t.Fatal(err)
+		}
+		res = r.jail(t, call{args: []string{"run", "--", "true"}, dir: ws, env: env})
+		if res.code != 2 || !strings.Contains(res.stderr, "hard links") {
+			t.Fatalf("a hard-linked policy: exit %d, %s", res.code, res.stderr)
+		}
+	})
+}
+
+// TestKeyringCannotBeAllowed: [seccomp] allow cannot lift the rule that
+// keeps the kernel keyring (the plan cache's key) out of the sandbox.
+func TestKeyringCannotBeAllowed(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		pol := filepath.Join(r.dir(t, "jail-it-pol-"), "p.toml")
+		r.writeFile(t, pol, "[seccomp]\nallow = [\"keyctl\"]\n")
+		res := r.jail(t, call{args: []string{"run", "--policy", pol, "--", "true"}, dir: ws})
+		if res.code == 0 || !strings.Contains(res.stderr, "cannot be lifted") {
+			t.Fatalf("allow keyctl: exit %d, %s", res.code, res.stderr)
+		}
+	})
+}
+
+// TestPlanCacheFollowsNoSymlink: a cache directory replaced by a symlink
+// to another directory of the user's is not used, and that directory is
+// neither made private nor pruned.
+func TestPlanCacheFollowsNoSymlink(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-pc-ws-")
+		cache := r.dir(t, "jail-it-pc-cache-")
+		shared := r.dir(t, "jail-it-shared-")
+		for i := 0; i < 300; i++ {
+			r.writeFile(t, filepath.Join(shared, fmt.Sprintf("%03d.plan", i)), "x")
+		}
+		os.MkdirAll(filepath.Join(cache, "jail"), 0o700)
+		os.Symlink(shared, filepath.Join(cache, "jail", "plans"))
+		r.own(t, cache)
+		res, trace := r.cacheRun(t, ws, cache, "true")
+		if res.code != 0 || traced(trace, "used") || traced(trace, "stored") {
+			t.Fatalf("exit %d, trace %q", res.code, trace)
+		}
+		fi, _ := os.Stat(shared)
+		ents, _ := os.ReadDir(shared)
+		if fi.Mode().Perm() != 0o755 || len(ents) != 300 {
+			t.Fatalf("the directory behind the symlink was changed: mode %v, %d entries", fi.Mode().Perm(), len(ents))
 		}
 	})
 }

@@ -25,28 +25,56 @@ type planCache struct {
 }
 
 // guarded are the paths of jail's own that a sandbox must not change even
-// when a writable bind shows them: the user's policy directory, wherever
-// the caller's environment or a later run's may put it (XDG_CONFIG_HOME
-// and ~/.config), and a --policy file. A sandbox could otherwise widen
-// the next run's policy. (The plan cache needs no guard: its entries are
-// authenticated with a key no sandbox can read.)
-func guarded(penv policy.Env, policyFile string) []string {
-	var g []string
-	envs := []policy.Env{penv, {Home: penv.Home}}
+// when a writable bind shows them, as directories and files: the user's
+// policy, wherever the caller's environment or a later run's may put it
+// (XDG_CONFIG_HOME, ~/.config, the passwd home's), and its file, which
+// may be a symlink elsewhere; a --policy file; and the plan cache's
+// directory. A sandbox could otherwise widen the next run's policy, or
+// point the cache elsewhere (its entries are authenticated, but jail
+// creates directories and removes old entries there).
+func guarded(penv policy.Env, policyFile string) (dirs, files []string) {
+	homes := []string{penv.Home}
 	if u, err := user.LookupId(strconv.Itoa(os.Getuid())); err == nil && u.HomeDir != "" {
-		envs = append(envs, policy.Env{Home: u.HomeDir}) // the home of a run with HOME unset or set elsewhere
+		homes = append(homes, u.HomeDir) // the home of a run with HOME unset or set elsewhere
+	}
+	add := func(list *[]string, p string) {
+		if p != "" && !slices.Contains(*list, p) {
+			*list = append(*list, p)
+		}
+	}
+	envs := []policy.Env{penv}
+	for _, h := range homes {
+		envs = append(envs, policy.Env{Home: h})
 	}
 	for _, env := range envs {
-		if f := policy.UserFile(env); f != "" && !slices.Contains(g, filepath.Dir(f)) {
-			g = append(g, filepath.Dir(f))
+		if f := policy.UserFile(env); f != "" {
+			add(&dirs, filepath.Dir(f))
+			add(&files, f)
 		}
+	}
+	add(&dirs, jailCacheDir(confine.PlanCacheDir(penv.Home, os.Getenv("XDG_CACHE_HOME"))))
+	for _, h := range homes {
+		add(&dirs, jailCacheDir(confine.PlanCacheDir(h, "")))
 	}
 	if policyFile != "" {
-		if abs, err := filepath.Abs(policyFile); err == nil {
-			g = append(g, abs)
+		if !filepath.IsAbs(policyFile) {
+			// Joined, not cleaned: ".." is resolved after symlinks, as
+			// the loader's open resolves it.
+			if wd, err := os.Getwd(); err == nil {
+				policyFile = wd + "/" + policyFile
+			}
 		}
+		add(&files, policyFile)
 	}
-	return g
+	return dirs, files
+}
+
+// jailCacheDir is the jail directory of a plan cache directory.
+func jailCacheDir(plans string) string {
+	if plans == "" {
+		return ""
+	}
+	return filepath.Dir(plans)
 }
 
 // policyFacts records the policy files a run loads, before it loads them:

@@ -285,7 +285,8 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 		system[d] = true
 	}
 	layout := &confine.Layout{Workspace: ws, Home: penv.Home, Secrets: confine.DefaultSecrets(),
-		WorkspaceReadOnly: p.Sandbox.WorkspaceRO, Guarded: guarded(penv, o.policyFile)}
+		WorkspaceReadOnly: p.Sandbox.WorkspaceRO}
+	layout.Guarded, layout.GuardedFiles = guarded(penv, o.policyFile)
 	for _, d := range sb.RO {
 		switch {
 		case system[d] || d == "/nix/store":
