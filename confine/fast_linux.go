@@ -286,6 +286,13 @@ func (c *Cmd) CachePlan(dir string, e *CacheEntry) error {
 	return writeCacheEntry(dir, planCacheName(os.Getuid(), cwd, e.Args), mac.Sum(p.b))
 }
 
+// PlanCacheReady reports why the plan cache cannot work here, if it
+// cannot: its key needs the kernel's user keyring (jail check).
+func PlanCacheReady() error {
+	_, err := cacheKey()
+	return err
+}
+
 // cacheKeyName is the user keyring key that authenticates the user's plan
 // cache entries (CACHE_KEY_NAME in fast_linux.c).
 const cacheKeyName = "jail:plan-cache"

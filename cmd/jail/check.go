@@ -29,6 +29,12 @@ func checkMain(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "%-12s %-8s fix: %s\n", "", "", l.Fix)
 		}
 	}
+	// The plan cache is speed, not confinement: its line informs.
+	if err := confine.PlanCacheReady(); err != nil {
+		fmt.Fprintf(stdout, "%-12s %-8s %s\n", "plan cache", "off", "every run is planned by the Go supervisor (slower, equally confined): "+err.Error())
+	} else {
+		fmt.Fprintf(stdout, "%-12s %-8s %s\n", "plan cache", "ok", "a repeated jail run skips the Go runtime (docs/plan-cache.md; JAIL_PLAN_CACHE=off turns it off)")
+	}
 	reg, err := tools.NewRegistry(tools.Core(tools.Options{})...)
 	if err != nil {
 		fmt.Fprintln(stderr, "jail check:", err)
