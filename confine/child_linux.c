@@ -110,6 +110,7 @@ enum {
 	OP_UNSHARE = 22,
 	OP_LOCK = 23,
 	OP_HOLD = 24,
+	OP_PIN = 25,
 };
 
 #define MAX_SOURCES 256
@@ -443,6 +444,17 @@ static void op_protect(struct child *c) {
 		CHECK(c, cover(c, fd), dest);
 	else
 		CHECK(c, attach_tree(fd, fd, J_MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV), dest);
+	close(fd);
+}
+
+// op_pin mounts dest onto itself, a symlink included (the open does not
+// follow it): a mountpoint can be neither renamed nor removed, and a
+// pinned symlink still resolves.
+static void op_pin(struct child *c) {
+	const char *dest = get_str(c);
+	int fd = open_in(c->root, rel(dest));
+	CHECK(c, fd, dest);
+	CHECK(c, attach_tree(fd, fd, 0), dest);
 	close(fd);
 }
 
@@ -1006,6 +1018,7 @@ static void run_plan(struct child *c) {
 		case OP_TMPFS: op_tmpfs(c); break;
 		case OP_HIDE: op_hide(c); break;
 		case OP_PROTECT: op_protect(c); break;
+		case OP_PIN: op_pin(c); break;
 		case OP_SYMLINK: op_symlink(c); break;
 		case OP_PROC: op_proc(c); break;
 		case OP_DEV: op_dev(c); break;

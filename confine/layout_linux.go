@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -157,7 +159,13 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 		Mount{Kind: Tmpfs, Dest: "/tmp", Writable: true, Exec: true},
 	)
 	home := filepath.Clean(l.Home)
-	if l.Home != "" && filepath.IsAbs(home) && home != "/" && !pathWithin(home, ws) && !pathWithin(home, "/tmp") {
+	// A home the user binds whole (--rw ~, --ro /home) is theirs to show:
+	// the empty tmpfs would only be covered by it.
+	boundWhole := false
+	for _, p := range append(append([]string{}, l.ReadOnly...), l.ReadWrite...) {
+		boundWhole = boundWhole || filepath.IsAbs(p) && pathWithin(home, filepath.Clean(p))
+	}
+	if l.Home != "" && filepath.IsAbs(home) && home != "/" && !pathWithin(home, ws) && !pathWithin(home, "/tmp") && !boundWhole {
 		ms = append(ms, Mount{Kind: Tmpfs, Dest: home, Writable: true, Exec: true})
 	}
 	ms = append(ms, Mount{Kind: Bind, Source: ws, Dest: ws, Writable: !l.WorkspaceReadOnly, Exec: true})
@@ -193,18 +201,11 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 		ms = append(ms, m)
 	}
 	protected := l.Protected
-	guards, pins, err := l.guard(ms)
+	guards, err := l.guard(ms)
 	if err != nil {
 		return nil, ph, err
 	}
-	ms = append(ms, pins...)
-	for _, g := range guards {
-		if rel, ok := strings.CutPrefix(g, ws+"/"); ok {
-			protected = append(protected[:len(protected):len(protected)], rel)
-		} else {
-			ms = append(ms, Mount{Kind: Protect, Dest: g})
-		}
-	}
+	ms = append(ms, guards...)
 	prot, err := protect(ws, protected, ph, l.Facts)
 	if err != nil {
 		return nil, ph, err
@@ -214,21 +215,39 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 	return ms, ph, nil
 }
 
-// guard returns the protected objects and the pins that keep a guarded
-// path (a directory of jail's own, such as the user's policy, or a policy
-// file) unchangeable in the sandbox, for each writable bind that shows
-// it. Protected are the path itself, created as a private directory when
-// it is missing, and every symlink met while resolving it (a symlink
-// covered by a mount can be neither removed nor replaced, so the path
-// cannot be redirected). Pinned, by binding it onto itself, is every
-// directory between the writable bind's root and each of them: a
-// mountpoint can be neither renamed nor removed, so nothing on the way
-// can be moved aside and rebuilt. A bind that a deeper mount covers
-// (read-only, hidden) needs nothing.
-func (l *Layout) guard(ms []Mount) (shown []string, pins []Mount, err error) {
+// guard returns the mounts that keep each guarded path (a directory of
+// jail's own, such as the user's policy or the plan cache, or a policy
+// file) unchangeable in the sandbox, wherever a writable bind shows it:
+// the path itself read-only (Protect; a missing directory is created
+// first), every symlink met while resolving it pinned (Pin: a mountpoint
+// can be neither removed nor replaced, and a pinned symlink still
+// resolves), and every directory between the writable bind's root and
+// each of these pinned, so nothing on the way can be moved aside and
+// rebuilt. A path that a deeper mount covers (read-only, hidden), or that
+// is out of the user's reach, needs nothing.
+func (l *Layout) guard(ms []Mount) ([]Mount, error) {
 	taken := map[string]bool{}
 	for _, m := range ms {
 		taken[m.Dest] = true
+	}
+	srcs := writableSources(ms)
+	var out []Mount
+	add := func(o string, kind MountKind) {
+		for _, v := range showing(ms, srcs, o) {
+			parts := strings.Split(v.rel, "/")
+			for i := 1; i < len(parts); i++ {
+				dest := filepath.Join(v.m.Dest, filepath.Join(parts[:i]...))
+				if !taken[dest] {
+					taken[dest] = true
+					out = append(out, Mount{Kind: Pin, Dest: dest})
+				}
+			}
+			dest := filepath.Join(v.m.Dest, v.rel)
+			if v.rel != "" && !taken[dest] || kind == Protect {
+				taken[dest] = true
+				out = append(out, Mount{Kind: kind, Dest: dest})
+			}
+		}
 	}
 	type guarded struct {
 		path string
@@ -246,130 +265,195 @@ func (l *Layout) guard(ms []Mount) (shown []string, pins []Mount, err error) {
 			continue
 		}
 		r, objects, err := resolveWalk(g.path)
-		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
-			// Out of this user's reach: out of its sandbox's too.
-			l.Facts.realpath(g.path, "")
-			continue
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("guarded path %s: %w", g.path, err)
-		}
 		for _, o := range objects {
 			l.Facts.fileType(o, unix.S_IFLNK)
 			if t, err := os.Readlink(o); err == nil {
 				l.Facts.link(o, t)
 			}
+			add(o, Pin)
+		}
+		if err != nil {
+			// Out of this user's reach (EACCES), or a loop: the symlinks
+			// on the way are pinned, and what lies beyond cannot be
+			// reached by the sandbox either.
+			l.Facts.realpath(g.path, "")
+			continue
 		}
 		var st unix.Stat_t
 		exists := unix.Lstat(r, &st) == nil
-		if g.file && exists && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 {
-			return nil, nil, fmt.Errorf("policy file %s has %d hard links: a sandbox could change it through another of its names; keep one (cp it to a file of its own)", g.path, st.Nlink)
+		if g.file && exists && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 && writableByUser(&st) {
+			return nil, fmt.Errorf("policy file %s has %d hard links: a sandbox could change it through another of its names; keep one (cp it to a file of its own)", g.path, st.Nlink)
 		}
 		if g.file && !exists {
 			// A missing file is guarded by its directory, so that it
 			// cannot be created either.
 			r = filepath.Dir(r)
+			exists = unix.Lstat(r, &st) == nil
 		}
-		if len(showing(ms, r)) > 0 {
-			if _, err := os.Lstat(r); errors.Is(err, os.ErrNotExist) {
-				if err := os.MkdirAll(r, 0o700); err != nil {
-					return nil, nil, fmt.Errorf("guarded path %s: %w", g.path, err)
-				}
-				r2, _, err := resolveWalk(g.path)
-				if g.file && err == nil {
-					r2 = filepath.Dir(r2)
-				}
-				if err != nil || r2 != r {
-					return nil, nil, fmt.Errorf("guarded path %s changed while it was created", g.path)
-				}
+		if !exists && len(showing(ms, srcs, r)) > 0 {
+			err := os.MkdirAll(r, 0o700)
+			if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EROFS) || errors.Is(err, unix.EPERM) {
+				// Not creatable by this user: not by its sandbox either.
+				l.Facts.realpath(g.path, resolvedOrNone(g.path))
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("guarded path %s: %w", g.path, err)
+			}
+			r2, _, err := resolveWalk(g.path)
+			if g.file && err == nil {
+				r2 = filepath.Dir(r2)
+			}
+			if err != nil || r2 != r {
+				return nil, fmt.Errorf("guarded path %s changed while it was created", g.path)
 			}
 		}
 		l.Facts.realpath(g.path, resolvedOrNone(g.path))
-		for _, o := range append(objects, r) {
-			if _, err := os.Lstat(o); err != nil {
-				continue // a missing path no writable bind shows
-			}
-			for _, v := range showing(ms, o) {
-				m, rel := v.m, v.rel
-				shown = append(shown, filepath.Join(m.Dest, rel))
-				parts := strings.Split(rel, "/")
-				for i := 1; i < len(parts); i++ {
-					sub := filepath.Join(parts[:i]...)
-					dest := filepath.Join(m.Dest, sub)
-					if !taken[dest] {
-						taken[dest] = true
-						pins = append(pins, Mount{Kind: Bind, Source: filepath.Join(m.Source, sub), Dest: dest, Writable: true, Exec: m.Exec})
-					}
-				}
+		if _, err := os.Lstat(r); err == nil {
+			add(r, Protect)
+		}
+	}
+	return out, nil
+}
+
+// writableByUser reports whether the caller, and so its sandbox (which
+// holds no capability), may write the inode st.
+func writableByUser(st *unix.Stat_t) bool {
+	return int(st.Uid) == os.Getuid() && st.Mode&0o200 != 0 || st.Mode&0o022 != 0
+}
+
+// source is a host directory through which a writable bind shows what
+// lies beneath it: the bind's source, or a mount on the host inside it
+// (the same directory under another name), with where it appears in the
+// sandbox and its identity.
+type source struct {
+	m        Mount
+	host     string
+	view     string // relative to m.Dest
+	dev, ino uint64
+}
+
+// writableSources lists the sources of every writable bind of ms, with
+// the host mounts inside each (from /proc/self/mountinfo).
+func writableSources(ms []Mount) []source {
+	var mounts []string
+	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 4 {
+				mounts = append(mounts, unescapeMount(f[4]))
 			}
 		}
 	}
-	return shown, pins, nil
-}
-
-// view is a writable bind through which a guarded host path shows, and
-// the path's place relative to the bind's source.
-type view struct {
-	m   Mount
-	rel string
-}
-
-// showing returns the writable binds of ms through which the host path o
-// is visible and writable in the sandbox, with o's path below each: o lies
-// in the bind's source (by path, or by identity: a directory bound
-// elsewhere on the host is the same directory under another name), and no
-// deeper mount covers where it appears.
-func showing(ms []Mount, o string) []view {
-	var out []view
+	var out []source
 	for _, m := range ms {
 		if m.Kind != Bind || !m.Writable {
 			continue
 		}
-		rel, ok := below(o, m.Source)
-		if !ok {
-			continue
-		}
-		at := filepath.Join(m.Dest, rel)
-		deepest := m
-		for _, c := range ms {
-			if len(c.Dest) > len(deepest.Dest) && pathWithin(at, c.Dest) {
-				deepest = c
+		hosts := []string{m.Source}
+		for _, mp := range mounts {
+			if mp != m.Source && pathWithin(mp, m.Source) {
+				hosts = append(hosts, mp)
 			}
 		}
-		if deepest.Dest == m.Dest {
-			out = append(out, view{m, rel})
+		for _, h := range hosts {
+			var st unix.Stat_t
+			if unix.Stat(h, &st) != nil {
+				continue
+			}
+			out = append(out, source{m: m, host: h, view: strings.TrimPrefix(strings.TrimPrefix(h, m.Source), "/"), dev: st.Dev, ino: st.Ino})
 		}
 	}
 	return out
 }
 
-// below returns o relative to dir when o lies in dir: by path, or because
-// one of o's ancestors is dir itself (the same device and inode).
-func below(o, dir string) (string, bool) {
-	if pathWithin(o, dir) {
-		return strings.TrimPrefix(strings.TrimPrefix(o, dir), "/"), true
+// unescapeMount decodes the octal escapes of a mountinfo path (\040).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
 	}
-	var d unix.Stat_t
-	if unix.Stat(dir, &d) != nil {
-		return "", false
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
 	}
+	return b.String()
+}
+
+// view is a writable bind through which a guarded host path shows, and
+// the path's place relative to the bind's destination.
+type view struct {
+	m   Mount
+	rel string
+}
+
+// showing returns the writable binds through which the host path o is
+// visible and writable in the sandbox: o lies beneath one of their
+// sources (by path, or by identity: one of o's ancestors is the source),
+// and no deeper mount covers where it appears.
+func showing(ms []Mount, srcs []source, o string) []view {
+	type id struct{ dev, ino uint64 }
+	var ancestors []id
+	var names []string
 	for a := o; ; a = filepath.Dir(a) {
 		var st unix.Stat_t
-		if unix.Stat(a, &st) == nil && st.Dev == d.Dev && st.Ino == d.Ino {
-			return strings.TrimPrefix(strings.TrimPrefix(o, a), "/"), true
+		if unix.Stat(a, &st) == nil {
+			ancestors = append(ancestors, id{st.Dev, st.Ino})
+			names = append(names, a)
 		}
 		if a == "/" {
-			return "", false
+			break
 		}
 	}
+	var out []view
+	seen := map[string]bool{}
+	for _, sc := range srcs {
+		rel, ok := "", false
+		if pathWithin(o, sc.host) {
+			rel, ok = strings.TrimPrefix(strings.TrimPrefix(o, sc.host), "/"), true
+		} else {
+			for i, a := range ancestors {
+				if a.dev == sc.dev && a.ino == sc.ino {
+					rel, ok = strings.TrimPrefix(strings.TrimPrefix(o, names[i]), "/"), true
+					break
+				}
+			}
+		}
+		if !ok {
+			continue
+		}
+		rel = filepath.Join(sc.view, rel)
+		if rel == "." {
+			rel = ""
+		}
+		at := filepath.Join(sc.m.Dest, rel)
+		deepest := sc.m
+		for _, c := range ms {
+			if len(c.Dest) > len(deepest.Dest) && pathWithin(at, c.Dest) {
+				deepest = c
+			}
+		}
+		if deepest.Dest == sc.m.Dest && !seen[at] {
+			seen[at] = true
+			out = append(out, view{sc.m, rel})
+		}
+	}
+	return out
 }
 
 // resolveWalk resolves p as the kernel would, component by component,
 // also where its tail does not exist yet (a missing part is kept as
 // named, after every symlink before it, dangling ones included, has been
-// followed). It returns the result and every symlink it followed, and,
-// when a component that is not a directory stands in the way, that
-// component as the last object.
+// followed; a ".." after a missing component leaves the last existing
+// directory as the result). It returns the result and every symlink it
+// followed, and, when a component that is not a directory stands in the
+// way, that component as the result. On an error, the symlinks followed
+// until then are returned with it.
 func resolveWalk(p string) (string, []string, error) {
 	var objects []string
 	// Not cleaned first: ".." after a symlink is the symlink target's
@@ -390,19 +474,22 @@ func resolveWalk(p string) (string, []string, error) {
 		var st unix.Stat_t
 		err := unix.Lstat(next, &st)
 		if errors.Is(err, unix.ENOENT) {
+			if slices.Contains(todo, "..") {
+				return cur, objects, nil
+			}
 			return filepath.Join(append([]string{next}, todo...)...), objects, nil
 		}
 		if err != nil {
-			return "", nil, err
+			return "", objects, err
 		}
 		switch {
 		case st.Mode&unix.S_IFMT == unix.S_IFLNK:
 			if links++; links > 40 {
-				return "", nil, unix.ELOOP
+				return "", objects, unix.ELOOP
 			}
 			t, err := os.Readlink(next)
 			if err != nil {
-				return "", nil, err
+				return "", objects, err
 			}
 			objects = append(objects, next)
 			if filepath.IsAbs(t) {
@@ -454,7 +541,7 @@ func userBind(p string, writable bool, facts *Facts) (Mount, error) {
 func sortMounts(ms []Mount) {
 	rank := func(m Mount) int {
 		d := strings.Count(m.Dest, "/") * 2
-		if m.Kind == Hide || m.Kind == Protect {
+		if m.Kind == Hide || m.Kind == Protect || m.Kind == Pin {
 			d++
 		}
 		return d

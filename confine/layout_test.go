@@ -684,10 +684,10 @@ func TestBuildGuarded(t *testing.T) {
 		t.Errorf("%s created though no writable bind shows it", elsewhere)
 	}
 	for _, want := range []Mount{
-		{Kind: Bind, Source: filepath.Join(ws, ".cache"), Dest: filepath.Join(ws, ".cache"), Writable: true, Exec: true},
+		{Kind: Pin, Dest: filepath.Join(ws, ".cache")},
 		{Kind: Protect, Dest: inWS},
-		{Kind: Bind, Source: filepath.Join(data, "cfg"), Dest: filepath.Join(data, "cfg"), Writable: true, Exec: true},
-		{Kind: Bind, Source: filepath.Join(data, "cfg", "x"), Dest: filepath.Join(data, "cfg", "x"), Writable: true, Exec: true},
+		{Kind: Pin, Dest: filepath.Join(data, "cfg")},
+		{Kind: Pin, Dest: filepath.Join(data, "cfg", "x")},
 		{Kind: Protect, Dest: inRW},
 	} {
 		if m, ok := findMount(ms, want.Dest); !ok || m != want {
@@ -729,9 +729,9 @@ func TestBuildGuardedThroughSymlinks(t *testing.T) {
 		t.Fatalf("the dangling link's target was not created: %v", err)
 	}
 	for _, want := range []Mount{
-		{Kind: Protect, Dest: filepath.Join(ws, ".config")},
-		{Kind: Bind, Source: filepath.Join(ws, "dots"), Dest: filepath.Join(ws, "dots"), Writable: true, Exec: true},
-		{Kind: Bind, Source: filepath.Join(ws, "dots", "config"), Dest: filepath.Join(ws, "dots", "config"), Writable: true, Exec: true},
+		{Kind: Pin, Dest: filepath.Join(ws, ".config")},
+		{Kind: Pin, Dest: filepath.Join(ws, "dots")},
+		{Kind: Pin, Dest: filepath.Join(ws, "dots", "config")},
 		{Kind: Protect, Dest: target},
 	} {
 		if m, ok := findMount(ms, want.Dest); !ok || m != want {
@@ -776,7 +776,34 @@ func TestBuildGuardedThroughAlias(t *testing.T) {
 	t.Cleanup(func() { unix.Unmount(alias, unix.MNT_DETACH) })
 	ms, _ := mustBuild(t, &Layout{Workspace: ws, ReadWrite: []string{alias}, Guarded: []string{g}})
 	for _, want := range []Mount{
-		{Kind: Bind, Source: filepath.Join(alias, ".config"), Dest: filepath.Join(alias, ".config"), Writable: true, Exec: true},
+		{Kind: Pin, Dest: filepath.Join(alias, ".config")},
+		{Kind: Protect, Dest: filepath.Join(alias, ".config", "jail")},
+	} {
+		if m, ok := findMount(ms, want.Dest); !ok || m != want {
+			t.Errorf("got %+v (found %v), want %+v", m, ok, want)
+		}
+	}
+}
+
+// TestBuildGuardedThroughInnerAlias: a host mount inside a writable bind
+// that shows the home under another name gets the guard too.
+func TestBuildGuardedThroughInnerAlias(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("requires root to bind-mount an alias of a directory: running as uid " + strconv.Itoa(os.Geteuid()))
+	}
+	dir := tempDir(t)
+	home, ws := filepath.Join(dir, "home"), filepath.Join(dir, "ws")
+	alias := filepath.Join(ws, "halias")
+	g := filepath.Join(home, ".config", "jail")
+	mkdirs(t, g, alias)
+	if err := unix.Mount(home, alias, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind %s on %s: %v", home, alias, err)
+	}
+	t.Cleanup(func() { unix.Unmount(alias, unix.MNT_DETACH) })
+	ms, _ := mustBuild(t, &Layout{Workspace: ws, Guarded: []string{g}})
+	for _, want := range []Mount{
+		{Kind: Pin, Dest: alias},
+		{Kind: Pin, Dest: filepath.Join(alias, ".config")},
 		{Kind: Protect, Dest: filepath.Join(alias, ".config", "jail")},
 	} {
 		if m, ok := findMount(ms, want.Dest); !ok || m != want {

@@ -39,6 +39,7 @@ const (
 	opUnshare  = 22
 	opLock     = 23
 	opHold     = 24
+	opPin      = 25
 )
 
 // Mount attributes (linux/mount.h).
@@ -217,6 +218,9 @@ func compileSetup(s *Spec, abi int) ([]byte, error) {
 			p.str(m.Dest)
 		case Protect:
 			p.op(opProtect)
+			p.str(m.Dest)
+		case Pin:
+			p.op(opPin)
 			p.str(m.Dest)
 		case Symlink:
 			if insideHost(m.Dest) {

@@ -26,6 +26,10 @@ const (
 	// itself; a symlink at Dest is covered by an empty read-only file, so it
 	// can be neither followed nor replaced.
 	Protect MountKind = "protect"
+	// Pin mounts Dest, inside a writable bind, onto itself: a mountpoint
+	// can be neither renamed nor removed, and a pinned symlink still
+	// resolves (the guard of jail's own paths, Layout.Guarded).
+	Pin MountKind = "pin"
 	// Symlink creates a symlink at Dest pointing to Source (merged /usr
 	// layouts: /bin -> usr/bin).
 	Symlink MountKind = "symlink"
@@ -203,14 +207,14 @@ func (s *Spec) Validate() error {
 			if m.Source == "" {
 				return fmt.Errorf("spec: mount %d: symlink %s has no target", i, m.Dest)
 			}
-		case Tmpfs, Hide, Protect, Proc, Dev:
+		case Tmpfs, Hide, Protect, Pin, Proc, Dev:
 		default:
 			return fmt.Errorf("spec: mount %d: unknown kind %q", i, m.Kind)
 		}
 		// A later mount at or above an earlier one would cover it: the
 		// earlier entry would silently do nothing.
 		for _, later := range s.Mounts[i+1:] {
-			if later.Kind != Protect && later.Kind != Hide && within(m.Dest, later.Dest) {
+			if later.Kind != Protect && later.Kind != Hide && later.Kind != Pin && within(m.Dest, later.Dest) {
 				return fmt.Errorf("spec: mount %s (%s) is covered by the later mount %s (%s): list parents first", m.Dest, m.Kind, later.Dest, later.Kind)
 			}
 		}

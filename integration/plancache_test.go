@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -415,6 +417,41 @@ func TestPlanCacheFollowsNoSymlink(t *testing.T) {
 		ents, _ := os.ReadDir(shared)
 		if fi.Mode().Perm() != 0o755 || len(ents) != 300 {
 			t.Fatalf("the directory behind the symlink was changed: mode %v, %d entries", fi.Mode().Perm(), len(ents))
+		}
+	})
+}
+
+// TestGuardKeepsSymlinkedDirsUsable: a symlinked cache directory in a
+// workspace that is $HOME stays a usable symlink (pinned, not covered),
+// while jail's own directory beneath it stays read-only; `--rw ~` starts.
+func TestGuardKeepsSymlinkedDirsUsable(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-home-")
+		os.MkdirAll(filepath.Join(ws, "data", "cache"), 0o755)
+		os.Symlink("data/cache", filepath.Join(ws, ".cache"))
+		r.own(t, ws)
+		env := []string{"XDG_CACHE_HOME=" + filepath.Join(ws, ".cache")}
+		res := r.jail(t, call{args: []string{"run", "--", "/bin/sh", "-c", `
+mkdir -p .cache/pip && echo pip-ok
+test -L .cache && echo still-a-link
+rm .cache 2>/dev/null || echo link-kept
+touch .cache/jail/x 2>/dev/null || echo jail-dir-read-only`}, dir: ws, env: env})
+		for _, want := range []string{"pip-ok", "still-a-link", "link-kept", "jail-dir-read-only"} {
+			if !strings.Contains(res.stdout, want) {
+				t.Fatalf("exit %d, output %q lacks %q; stderr %s", res.code, res.stdout, want, res.stderr)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(ws, "data", "cache", "pip")); err != nil {
+			t.Fatalf("the write through the symlinked cache did not reach the host: %v", err)
+		}
+		// The runner's own home, as prepare sets HOME.
+		home := "/root"
+		if u, err := user.LookupId(strconv.Itoa(r.uid)); err == nil && r.uid != 0 {
+			home = u.HomeDir
+		}
+		res = r.jail(t, call{args: []string{"run", "--rw", home, "--", "/bin/sh", "-c", "test -w \"$HOME\" && echo home-writable"}, dir: ws, env: env})
+		if res.code != 0 || !strings.Contains(res.stdout, "home-writable") {
+			t.Fatalf("--rw of the home: exit %d, %q, %s", res.code, res.stdout, res.stderr)
 		}
 	})
 }
