@@ -159,11 +159,11 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 		Mount{Kind: Tmpfs, Dest: "/tmp", Writable: true, Exec: true},
 	)
 	home := filepath.Clean(l.Home)
-	// A home the user binds whole (--rw ~, --ro /home) is theirs to show:
-	// the empty tmpfs would only be covered by it.
+	// A home the user binds itself (--rw ~, --ro ~) is theirs to show;
+	// a bind of a parent (--ro /home) still gets the empty home over it.
 	boundWhole := false
 	for _, p := range append(append([]string{}, l.ReadOnly...), l.ReadWrite...) {
-		boundWhole = boundWhole || filepath.IsAbs(p) && pathWithin(home, filepath.Clean(p))
+		boundWhole = boundWhole || filepath.Clean(p) == home
 	}
 	if l.Home != "" && filepath.IsAbs(home) && home != "/" && !pathWithin(home, ws) && !pathWithin(home, "/tmp") && !boundWhole {
 		ms = append(ms, Mount{Kind: Tmpfs, Dest: home, Writable: true, Exec: true})
@@ -230,10 +230,11 @@ func (l *Layout) guard(ms []Mount) ([]Mount, error) {
 	for _, m := range ms {
 		taken[m.Dest] = true
 	}
-	srcs := writableSources(ms)
+	mounts := readMounts()
+	srcs := writableSources(ms, mounts)
 	var out []Mount
 	add := func(o string, kind MountKind) {
-		for _, v := range showing(ms, srcs, o) {
+		for _, v := range showing(ms, mounts, srcs, o) {
 			parts := strings.Split(v.rel, "/")
 			for i := 1; i < len(parts); i++ {
 				dest := filepath.Join(v.m.Dest, filepath.Join(parts[:i]...))
@@ -273,16 +274,20 @@ func (l *Layout) guard(ms []Mount) ([]Mount, error) {
 			add(o, Pin)
 		}
 		if err != nil {
-			// Out of this user's reach (EACCES), or a loop: the symlinks
-			// on the way are pinned, and what lies beyond cannot be
-			// reached by the sandbox either.
+			// An unreadable directory on the way (EACCES) or a loop: the
+			// symlinks met so far are pinned, and the last directory
+			// reached is made read-only (the user may own it, and so may
+			// its sandbox: it could chmod it open otherwise).
 			l.Facts.realpath(g.path, "")
+			if r != "" {
+				add(r, Protect)
+			}
 			continue
 		}
 		var st unix.Stat_t
 		exists := unix.Lstat(r, &st) == nil
-		if g.file && exists && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 && writableByUser(&st) {
-			return nil, fmt.Errorf("policy file %s has %d hard links: a sandbox could change it through another of its names; keep one (cp it to a file of its own)", g.path, st.Nlink)
+		if g.file && exists && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 && changeableByUser(&st) {
+			return nil, fmt.Errorf("%s (a policy, grants or approver file of jail's) has %d hard links: a sandbox could change it through another of its names; keep one (cp it to a file of its own)", g.path, st.Nlink)
 		}
 		if g.file && !exists {
 			// A missing file is guarded by its directory, so that it
@@ -290,11 +295,16 @@ func (l *Layout) guard(ms []Mount) ([]Mount, error) {
 			r = filepath.Dir(r)
 			exists = unix.Lstat(r, &st) == nil
 		}
-		if !exists && len(showing(ms, srcs, r)) > 0 {
+		if !exists && len(showing(ms, mounts, srcs, r)) > 0 {
 			err := os.MkdirAll(r, 0o700)
 			if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EROFS) || errors.Is(err, unix.EPERM) {
-				// Not creatable by this user: not by its sandbox either.
+				// Not creatable now, yet a sandbox owning a directory on
+				// the way could chmod it: the nearest existing one is
+				// made read-only instead.
 				l.Facts.realpath(g.path, resolvedOrNone(g.path))
+				if a := nearestExisting(r); a != "" {
+					add(a, Protect)
+				}
 				continue
 			}
 			if err != nil {
@@ -316,51 +326,86 @@ func (l *Layout) guard(ms []Mount) ([]Mount, error) {
 	return out, nil
 }
 
-// writableByUser reports whether the caller, and so its sandbox (which
-// holds no capability), may write the inode st.
-func writableByUser(st *unix.Stat_t) bool {
-	return int(st.Uid) == os.Getuid() && st.Mode&0o200 != 0 || st.Mode&0o022 != 0
+// changeableByUser reports whether the caller, and so its sandbox (which
+// holds no capability), may write the inode st, or chmod it writable.
+func changeableByUser(st *unix.Stat_t) bool {
+	return int(st.Uid) == os.Getuid() || st.Mode&0o022 != 0
 }
 
-// source is a host directory through which a writable bind shows what
-// lies beneath it: the bind's source, or a mount on the host inside it
-// (the same directory under another name), with where it appears in the
-// sandbox and its identity.
-type source struct {
-	m        Mount
-	host     string
-	view     string // relative to m.Dest
-	dev, ino uint64
-}
-
-// writableSources lists the sources of every writable bind of ms, with
-// the host mounts inside each (from /proc/self/mountinfo).
-func writableSources(ms []Mount) []source {
-	var mounts []string
-	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) > 4 {
-				mounts = append(mounts, unescapeMount(f[4]))
-			}
+// nearestExisting is p or its closest ancestor that exists.
+func nearestExisting(p string) string {
+	for a := p; ; a = filepath.Dir(a) {
+		if _, err := os.Lstat(a); err == nil {
+			return a
+		}
+		if a == "/" {
+			return ""
 		}
 	}
+}
+
+// source is a place where a writable bind shows a part of a file system:
+// the bind's source, or a host mount inside it (a directory mounted
+// there, perhaps the home under another name), as the device and the path
+// within that file system, with where it appears below the bind's
+// destination.
+type source struct {
+	m         Mount
+	view      string // relative to m.Dest
+	dev, path string
+}
+
+// fsMount is one mount of /proc/self/mountinfo: its device (major:minor),
+// the path of its root within that file system, and its mountpoint.
+type fsMount struct{ dev, root, point string }
+
+func readMounts() []fsMount {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []fsMount
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 {
+			out = append(out, fsMount{dev: f[2], root: unescapeMount(f[3]), point: unescapeMount(f[4])})
+		}
+	}
+	return out
+}
+
+// fsPath maps a resolved host path to its file system and its path within
+// it, through the mount that shows it (the deepest mountpoint containing
+// it; of several at one place, the last mounted). No path is stat'ed, so
+// a dead mount (an unanswered FUSE server) cannot hang jail here.
+func fsPath(mounts []fsMount, p string) (dev, path string, ok bool) {
+	best := -1
+	for i, m := range mounts {
+		if pathWithin(p, m.point) && (best < 0 || len(m.point) >= len(mounts[best].point)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return "", "", false
+	}
+	m := mounts[best]
+	return m.dev, filepath.Join(m.root, strings.TrimPrefix(strings.TrimPrefix(p, m.point), "/")), true
+}
+
+// writableSources lists what every writable bind of ms shows: its source
+// and each host mount inside it.
+func writableSources(ms []Mount, mounts []fsMount) []source {
 	var out []source
 	for _, m := range ms {
 		if m.Kind != Bind || !m.Writable {
 			continue
 		}
-		hosts := []string{m.Source}
-		for _, mp := range mounts {
-			if mp != m.Source && pathWithin(mp, m.Source) {
-				hosts = append(hosts, mp)
-			}
+		if dev, path, ok := fsPath(mounts, m.Source); ok {
+			out = append(out, source{m: m, dev: dev, path: path})
 		}
-		for _, h := range hosts {
-			var st unix.Stat_t
-			if unix.Stat(h, &st) != nil {
-				continue
+		for _, mt := range mounts {
+			if mt.point != m.Source && pathWithin(mt.point, m.Source) {
+				out = append(out, source{m: m, view: strings.TrimPrefix(strings.TrimPrefix(mt.point, m.Source), "/"), dev: mt.dev, path: mt.root})
 			}
-			out = append(out, source{m: m, host: h, view: strings.TrimPrefix(strings.TrimPrefix(h, m.Source), "/"), dev: st.Dev, ino: st.Ino})
 		}
 	}
 	return out
@@ -393,41 +438,21 @@ type view struct {
 }
 
 // showing returns the writable binds through which the host path o is
-// visible and writable in the sandbox: o lies beneath one of their
-// sources (by path, or by identity: one of o's ancestors is the source),
-// and no deeper mount covers where it appears.
-func showing(ms []Mount, srcs []source, o string) []view {
-	type id struct{ dev, ino uint64 }
-	var ancestors []id
-	var names []string
-	for a := o; ; a = filepath.Dir(a) {
-		var st unix.Stat_t
-		if unix.Stat(a, &st) == nil {
-			ancestors = append(ancestors, id{st.Dev, st.Ino})
-			names = append(names, a)
-		}
-		if a == "/" {
-			break
-		}
+// visible and writable in the sandbox: o's file system and path lie
+// beneath one of their sources (whatever the name the host gives either),
+// and no deeper mount of the sandbox covers where it appears.
+func showing(ms []Mount, mounts []fsMount, srcs []source, o string) []view {
+	dev, path, ok := fsPath(mounts, o)
+	if !ok {
+		return nil
 	}
 	var out []view
 	seen := map[string]bool{}
 	for _, sc := range srcs {
-		rel, ok := "", false
-		if pathWithin(o, sc.host) {
-			rel, ok = strings.TrimPrefix(strings.TrimPrefix(o, sc.host), "/"), true
-		} else {
-			for i, a := range ancestors {
-				if a.dev == sc.dev && a.ino == sc.ino {
-					rel, ok = strings.TrimPrefix(strings.TrimPrefix(o, names[i]), "/"), true
-					break
-				}
-			}
-		}
-		if !ok {
+		if sc.dev != dev || !pathWithin(path, sc.path) {
 			continue
 		}
-		rel = filepath.Join(sc.view, rel)
+		rel := filepath.Join(sc.view, strings.TrimPrefix(strings.TrimPrefix(path, sc.path), "/"))
 		if rel == "." {
 			rel = ""
 		}
@@ -480,16 +505,16 @@ func resolveWalk(p string) (string, []string, error) {
 			return filepath.Join(append([]string{next}, todo...)...), objects, nil
 		}
 		if err != nil {
-			return "", objects, err
+			return cur, objects, err
 		}
 		switch {
 		case st.Mode&unix.S_IFMT == unix.S_IFLNK:
 			if links++; links > 40 {
-				return "", objects, unix.ELOOP
+				return cur, objects, unix.ELOOP
 			}
 			t, err := os.Readlink(next)
 			if err != nil {
-				return "", objects, err
+				return cur, objects, err
 			}
 			objects = append(objects, next)
 			if filepath.IsAbs(t) {

@@ -455,3 +455,55 @@ touch .cache/jail/x 2>/dev/null || echo jail-dir-read-only`}, dir: ws, env: env}
 		}
 	})
 }
+
+// TestUserPolicyGuardedWhenUncreatable: a policy directory jail cannot
+// create (its parent is read-only to its owner) could still be created by
+// a sandbox that chmods the parent: the parent is kept read-only instead.
+// A read-only policy file with a second link is refused (the owner could
+// chmod the other name), and the policy's approver command is guarded.
+func TestUserPolicyGuardedWhenUncreatable(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		if r.uid == 0 {
+			t.Skip("root writes a read-only directory anyway; the case is an unprivileged owner's")
+		}
+		ws := r.dir(t, "jail-it-home-")
+		config := filepath.Join(ws, ".config")
+		os.Mkdir(config, 0o500)
+		r.own(t, ws)
+		env := []string{"XDG_CONFIG_HOME=" + config, "XDG_CACHE_HOME=" + r.dir(t, "jail-it-pc-cache-")}
+		res := r.jail(t, call{args: []string{"run", "--", "/bin/sh", "-c", `
+chmod 700 .config 2>/dev/null && echo "chmod worked"
+mkdir -p .config/jail 2>/dev/null && echo "planted a policy dir"
+true`}, dir: ws, env: env})
+		if res.code != 0 || strings.TrimSpace(res.stdout) != "" {
+			t.Fatalf("exit %d: %s%s", res.code, res.stdout, res.stderr)
+		}
+		if _, err := os.Stat(filepath.Join(config, "jail")); err == nil {
+			t.Fatal("the sandbox created the policy directory")
+		}
+		// A read-only policy with a second name is refused.
+		os.Chmod(config, 0o700)
+		pol := filepath.Join(config, "jail", "policy.toml")
+		r.writeFile(t, pol, "[sandbox]\n")
+		os.Chmod(pol, 0o444)
+		if err := os.Link(pol, filepath.Join(ws, "pol-link")); err != nil {
+			t.Fatal(err)
+		}
+		res = r.jail(t, call{args: []string{"run", "--", "true"}, dir: ws, env: env})
+		if res.code != 2 || !strings.Contains(res.stderr, "hard links") {
+			t.Fatalf("a read-only policy with two links: exit %d, %s", res.code, res.stderr)
+		}
+		os.Remove(filepath.Join(ws, "pol-link"))
+		// The approver command the policy names is the supervisor's to
+		// run: the sandbox cannot change it.
+		appr := filepath.Join(ws, "bin", "appr")
+		r.writeFile(t, appr, "#!/bin/sh\necho '{\"decision\":\"deny\"}'\n")
+		os.Chmod(appr, 0o755)
+		os.Chmod(pol, 0o644)
+		r.writeFile(t, pol, "[approval]\napprover = [\""+appr+"\"]\n")
+		res = r.jail(t, call{args: []string{"run", "--", "/bin/sh", "-c", "echo 'echo allow' >>bin/appr 2>/dev/null && echo rewrote-approver; true"}, dir: ws, env: env})
+		if res.code != 0 || strings.Contains(res.stdout, "rewrote-approver") {
+			t.Fatalf("exit %d: the sandbox changed the approver: %s%s", res.code, res.stdout, res.stderr)
+		}
+	})
+}

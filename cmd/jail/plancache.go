@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
 	"slices"
@@ -29,10 +30,12 @@ type planCache struct {
 // policy, wherever the caller's environment or a later run's may put it
 // (XDG_CONFIG_HOME, ~/.config, the passwd home's), and its file, which
 // may be a symlink elsewhere; a --policy file; and the plan cache's
-// directory. A sandbox could otherwise widen the next run's policy, or
+// directory, and the approver command and grants file the policy names
+// (run and read by the supervisor, outside every sandbox). A sandbox could
+// otherwise widen the next run's policy, approve its own calls, or
 // point the cache elsewhere (its entries are authenticated, but jail
 // creates directories and removes old entries there).
-func guarded(penv policy.Env, policyFile string) (dirs, files []string) {
+func guarded(penv policy.Env, policyFile string, p *policy.Policy) (dirs, files []string) {
 	homes := []string{penv.Home}
 	if u, err := user.LookupId(strconv.Itoa(os.Getuid())); err == nil && u.HomeDir != "" {
 		homes = append(homes, u.HomeDir) // the home of a run with HOME unset or set elsewhere
@@ -55,6 +58,20 @@ func guarded(penv policy.Env, policyFile string) (dirs, files []string) {
 	add(&dirs, jailCacheDir(confine.PlanCacheDir(penv.Home, os.Getenv("XDG_CACHE_HOME"))))
 	for _, h := range homes {
 		add(&dirs, jailCacheDir(confine.PlanCacheDir(h, "")))
+	}
+	// What the policy makes the supervisor run or read outside every
+	// sandbox: its approver command and its grants file.
+	if p != nil {
+		if f := p.Approval.GrantsFile; filepath.IsAbs(f) {
+			add(&files, f)
+		}
+		if len(p.Approval.Approver) > 0 {
+			if path, err := exec.LookPath(p.Approval.Approver[0]); err == nil {
+				if abs, err := filepath.Abs(path); err == nil {
+					add(&files, abs)
+				}
+			}
+		}
 	}
 	if policyFile != "" {
 		if !filepath.IsAbs(policyFile) {

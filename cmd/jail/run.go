@@ -286,7 +286,7 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 	}
 	layout := &confine.Layout{Workspace: ws, Home: penv.Home, Secrets: confine.DefaultSecrets(),
 		WorkspaceReadOnly: p.Sandbox.WorkspaceRO}
-	layout.Guarded, layout.GuardedFiles = guarded(penv, o.policyFile)
+	layout.Guarded, layout.GuardedFiles = guarded(penv, o.policyFile, p)
 	for _, d := range sb.RO {
 		switch {
 		case system[d] || d == "/nix/store":
