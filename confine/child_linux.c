@@ -144,15 +144,19 @@ static void put_json_string(char **w, char *end, const char *s) {
 	*w = o;
 }
 
-static void report_line(const char *line, size_t n) {
+int jail_write_all(int fd, const void *p, size_t n) {
+	const char *s = p;
 	while (n > 0) {
-		ssize_t k = write(4, line, n);
+		ssize_t k = write(fd, s, n);
 		if (k < 0 && errno == EINTR) continue;
-		if (k <= 0) return;
-		line += k;
+		if (k <= 0) return -1;
+		s += k;
 		n -= k;
 	}
+	return 0;
 }
+
+static void report_line(const char *line, size_t n) { jail_write_all(4, line, n); }
 
 // fail reports the stage that failed and ends pid 1 (and with it the
 // namespace). code 127/126 mark a command that could not be executed.

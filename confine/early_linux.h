@@ -5,6 +5,7 @@
 #define JAIL_EARLY_LINUX_H
 
 #include <sched.h>
+#include <stddef.h>
 
 // The namespaces of an early child: every sandbox's (cloneFlags in
 // cmd_linux.go) and a network namespace. A test ties the two.
@@ -26,6 +27,10 @@ int jail_take_early(struct jail_early *out);
 // child of this process. It returns the init's pid, or a negative errno
 // (-ENOSYS: no zygote in this process).
 int jail_zygote_fork(const int fds[6]);
+
+// jail_write_all writes all n bytes of p to fd, retrying on EINTR and
+// short writes; -1 when the descriptor takes no more.
+int jail_write_all(int fd, const void *p, size_t n);
 
 // jail_fast_run runs `jail run` from its plan cache entry without the Go
 // runtime (fast_linux.c). It returns only when the Go supervisor must run.

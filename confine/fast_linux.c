@@ -235,16 +235,7 @@ struct fast {
 	int nlocks;
 };
 
-static void say(const char *s) {
-	size_t n = strlen(s);
-	while (n > 0) {
-		ssize_t k = write(2, s, n);
-		if (k < 0 && errno == EINTR) continue;
-		if (k <= 0) return;
-		s += k;
-		n -= k;
-	}
-}
+static void say(const char *s) { jail_write_all(2, s, strlen(s)); }
 
 static int miss(struct fast *f, const char *what, const char *path) {
 	snprintf(f->whybuf, sizeof(f->whybuf), "%s%s%s", what, path ? ": " : "", path ? path : "");
@@ -659,18 +650,6 @@ static char **build_env(char **envp, char **pass, uint32_t npass, char **extra, 
 
 // ---- running it ----------------------------------------------------------
 
-static int write_all(int fd, const void *p, size_t n) {
-	const char *s = p;
-	while (n > 0) {
-		ssize_t k = write(fd, s, n);
-		if (k < 0 && errno == EINTR) continue;
-		if (k <= 0) return -1;
-		s += k;
-		n -= k;
-	}
-	return 0;
-}
-
 static int send_stdio(int sock) {
 	int fds[3] = {0, 1, 2};
 	char byte = 0;
@@ -936,7 +915,7 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	sv.entryfd = entryfd;
 	sv.entry = name;
 	sv.foreground = foreground;
-	if (write_all(e.plan, plan.b, plan.n) < 0 || send_stdio(e.sock) < 0) {
+	if (jail_write_all(e.plan, plan.b, plan.n) < 0 || send_stdio(e.sock) < 0) {
 		// The init never got its command.
 		close(e.plan);
 		close(e.status);
