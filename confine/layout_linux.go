@@ -161,12 +161,20 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 	home := filepath.Clean(l.Home)
 	// A home the user binds itself (--rw ~, --ro ~) is theirs to show;
 	// a bind of a parent (--ro /home) still gets the empty home over it.
-	boundWhole := false
+	// A home inside a tree the user binds (--ro /home) is covered by an
+	// empty read-only directory there: a tmpfs cannot be made inside a
+	// bound host tree, and the home stays hidden.
+	boundWhole, boundParent := false, false
 	for _, p := range append(append([]string{}, l.ReadOnly...), l.ReadWrite...) {
 		boundWhole = boundWhole || filepath.Clean(p) == home
+		boundParent = boundParent || filepath.IsAbs(p) && filepath.Clean(p) != home && pathWithin(home, filepath.Clean(p))
 	}
 	if l.Home != "" && filepath.IsAbs(home) && home != "/" && !pathWithin(home, ws) && !pathWithin(home, "/tmp") && !boundWhole {
-		ms = append(ms, Mount{Kind: Tmpfs, Dest: home, Writable: true, Exec: true})
+		kind := Tmpfs
+		if boundParent {
+			kind = Hide
+		}
+		ms = append(ms, Mount{Kind: kind, Dest: home, Writable: kind == Tmpfs, Exec: kind == Tmpfs})
 	}
 	ms = append(ms, Mount{Kind: Bind, Source: ws, Dest: ws, Writable: !l.WorkspaceReadOnly, Exec: true})
 	for _, p := range l.ReadOnly {

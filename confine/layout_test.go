@@ -811,3 +811,27 @@ func TestBuildGuardedThroughInnerAlias(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildHomeUnderUserBind: a home inside a tree the user binds is
+// hidden there (an empty read-only directory), not refused; a home bound
+// itself gets no tmpfs over it.
+func TestBuildHomeUnderUserBind(t *testing.T) {
+	// Not under /tmp, which the sandbox's own /tmp replaces.
+	dir, err := os.MkdirTemp("/var/tmp", "jail-home-")
+	if err != nil {
+		t.Skipf("requires a writable /var/tmp: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir, _ = filepath.EvalSymlinks(dir)
+	ws, homes := filepath.Join(dir, "ws"), filepath.Join(dir, "homes")
+	home := filepath.Join(homes, "u")
+	mkdirs(t, ws, home)
+	ms, _ := mustBuild(t, &Layout{Workspace: ws, Home: home, ReadOnly: []string{homes}})
+	if m, ok := findMount(ms, home); !ok || m.Kind != Hide {
+		t.Errorf("home under --ro %s: %+v (found %v), want a hide", homes, m, ok)
+	}
+	ms, _ = mustBuild(t, &Layout{Workspace: ws, Home: home, ReadWrite: []string{home}})
+	if m, ok := findMount(ms, home); !ok || m.Kind != Bind || !m.Writable {
+		t.Errorf("--rw of the home: %+v (found %v), want the bind alone", m, ok)
+	}
+}
