@@ -1264,17 +1264,27 @@ static pthread_mutex_t zygote_mu = PTHREAD_MUTEX_INITIALIZER;
 // say) is given up, and every later init is exec'd.
 #define ZYGOTE_ANSWER_MS 5000
 
-int jail_zygote_fork(const int fds[6]) {
+int jail_send_fds(int sock, const int *fds, int n) {
 	char byte = 0;
-	char oob[CMSG_SPACE(6 * sizeof(int))];
+	char oob[CMSG_SPACE(8 * sizeof(int))];
+	if (n < 1 || n > 8) {
+		errno = EINVAL;
+		return -1;
+	}
 	memset(oob, 0, sizeof(oob));
 	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = oob, .msg_controllen = sizeof(oob)};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = oob, .msg_controllen = CMSG_SPACE(n * sizeof(int))};
 	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
 	h->cmsg_level = SOL_SOCKET;
 	h->cmsg_type = SCM_RIGHTS;
-	h->cmsg_len = CMSG_LEN(6 * sizeof(int));
-	memcpy(CMSG_DATA(h), fds, 6 * sizeof(int));
+	h->cmsg_len = CMSG_LEN(n * sizeof(int));
+	memcpy(CMSG_DATA(h), fds, n * sizeof(int));
+	ssize_t k;
+	do k = sendmsg(sock, &m, MSG_NOSIGNAL); while (k < 0 && errno == EINTR);
+	return k == 1 ? 0 : -1;
+}
+
+int jail_zygote_fork(const int fds[6]) {
 	int answer = 0;
 	pthread_mutex_lock(&zygote_mu);
 	if (zygote < 0) {
@@ -1282,8 +1292,7 @@ int jail_zygote_fork(const int fds[6]) {
 		return -ENOSYS;
 	}
 	ssize_t n;
-	do n = sendmsg(zygote, &m, MSG_NOSIGNAL); while (n < 0 && errno == EINTR);
-	if (n != 1) {
+	if (jail_send_fds(zygote, fds, 6) < 0) {
 		// Nothing was forked: the caller execs the init instead.
 		close(zygote);
 		zygote = -1;

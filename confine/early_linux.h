@@ -32,6 +32,10 @@ int jail_zygote_fork(const int fds[6]);
 // short writes; -1 when the descriptor takes no more.
 int jail_write_all(int fd, const void *p, size_t n);
 
+// jail_send_fds sends one byte with n (1 to 8) descriptors on the socket
+// sock; -1 when it was not sent.
+int jail_send_fds(int sock, const int *fds, int n);
+
 // jail_fast_run runs `jail run` from its plan cache entry without the Go
 // runtime (fast_linux.c). It returns only when the Go supervisor must run.
 void jail_fast_run(int argc, char **argv, char **envp);

@@ -652,19 +652,7 @@ static char **build_env(char **envp, char **pass, uint32_t npass, char **extra, 
 
 static int send_stdio(int sock) {
 	int fds[3] = {0, 1, 2};
-	char byte = 0;
-	char oob[CMSG_SPACE(sizeof(fds))];
-	memset(oob, 0, sizeof(oob));
-	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = oob, .msg_controllen = sizeof(oob)};
-	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-	h->cmsg_level = SOL_SOCKET;
-	h->cmsg_type = SCM_RIGHTS;
-	h->cmsg_len = CMSG_LEN(sizeof(fds));
-	memcpy(CMSG_DATA(h), fds, sizeof(fds));
-	ssize_t n;
-	do n = sendmsg(sock, &m, MSG_NOSIGNAL); while (n < 0 && errno == EINTR);
-	return n == 1 ? 0 : -1;
+	return jail_send_fds(sock, fds, 3);
 }
 
 // reclaim_terminal makes this process group the terminal's foreground

@@ -210,7 +210,8 @@ func TestForwardedSignal(t *testing.T) {
 		cmd.Dir = ws
 		cmd.Env = r.pathEnv(t, ws, cmd.Args[1:], "PATH=/usr/bin:/bin", "HOME=/nonexistent")
 		var out bytes.Buffer
-		cmd.Stdout = &out
+		var errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
 		r.credential(cmd)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -222,6 +223,9 @@ func TestForwardedSignal(t *testing.T) {
 		cmd.Process.Signal(syscall.SIGTERM)
 		if code := waitExit(t, cmd); code != 143 {
 			t.Fatalf("exit %d, want 143; output %q", code, out.String())
+		}
+		if r.cached && !strings.Contains(errb.String(), "jail: plan cache: used") {
+			t.Fatalf("the cached runner's run was planned: %q", errb.String())
 		}
 		if !strings.Contains(out.String(), "got-term") {
 			t.Fatalf("the command did not receive SIGTERM: %q", out.String())

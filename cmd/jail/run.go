@@ -67,6 +67,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: jail run [flags] -- CMD [ARG...]")
 		fs.PrintDefaults()
+		fmt.Fprintln(stderr, "\nA repeated run (same directory, same flags before --) is carried out from the plan\ncache while nothing it was planned from changed; JAIL_PLAN_CACHE=off turns it off,\nJAIL_PLAN_CACHE=trace reports what each run did (docs/plan-cache.md).")
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
