@@ -636,7 +636,10 @@ static void op_seccomp(struct child *c) {
 }
 
 // lookup finds argv0 as a shell would, in PATH of the command's own
-// environment, inside the new root.
+// environment, inside the new root. pid 1 is already in the command's
+// working directory, so a name with a slash (./gradlew, .venv/bin/pytest)
+// and a relative PATH entry (bin, or an empty one meaning ".") are found
+// where a shell started there would find them.
 static int lookup(const char *argv0, char *const envp[], char *out, size_t outn) {
 	if (strchr(argv0, '/')) {
 		snprintf(out, outn, "%s", argv0);
@@ -649,7 +652,7 @@ static int lookup(const char *argv0, char *const envp[], char *out, size_t outn)
 	while (1) {
 		const char *colon = strchr(path, ':');
 		size_t len = colon ? (size_t)(colon - path) : strlen(path);
-		snprintf(out, outn, "%.*s%s%s", (int)len, len ? path : ".", "/", argv0);
+		snprintf(out, outn, "%.*s/%s", len ? (int)len : 1, len ? path : ".", argv0);
 		struct stat st;
 		if (stat(out, &st) == 0 && !S_ISDIR(st.st_mode)) {
 			if (access(out, X_OK) == 0) return 0;
@@ -689,6 +692,10 @@ static void __attribute__((noreturn)) op_exec(struct child *c) {
 
 	c->layer = "exec";
 	c->stage = "exec";
+	// The lookup runs where the command will: relative names are the
+	// working directory's, as in a shell (the command's own chdir below
+	// then changes nothing).
+	if (chdir(dir) < 0) fail(c, errno, dir, 126);
 	char path[4096];
 	int lerr = lookup(argv[0], envp, path, sizeof(path));
 	if (lerr < 0) fail(c, -lerr, argv[0], lerr == -ENOENT ? 127 : 126);

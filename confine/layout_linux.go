@@ -28,6 +28,10 @@ type Layout struct {
 	System []string
 	// Secrets inside system directories are covered by empty objects.
 	Secrets []string
+	// SystemData are host directories bound read-only and not executable
+	// where they exist: the package manager's databases, so `dpkg -l` and
+	// `apt-cache policy` work (DefaultSystemData).
+	SystemData []string
 	// ReadOnly and ReadWrite are extra host paths (--ro, --rw).
 	ReadOnly, ReadWrite []string
 	// Hidden paths are covered by empty objects (--hide).
@@ -57,6 +61,18 @@ type Layout struct {
 func DefaultSystem() []string {
 	return []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
 }
+
+// DefaultSystemData are the package databases of Debian-like systems:
+// read by dpkg and apt, written only by the host's package manager.
+func DefaultSystemData() []string {
+	return []string{"/var/lib/dpkg", "/var/lib/apt", "/var/cache/apt"}
+}
+
+// SharedTmp are the host's shared temporary directories. Every sandbox
+// gets private ones at these paths; a workspace that is one of them, or
+// contains one, is refused: other programs' sockets live there (tmux,
+// ssh-agent, X11, D-Bus), and a sandbox that sees them can reach out.
+func SharedTmp() []string { return []string{"/tmp", "/var/tmp"} }
 
 // DefaultSecrets are the host secrets inside DefaultSystem.
 func DefaultSecrets() []string {
@@ -120,6 +136,11 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 			return nil, ph, fmt.Errorf("workspace %s contains the system directory %s: choose a project directory with -w", ws, sys)
 		}
 	}
+	for _, t := range SharedTmp() {
+		if pathWithin(t, ws) {
+			return nil, ph, fmt.Errorf("workspace %s is or contains %s, the host's shared temporary directory, where other programs keep their sockets (tmux, ssh-agent, X11): a sandbox that sees them can act outside; every sandbox has a private %s, so use a directory of its own as the workspace (-w \"$(mktemp -d)\")", ws, t, t)
+		}
+	}
 
 	var ms []Mount
 	for _, d := range l.System {
@@ -157,7 +178,26 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 		Mount{Kind: Proc, Dest: "/proc"},
 		Mount{Kind: Dev, Dest: "/dev"},
 		Mount{Kind: Tmpfs, Dest: "/tmp", Writable: true, Exec: true},
+		Mount{Kind: Tmpfs, Dest: "/var/tmp", Writable: true, Exec: true},
 	)
+	for _, d := range l.SystemData {
+		// Bound only where it is a real directory reached through no
+		// symlink: anything else is left out rather than followed.
+		r := resolvedOrNone(d)
+		l.Facts.realpath(d, r)
+		if r != d || pathWithin(d, ws) {
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(d, &st); err != nil {
+			l.Facts.Unsure()
+			continue
+		}
+		l.Facts.fileType(d, st.Mode)
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			ms = append(ms, Mount{Kind: Bind, Source: d, Dest: d})
+		}
+	}
 	home := filepath.Clean(l.Home)
 	// A home the user binds itself (--rw ~, --ro ~) is theirs to show;
 	// a bind of a parent (--ro /home) still gets the empty home over it.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -249,7 +250,7 @@ func TestBuildHome(t *testing.T) {
 		ms, _ := mustBuild(t, &Layout{Workspace: ws, Home: c.home})
 		n := 0
 		for _, m := range mountsOfKind(ms, Tmpfs) {
-			if m.Dest != "/tmp" {
+			if m.Dest != "/tmp" && m.Dest != "/var/tmp" {
 				n++
 				if m.Dest != c.home {
 					t.Errorf("home %q: tmpfs at %s", c.home, m.Dest)
@@ -833,5 +834,49 @@ func TestBuildHomeUnderUserBind(t *testing.T) {
 	ms, _ = mustBuild(t, &Layout{Workspace: ws, Home: home, ReadWrite: []string{home}})
 	if m, ok := findMount(ms, home); !ok || m.Kind != Bind || !m.Writable {
 		t.Errorf("--rw of the home: %+v (found %v), want the bind alone", m, ok)
+	}
+}
+
+func TestBuildSharedTmpWorkspaceRefused(t *testing.T) {
+	for _, ws := range []string{"/tmp", "/var/tmp", "/var"} {
+		if _, err := os.Stat(ws); err != nil {
+			continue
+		}
+		_, ph, err := (&Layout{Workspace: ws}).Build()
+		ph.Release()
+		if err == nil || !strings.Contains(err.Error(), "shared temporary directory") || !strings.Contains(err.Error(), "mktemp -d") {
+			t.Errorf("workspace %s: %v, want a refusal naming the shared temporary directory and the fix", ws, err)
+		}
+	}
+}
+
+func TestBuildSystemData(t *testing.T) {
+	dir := tempDir(t)
+	ws := filepath.Join(dir, "ws")
+	data := filepath.Join(dir, "dpkg")
+	link := filepath.Join(dir, "link")
+	mkdirs(t, ws, data)
+	if err := os.Symlink(data, link); err != nil {
+		t.Fatal(err)
+	}
+	ms, _ := mustBuild(t, &Layout{Workspace: ws, SystemData: []string{data, link, filepath.Join(dir, "missing"), ws}})
+	var binds []string
+	for _, m := range mountsOfKind(ms, Bind) {
+		if m.Dest != ws && m.Dest != "/sys" {
+			binds = append(binds, m.Dest)
+			if m.Writable || m.Exec || m.Source != m.Dest {
+				t.Errorf("system data %s: %+v, want a read-only, not executable bind of itself", m.Dest, m)
+			}
+		}
+	}
+	if !slices.Equal(binds, []string{data}) {
+		t.Errorf("system data bound: %v, want only %s (not a symlink, a missing path or the workspace)", binds, data)
+	}
+	var vartmp bool
+	for _, m := range mountsOfKind(ms, Tmpfs) {
+		vartmp = vartmp || m.Dest == "/var/tmp" && m.Writable
+	}
+	if !vartmp {
+		t.Error("no private writable /var/tmp")
 	}
 }

@@ -285,7 +285,7 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 	for _, d := range confine.DefaultSystem() {
 		system[d] = true
 	}
-	layout := &confine.Layout{Workspace: ws, Home: penv.Home, Secrets: confine.DefaultSecrets(),
+	layout := &confine.Layout{Workspace: ws, Home: penv.Home, Secrets: confine.DefaultSecrets(), SystemData: confine.DefaultSystemData(),
 		WorkspaceReadOnly: p.Sandbox.WorkspaceRO}
 	layout.Guarded, layout.GuardedFiles = guarded(penv, o.policyFile, p)
 	for _, d := range sb.RO {

@@ -1,0 +1,120 @@
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCommandsAsAShellRunsThem runs commands named with a slash and found
+// through relative PATH entries: they are the working directory's, as in
+// a shell started there (docs/commands.md).
+func TestCommandsAsAShellRunsThem(t *testing.T) {
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		script := func(rel, out string) {
+			p := filepath.Join(ws, rel)
+			r.writeFile(t, p, "#!/bin/sh\necho "+out+" \"$@\"\n")
+			os.Chmod(p, 0o755)
+		}
+		script("gradlew", "GRADLE")
+		script("bin/x", "BINX")
+		script(".venv/bin/pytest", "PYTEST")
+		script("node_modules/jest/bin/jest.js", "JEST")
+		os.MkdirAll(filepath.Join(ws, "node_modules", ".bin"), 0o755)
+		if err := os.Symlink("../jest/bin/jest.js", filepath.Join(ws, "node_modules", ".bin", "jest")); err != nil {
+			t.Fatal(err)
+		}
+		r.own(t, ws)
+		for _, c := range []struct {
+			argv []string
+			want string
+		}{
+			{[]string{"./gradlew", "test"}, "GRADLE test"},
+			{[]string{"bin/x"}, "BINX"},
+			{[]string{".venv/bin/pytest", "-q"}, "PYTEST -q"},
+			{[]string{"node_modules/.bin/jest"}, "JEST"},
+		} {
+			res := r.jail(t, call{args: append([]string{"run", "--"}, c.argv...), dir: ws})
+			mustExit(t, res, 0)
+			if strings.TrimSpace(res.stdout) != c.want {
+				t.Errorf("%v printed %q, want %q", c.argv, res.stdout, c.want)
+			}
+		}
+		// Relative PATH entries (and an empty one, which means ".").
+		res := r.jail(t, call{args: []string{"run", "--env", "PATH=bin:/usr/bin:/bin", "--", "x", "arg"}, dir: ws})
+		mustExit(t, res, 0)
+		if strings.TrimSpace(res.stdout) != "BINX arg" {
+			t.Errorf("x through PATH=bin: %q, want BINX arg", res.stdout)
+		}
+		res = r.jail(t, call{args: []string{"run", "--env", "PATH=/usr/bin::/bin", "--", "gradlew"}, dir: ws})
+		mustExit(t, res, 0)
+		if strings.TrimSpace(res.stdout) != "GRADLE" {
+			t.Errorf("gradlew through an empty PATH entry: %q, want GRADLE", res.stdout)
+		}
+		// In a subdirectory given with -w, relative names are its own.
+		sub := filepath.Join(ws, "bin")
+		res = r.jail(t, call{args: []string{"run", "-w", sub, "--", "./x"}, dir: ws})
+		mustExit(t, res, 0)
+		if strings.TrimSpace(res.stdout) != "BINX" {
+			t.Errorf("-w %s -- ./x: %q, want BINX", sub, res.stdout)
+		}
+		// A missing one is still a shell's 127, naming the command.
+		res = r.jail(t, call{args: []string{"run", "--", "./missing"}, dir: ws})
+		mustExit(t, res, 127)
+		if !strings.Contains(res.stderr, "./missing") {
+			t.Errorf("a missing ./missing: stderr %q does not name it", res.stderr)
+		}
+	})
+}
+
+// TestSharedTmpWorkspaceRefused: a workspace that is the host's /tmp or
+// /var/tmp (or contains one) would show other programs' sockets (tmux,
+// ssh-agent, X11) to the sandbox; jail refuses it and says what to do.
+func TestSharedTmpWorkspaceRefused(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		for _, ws := range []string{"/tmp", "/var/tmp", "/var"} {
+			res := r.jail(t, call{args: []string{"run", "-w", ws, "--", "true"}, dir: "/"})
+			mustExit(t, res, 2)
+			if !strings.Contains(res.stderr, "shared temporary directory") || !strings.Contains(res.stderr, "-w") || strings.Contains(res.stderr, "list parents first") {
+				t.Errorf("-w %s: %q, want a refusal that says why and names -w", ws, res.stderr)
+			}
+		}
+	})
+}
+
+// TestPackageDatabases: dpkg and apt read the host's databases, which stay
+// read-only, and /var/tmp is private to the run.
+func TestPackageDatabases(t *testing.T) {
+	for _, tool := range []string{"dpkg", "apt-cache"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("requires %s: not installed", tool)
+		}
+	}
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		marker := "jail-it-vartmp-" + filepath.Base(ws)
+		res := r.sh(t, ws, `
+dpkg -l dpkg | grep -q '^ii  *dpkg ' && echo DPKG-OK
+apt-cache policy dpkg | grep -q 'Installed:' && echo APT-OK
+touch /var/lib/dpkg/jail-it-probe 2>/dev/null && echo DPKG-WRITABLE
+echo x > /var/tmp/`+marker+` && echo VARTMP-OK
+exit 0`)
+		mustExit(t, res, 0)
+		for _, w := range []string{"DPKG-OK", "APT-OK", "VARTMP-OK"} {
+			if !strings.Contains(res.stdout, w) {
+				t.Errorf("missing %s:\n%s\n%s", w, res.stdout, res.stderr)
+			}
+		}
+		if strings.Contains(res.stdout, "DPKG-WRITABLE") {
+			t.Error("/var/lib/dpkg is writable inside")
+		}
+		os.Remove("/var/lib/dpkg/jail-it-probe")
+		if _, err := os.Stat("/var/tmp/" + marker); err == nil {
+			os.Remove("/var/tmp/" + marker)
+			t.Error("a file written to /var/tmp inside appeared in the host's /var/tmp")
+		}
+	})
+}
