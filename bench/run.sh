@@ -79,17 +79,21 @@ bench_as() {
   # The same run with the plan cache off: what a first run in a directory
   # costs (docs/plan-cache.md).
   local planned_cmd="JAIL_PLAN_CACHE=off $jail_cmd"
+  # The harness path: a JSON result and a timeout, as an agent harness
+  # runs every call (served by the plan cache too).
+  local harness_cmd="$jail run -w $ws --json --timeout 10m -- /bin/true"
   local bwrap_cmd="bwrap --unshare-all --ro-bind / / --bind $ws $ws --dev /dev --proc /proc --die-with-parent /bin/true"
   # Each command must work before it is timed; a failing one is reported
   # and left out rather than timed as a fast failure.
   local -a cmds=()
   local name cmd
-  for name in jail bare bwrap planned; do
+  for name in jail bare bwrap planned harness; do
     case $name in
       jail) cmd=$jail_cmd ;;
       bare) cmd=/bin/true ;;
       bwrap) cmd=$bwrap_cmd ;;
       planned) cmd=$planned_cmd ;;
+      harness) cmd=$harness_cmd ;;
     esac
     # shellcheck disable=SC2086 # the commands are word lists, as interleave splits them
     if ! as "$who" env $cmd >"$out/probe-$name.log" 2>&1; then
@@ -111,7 +115,8 @@ bench_as() {
   done
 
   echo "== as $who"
-  if ! as "$who" "$tmp/bin/interleave" -n "$runs" -warmup "$warmup" -- "${cmds[@]}"; then
+  # -ref C: every jail row against bubblewrap (C) too (E/C is the harness path).
+  if ! as "$who" "$tmp/bin/interleave" -n "$runs" -warmup "$warmup" -ref C -- "${cmds[@]}"; then
     echo "bench: interleave failed as $who" >&2
     return 1
   fi

@@ -36,6 +36,10 @@ int jail_write_all(int fd, const void *p, size_t n);
 // sock; -1 when it was not sent.
 int jail_send_fds(int sock, const int *fds, int n);
 
+// jail_signal_name is the name the Go path gives a signal in the JSON
+// result (unix.SignalName), "" for one it does not name.
+const char *jail_signal_name(int sig);
+
 // jail_fast_run runs `jail run` from its plan cache entry without the Go
 // runtime (fast_linux.c). It returns only when the Go supervisor must run.
 void jail_fast_run(int argc, char **argv, char **envp);

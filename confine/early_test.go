@@ -2,7 +2,12 @@
 
 package confine
 
-import "testing"
+import (
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
 
 // TestEarlyFlagsAreTheDefaultSandbox ties JAIL_EARLY_FLAGS to the
 // namespaces Prestart asks for: a mismatch would make every `jail run`
@@ -22,5 +27,15 @@ func TestEarlyFlagsAreTheDefaultSandbox(t *testing.T) {
 func TestNoEarlyChildInTests(t *testing.T) {
 	if e, ok := takeEarly(); ok {
 		t.Fatalf("a test binary got an early child (pid %d)", e.pid)
+	}
+}
+
+// TestFastSignalNames: the plan cache's JSON result names a signal as the
+// Go path's does (unix.SignalName), and leaves out one Go does not name.
+func TestFastSignalNames(t *testing.T) {
+	for sig := -1; sig <= 65; sig++ {
+		if got, want := fastSignalName(sig), unix.SignalName(syscall.Signal(sig)); got != want {
+			t.Errorf("signal %d: plan cache names it %q, the Go path %q", sig, got, want)
+		}
 	}
 }

@@ -37,13 +37,14 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <sys/auxv.h>
+#include <time.h>
 #include <sys/xattr.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include "early_linux.h"
 
-#define CACHE_MAGIC "JAILFST1"
+#define CACHE_MAGIC "JAILFST2"
 #define MAX_ENTRY (1 << 20) // maxCacheEntry in fast_linux.go
 #define FACT_REALPATH 1
 #define FACT_TYPE 2
@@ -704,6 +705,61 @@ static void __attribute__((noreturn)) fall_back(struct fast *f, char **argv, cha
 	_exit(125);
 }
 
+// result is what a cached run reports at the end, as launch in run.go
+// does: with --json, the object of the Go path (confine.Result and the
+// policy's hash) on stderr; with a timeout, the note before it.
+struct result {
+	int json;
+	const char *policy;       // policy_sha256
+	uint64_t timeout_ns;      // 0: none
+	const char *timeout_note; // the line printed when it fired
+	uint64_t start_ns;        // CLOCK_MONOTONIC when the plan was sent
+	int timed_out;
+	int signal;               // the signal that ended the command, or 0
+	long max_rss_kb;
+};
+
+static uint64_t now_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+// jail_signal_name is unix.SignalName for Linux: "" for a signal it does not
+// name (the Go path then leaves the field out). A test compares the two.
+const char *jail_signal_name(int sig) {
+	static const char *names[] = {NULL, "SIGHUP", "SIGINT", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS",
+				      "SIGFPE", "SIGKILL", "SIGUSR1", "SIGSEGV", "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM",
+				      "SIGSTKFLT", "SIGCHLD", "SIGCONT", "SIGSTOP", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGURG",
+				      "SIGXCPU", "SIGXFSZ", "SIGVTALRM", "SIGPROF", "SIGWINCH", "SIGIO", "SIGPWR", "SIGSYS"};
+	if (sig <= 0 || sig >= (int)(sizeof(names) / sizeof(names[0]))) return "";
+	return names[sig];
+}
+
+// put_json_str writes s as a JSON string the way encoding/json does for
+// the values it can hold here (hex digits, signal names): only '"' and
+// '\\' and control characters need escaping, and none occur.
+static int json_safe(const char *s) {
+	for (; *s; s++)
+		if (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f) return 0;
+	return 1;
+}
+
+// report writes the note and the result object (jsonResult in run.go,
+// field for field and in its order) for a run that ended with code.
+static void report(const struct result *r, int code) {
+	if (r->timed_out && r->timeout_note[0]) say(r->timeout_note);
+	if (!r->json) return;
+	char buf[512];
+	const char *sig = jail_signal_name(r->signal);
+	long long ms = (long long)((now_ns() - r->start_ns) / 1000000ULL);
+	int n = snprintf(buf, sizeof(buf), "{\"exit_code\":%d", code);
+	if (sig[0]) n += snprintf(buf + n, sizeof(buf) - n, ",\"signal\":\"%s\"", sig);
+	n += snprintf(buf + n, sizeof(buf) - n, ",\"timed_out\":%s,\"duration_ms\":%lld,\"max_rss_kb\":%ld,\"limits\":\"none\",\"policy_sha256\":\"%s\"}\n",
+		      r->timed_out ? "true" : "false", ms, r->max_rss_kb, json_safe(r->policy) ? r->policy : "");
+	if (n > 0 && (size_t)n < sizeof(buf)) jail_write_all(2, buf, n);
+}
+
 // finish ends the run with code, as launch in run.go does.
 static void __attribute__((noreturn)) finish(struct fast *f, int foreground, int code) {
 	if (foreground) reclaim_terminal();
@@ -716,20 +772,37 @@ static void __attribute__((noreturn)) finish(struct fast *f, int foreground, int
 // placeholders were made; one that arrives before the command started is
 // held and sent once it has (the Go supervisor's channel does the same),
 // so a ^C during the start neither kills this process with placeholders
-// left behind nor is lost on a pid 1 without handlers yet.
-static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_early *e, int foreground, char **argv, char **envp, struct saved *sv, const sigset_t *set) {
+// left behind nor is lost on a pid 1 without handlers yet. A timeout
+// counts from the start of the command, as Cmd.startTimer's does, and
+// ends the whole sandbox: pid 1 first (its pid namespace goes with it),
+// then the process outside that waits for it.
+static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_early *e, int foreground, char **argv, char **envp, struct saved *sv, const sigset_t *set, struct result *res) {
 	int sfd = signalfd(-1, set, SFD_CLOEXEC);
 	int pid1 = 0, started = 0, code = -1;
 	int held[16], nheld = 0;
+	uint64_t deadline = 0;
 	char line[4096];
 	size_t have = 0;
 	for (;;) {
 		struct pollfd p[2] = {{.fd = e->status, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
-		int r = poll(p, sfd >= 0 ? 2 : 1, -1);
+		int wait_ms = -1;
+		if (deadline && !res->timed_out) {
+			uint64_t now = now_ns();
+			if (now >= deadline) {
+				res->timed_out = 1;
+				if (pid1 > 0) kill(pid1, SIGKILL);
+				kill(e->pid, SIGKILL);
+				continue;
+			}
+			uint64_t left = (deadline - now + 999999ULL) / 1000000ULL;
+			wait_ms = left > INT_MAX ? INT_MAX : (int)left;
+		}
+		int r = poll(p, sfd >= 0 ? 2 : 1, wait_ms);
 		if (r < 0) {
 			if (errno == EINTR) continue;
 			break;
 		}
+		if (r == 0) continue; // the deadline, checked above
 		if (sfd >= 0 && (p[1].revents & POLLIN)) {
 			struct signalfd_siginfo si;
 			if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
@@ -753,6 +826,7 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 				pid1 = v;
 			} else if (strstr(line, "\"stage\":\"started\"")) {
 				started = 1;
+				if (res->timeout_ns) deadline = now_ns() + res->timeout_ns;
 			}
 			if (started && pid1 > 0 && nheld > 0) {
 				for (int i = 0; i < nheld; i++) kill(pid1, held[i]);
@@ -773,6 +847,9 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 				if (pid1 > 0) kill(pid1, SIGCONT);
 			} else if (strstr(line, "\"stage\":\"exit\"") && json_int(line, "status", &v)) {
 				code = v;
+				int sig = 0, rss = 0;
+				if (json_int(line, "signal", &sig)) res->signal = sig;
+				if (json_int(line, "max_rss_kb", &rss)) res->max_rss_kb = rss;
 			}
 			size_t used = nl + 1 - line;
 			memmove(line, nl + 1, have - used + 1);
@@ -781,7 +858,12 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 		if (code >= 0) break;
 		if (have == sizeof(line) - 1) have = 0; // an overlong line: not a report
 	}
-	if (code < 0) {
+	if (code >= 0 && res->timed_out) {
+		// The command ended as the timeout fired: as in Cmd.wait, the
+		// timeout wins once it has killed the sandbox.
+		code = 124;
+		res->signal = SIGKILL;
+	} else if (code < 0) {
 		// No exit report: pid 1 was killed. Its parent's status says how.
 		// Not a fallback even before "started": the command may have run.
 		int st = 0;
@@ -792,9 +874,17 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 			say("jail: the sandbox's init ended before the command started\n");
 			finish(f, foreground, 125);
 		}
-		code = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+		if (res->timed_out) {
+			code = 124;
+			res->signal = SIGKILL;
+		} else {
+			code = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+			res->signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+		}
 	}
-	finish(f, foreground, code);
+	if (foreground) reclaim_terminal();
+	report(res, code);
+	finish(f, 0, code);
 }
 
 // jail_fast_run repeats a cached plan and never returns when it does;
@@ -861,6 +951,10 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 		for (uint32_t i = 0; lists[l] && i < counts[l]; i++) lists[l][i] = (char *)cur_str(&c);
 	}
 	const char *dir = cur_str(&c);
+	struct result res = {.json = cur_u32(&c) != 0};
+	res.policy = cur_str(&c);
+	res.timeout_ns = cur_u64(&c);
+	res.timeout_note = cur_str(&c);
 	uint32_t hn, sn;
 	const uint8_t *header = cur_bytes(&c, &hn), *setup = cur_bytes(&c, &sn);
 	if (c.bad || !lists[0] || !lists[1] || c.p != c.end || hn == 0 || sn == 0) {
@@ -903,6 +997,7 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	sv.entryfd = entryfd;
 	sv.entry = name;
 	sv.foreground = foreground;
+	res.start_ns = now_ns();
 	if (jail_write_all(e.plan, plan.b, plan.n) < 0 || send_stdio(e.sock) < 0) {
 		// The init never got its command.
 		close(e.plan);
@@ -913,7 +1008,7 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 		fall_back(&f, argv, envp, &sv, 0);
 	}
 	close(e.plan);
-	supervise(&f, &e, foreground, argv, envp, &sv, &set);
+	supervise(&f, &e, foreground, argv, envp, &sv, &set, &res);
 out:
 	if (f.trace && f.why) {
 		say("jail: plan cache: not used: ");

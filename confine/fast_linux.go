@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -142,6 +143,14 @@ type CacheEntry struct {
 	// the cached run makes the same placeholders itself.
 	Workspace    string
 	Placeholders *Placeholders
+	// JSON makes the cached run print the result object of `jail run
+	// --json` on stderr, as the Go path does, with PolicySHA256 in it.
+	JSON         bool
+	PolicySHA256 string
+	// Timeout, when not zero, kills the whole sandbox that long after the
+	// command started; TimeoutNote is the line the Go path prints then.
+	Timeout     time.Duration
+	TimeoutNote string
 }
 
 // PlanCacheDir is where plans are cached: $XDG_CACHE_HOME/jail/plans, or
@@ -178,7 +187,7 @@ func planCacheName(uid int, cwd string, args []string) string {
 	return fmt.Sprintf("%016x.plan", h)
 }
 
-const cacheMagic = "JAILFST1"
+const cacheMagic = "JAILFST2"
 
 // maxCacheEntry bounds an entry; fast_linux.c refuses larger ones.
 const maxCacheEntry = 1 << 20
@@ -267,9 +276,13 @@ func (c *Cmd) CachePlan(dir string, e *CacheEntry) error {
 		}
 	}
 	p.str(s.Dir)
+	p.u32(boolU32(e.JSON))
+	p.str(e.PolicySHA256)
+	p.u64(uint64(max(e.Timeout, 0)))
+	p.str(e.TimeoutNote)
 	p.bytes(c.header)
 	p.bytes(c.setup)
-	for _, v := range append(append(append([]string{}, e.Args...), e.Pass...), e.Extra...) {
+	for _, v := range append(append(append([]string{e.PolicySHA256, e.TimeoutNote}, e.Args...), e.Pass...), e.Extra...) {
 		if strings.ContainsRune(v, 0) {
 			return errors.New("plan cache: an argument contains a NUL byte")
 		}

@@ -4,7 +4,7 @@
 // ratios of the first command to each other one. `make bench` uses it to
 // compare `jail run -- /bin/true` with bare /bin/true and bubblewrap.
 //
-// usage: interleave [-n ROUNDS] [-warmup N] -- 'CMD A' 'CMD B' ...
+// usage: interleave [-n ROUNDS] [-warmup N] [-ref LETTER] -- 'CMD A' 'CMD B' ...
 // (a command may start with NAME=VALUE words, which set its environment)
 // Each command is one string split on spaces (no shell).
 package main
@@ -27,6 +27,7 @@ func main() {
 func run() int {
 	rounds := flag.Int("n", 50, "counted rounds")
 	warmup := flag.Int("warmup", 5, "rounds run first and not counted")
+	ref := flag.String("ref", "", "also report every command's per-round ratio to this `LETTER`'s (e.g. C)")
 	flag.Parse()
 	cmds := flag.Args()
 	if len(cmds) < 2 || *rounds < 1 {
@@ -59,14 +60,29 @@ func run() int {
 		fmt.Printf("%-8s %8.2fms %8.2fms %8.2fms %9d KiB  %s\n", string(rune('A'+i)), s[len(s)/2], mean(s), s[len(s)*9/10], rss[i], c)
 	}
 	for j := 1; j < len(cmds); j++ {
-		var ratios []float64
-		for k := range times[0] {
-			ratios = append(ratios, times[0][k]/times[j][k])
+		printRatio(times, 0, j)
+	}
+	if len(*ref) == 1 {
+		if k := int((*ref)[0] - 'A'); k > 0 && k < len(cmds) {
+			for i := 1; i < len(cmds); i++ {
+				if i != k {
+					printRatio(times, i, k)
+				}
+			}
 		}
-		sort.Float64s(ratios)
-		fmt.Printf("A/%c per-round ratio: median %.2fx (p10 %.2fx, p90 %.2fx)\n", 'A'+j, ratios[len(ratios)/2], ratios[len(ratios)/10], ratios[len(ratios)*9/10])
 	}
 	return 0
+}
+
+// printRatio prints the median (and p10, p90) of the per-round ratios of
+// command i's time to command j's.
+func printRatio(times [][]float64, i, j int) {
+	var ratios []float64
+	for k := range times[i] {
+		ratios = append(ratios, times[i][k]/times[j][k])
+	}
+	sort.Float64s(ratios)
+	fmt.Printf("%c/%c per-round ratio: median %.2fx (p10 %.2fx, p90 %.2fx)\n", 'A'+i, 'A'+j, ratios[len(ratios)/2], ratios[len(ratios)/10], ratios[len(ratios)*9/10])
 }
 
 // once runs c to completion and returns its wall time in milliseconds and

@@ -112,16 +112,18 @@ func policyFacts(o *runOptions, penv policy.Env) *confine.Facts {
 }
 
 // newPlanCache returns the cache of this run, or nil when its plan cannot
-// be repeated without the Go supervisor: a JSON result, a timeout or
+// be repeated without the Go supervisor: a captured or --json-out result,
 // limits (which the supervisor enforces), a network other than none,
 // warnings to print, degraded layers, globs (their matches change), or
-// arguments whose command does not follow the first "--".
+// arguments whose command does not follow the first "--". A --json
+// result on stderr and a timeout are the cached run's own (the harness
+// path, `jail run --json --timeout 10m -- CMD`).
 func newPlanCache(args []string, o *runOptions, p *policy.Policy, penv policy.Env, facts *confine.Facts, warned bool) *planCache {
 	mode := os.Getenv(planCacheEnv)
 	if mode == "off" {
 		return nil
 	}
-	if o.json || o.capture || o.jsonOut != "" || o.timeout != 0 || o.memory != 0 || o.pids != 0 ||
+	if o.capture || o.jsonOut != "" || o.memory != 0 || o.pids != 0 ||
 		o.net != policy.NetNone || warned || len(o.degraded) > 0 || p.Sandbox.HasGlobs() {
 		return nil
 	}
@@ -144,13 +146,19 @@ func newPlanCache(args []string, o *runOptions, p *policy.Policy, penv policy.En
 // store writes the entry of a run whose sandbox started. A run that
 // cannot be cached runs just the same; with JAIL_PLAN_CACHE=trace it
 // says why.
-func (c *planCache) store(cmd *confine.Cmd, layout *confine.Layout, pass, extra []string, ph *confine.Placeholders, stderr io.Writer) {
+func (c *planCache) store(o *runOptions, cmd *confine.Cmd, layout *confine.Layout, pass, extra []string, ph *confine.Placeholders, stderr io.Writer) {
 	if c == nil {
 		return
 	}
 	ws, err := confine.ResolvePath(layout.Workspace, "/", "")
 	if err == nil {
 		c.entry.Pass, c.entry.Extra, c.entry.Workspace, c.entry.Placeholders = pass, extra, ws, ph
+		if o.json {
+			c.entry.JSON, c.entry.PolicySHA256 = true, o.policyHash()
+		}
+		if o.timeout > 0 {
+			c.entry.Timeout, c.entry.TimeoutNote = o.timeout, timeoutNote(o.timeout)
+		}
 		err = cmd.CachePlan(c.dir, &c.entry)
 	}
 	if c.trace {

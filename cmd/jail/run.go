@@ -399,7 +399,7 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 		}
 		return se.code
 	}
-	cache.store(cmd, layout, pass, o.env, ph, stderr)
+	cache.store(o, cmd, layout, pass, o.env, ph, stderr)
 	stopNet := nr.serve(cmd.Sockets(), stderr)
 	if o.capture {
 		cmd.Stdout.Close()
@@ -426,7 +426,7 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 		return 125
 	}
 	if res.TimedOut {
-		fmt.Fprintf(stderr, "jail: timed out after %s: the sandbox and every process in it were killed\n", o.timeout)
+		fmt.Fprint(stderr, timeoutNote(o.timeout))
 	}
 	if res.Limits == confine.LimitRLimit && !o.json {
 		fmt.Fprintf(stderr, "jail: --memory/--pids enforced with rlimits (per process, weaker than a cgroup): %s\n", res.LimitsNote)
@@ -444,6 +444,12 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 		}
 	}
 	return res.ExitCode
+}
+
+// timeoutNote is the line a run that timed out prints (the plan cache
+// keeps it for its own runs).
+func timeoutNote(d time.Duration) string {
+	return fmt.Sprintf("jail: timed out after %s: the sandbox and every process in it were killed\n", d)
 }
 
 // jsonResult is the object `jail run --json` prints (README: Result).
