@@ -150,7 +150,7 @@ func (p *Proxy) handleConnect(ctx context.Context, c net.Conn, br *bufio.Reader,
 		return
 	}
 	if hh := raw.Get("Host"); hh != "" && !hostMatches(hh, host, port, port) {
-		p.deny("connect", host, port, netip.AddrPort{}, "Host header disagrees with CONNECT target")
+		p.deny("connect", host, port, netip.AddrPort{}, CauseProtocol, "Host header disagrees with CONNECT target")
 		writeHTTPError(c, http.StatusForbidden, "Host header disagrees with CONNECT target")
 		return
 	}
@@ -225,7 +225,7 @@ func (p *Proxy) forward(ctx context.Context, c net.Conn, br *bufio.Reader, req *
 		port = pp
 	}
 	if hh := raw.Get("Host"); hh != "" && !hostMatches(hh, host, port, 80) {
-		p.deny("http", host, port, netip.AddrPort{}, "Host header disagrees with request URL")
+		p.deny("http", host, port, netip.AddrPort{}, CauseProtocol, "Host header disagrees with request URL")
 		writeHTTPError(c, http.StatusForbidden, "Host header disagrees with request URL")
 		return false
 	}

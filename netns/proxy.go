@@ -64,6 +64,9 @@ type Event struct {
 	Addr     netip.AddrPort
 	Decision Decision
 	Reason   string
+	// Cause classifies a refusal, so a caller can name the setting that would allow it
+	// (Explain); zero for allowed connections and protocol errors.
+	Cause    Cause
 	Closed   bool
 	BytesIn  int64 // from the remote host to the sandbox
 	BytesOut int64 // from the sandbox to the remote host
@@ -149,8 +152,8 @@ func (p *Proxy) audit(ev Event) {
 }
 
 // deny records a refusal and returns it as an error.
-func (p *Proxy) deny(proto, host string, port int, addr netip.AddrPort, reason string) error {
-	p.audit(Event{Proto: proto, Host: host, Port: port, Addr: addr, Decision: Denied, Reason: reason})
+func (p *Proxy) deny(proto, host string, port int, addr netip.AddrPort, cause Cause, reason string) error {
+	p.audit(Event{Proto: proto, Host: host, Port: port, Addr: addr, Decision: Denied, Cause: cause, Reason: reason})
 	return &DenyError{Host: host, Port: port, Reason: reason}
 }
 
@@ -159,20 +162,23 @@ func (p *Proxy) deny(proto, host string, port int, addr netip.AddrPort, reason s
 func (p *Proxy) authorize(ctx context.Context, proto, rawHost string, port int) (string, error) {
 	host, err := normalizeHost(rawHost)
 	if err != nil {
-		return "", p.deny(proto, strconv.QuoteToASCII(rawHost), port, netip.AddrPort{}, "invalid host name")
+		return "", p.deny(proto, strconv.QuoteToASCII(rawHost), port, netip.AddrPort{}, CauseProtocol, "invalid host name")
 	}
 	if port < 1 || port > 65535 {
-		return "", p.deny(proto, host, port, netip.AddrPort{}, "invalid port")
+		return "", p.deny(proto, host, port, netip.AddrPort{}, CauseProtocol, "invalid port")
 	}
 	v, reason := p.cfg.Rules.match(host, port)
-	switch v {
-	case verdictAllow:
+	cause := CauseNotAllowed
+	switch {
+	case v == verdictAllow:
 		return host, nil
-	case verdictDeny:
-		return "", p.deny(proto, host, port, netip.AddrPort{}, reason)
+	case v == verdictDeny:
+		return "", p.deny(proto, host, port, netip.AddrPort{}, CauseDenyRule, reason)
+	case reason != reasonNotInAllow:
+		cause = CausePort
 	}
 	if p.cfg.Approve == nil {
-		return "", p.deny(proto, host, port, netip.AddrPort{}, reason)
+		return "", p.deny(proto, host, port, netip.AddrPort{}, cause, reason)
 	}
 	key := net.JoinHostPort(host, strconv.Itoa(port))
 	p.mu.Lock()
@@ -182,14 +188,14 @@ func (p *Proxy) authorize(ctx context.Context, proto, rawHost string, port int) 
 		var aerr error
 		ok, aerr = p.cfg.Approve(ctx, host, port)
 		if aerr != nil {
-			return "", p.deny(proto, host, port, netip.AddrPort{}, "approval failed: "+aerr.Error())
+			return "", p.deny(proto, host, port, netip.AddrPort{}, cause, "approval failed: "+aerr.Error())
 		}
 		p.mu.Lock()
 		p.approvals[key] = ok
 		p.mu.Unlock()
 	}
 	if !ok {
-		return "", p.deny(proto, host, port, netip.AddrPort{}, reason+"; approval refused")
+		return "", p.deny(proto, host, port, netip.AddrPort{}, cause, reason+"; approval refused")
 	}
 	return host, nil
 }
@@ -238,7 +244,7 @@ func (p *Proxy) connect(ctx context.Context, proto, rawHost string, port int) (*
 		if errors.As(err, &dnsErr) && !dnsErr.IsNotFound {
 			reason = "lookup failed"
 		}
-		return nil, p.deny(proto, host, port, netip.AddrPort{}, reason)
+		return nil, p.deny(proto, host, port, netip.AddrPort{}, CauseResolve, reason)
 	}
 	// Every address must pass: a name that mixes a public and a private address is an attack
 	// or a misconfiguration either way.
@@ -246,10 +252,10 @@ func (p *Proxy) connect(ctx context.Context, proto, rawHost string, port int) (*
 	for _, a := range addrs {
 		ap := netip.AddrPortFrom(a.Unmap(), uint16(port))
 		if p.isSelf(ap) {
-			return nil, p.deny(proto, host, port, ap, "target is the proxy itself (nested proxy request)")
+			return nil, p.deny(proto, host, port, ap, CauseProtocol, "target is the proxy itself (nested proxy request)")
 		}
 		if r := p.cfg.Rules.addrReason(a); r != "" {
-			return nil, p.deny(proto, host, port, ap, "resolves to "+a.String()+": "+r)
+			return nil, p.deny(proto, host, port, ap, CauseAddress, "resolves to "+a.String()+": "+r)
 		}
 		targets = append(targets, ap)
 	}
@@ -269,7 +275,7 @@ func (p *Proxy) connect(ctx context.Context, proto, rawHost string, port int) (*
 		p.audit(ev)
 		return &trackedConn{Conn: c, p: p, ev: ev, start: time.Now(), limit: p.cfg.MaxBytes}, nil
 	}
-	p.audit(Event{Proto: proto, Host: host, Port: port, Addr: targets[0], Decision: Denied,
+	p.audit(Event{Proto: proto, Host: host, Port: port, Addr: targets[0], Decision: Denied, Cause: CauseDial,
 		Reason: "connect failed: " + errReason(lastErr)})
 	return nil, &dialError{host: host, err: lastErr}
 }

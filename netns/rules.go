@@ -185,8 +185,11 @@ func (r *Rules) match(host string, port int) (verdict, string) {
 	if hostKnown {
 		return verdictUnknown, "port " + strconv.Itoa(port) + " not allowed for host"
 	}
-	return verdictUnknown, "host not in allowlist"
+	return verdictUnknown, reasonNotInAllow
 }
+
+// reasonNotInAllow is the reason for a host no rule mentions.
+const reasonNotInAllow = "host not in allowlist"
 
 // addrReason returns why a connection to addr is refused, or "" if it may be made: public
 // addresses always, others only inside an allow_private CIDR.

@@ -111,7 +111,7 @@ func (p *Proxy) handleSOCKS5(ctx context.Context, c net.Conn) {
 	switch head[1] {
 	case socksCmdConnect:
 	case socksCmdBind, socksCmdUDP:
-		p.deny("socks5", host, port, netip.AddrPort{}, "SOCKS5 command "+strconv.Itoa(int(head[1]))+" not supported")
+		p.deny("socks5", host, port, netip.AddrPort{}, CauseProtocol, "SOCKS5 command "+strconv.Itoa(int(head[1]))+" not supported")
 		socksReply(c, socksCmdNotSupported)
 		return
 	default:

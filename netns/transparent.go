@@ -100,7 +100,7 @@ func (t *Transparent) handle(ctx context.Context, c net.Conn) {
 	name, ok := t.byAddr[local.Addr().Unmap()]
 	t.mu.Unlock()
 	if !ok {
-		t.p.deny("transparent", local.Addr().String(), int(local.Port()), local, "no name is mapped to this address")
+		t.p.deny("transparent", local.Addr().String(), int(local.Port()), local, CauseUnmapped, "no name is mapped to this address")
 		return
 	}
 	up, err := t.p.connect(ctx, "transparent", name, int(local.Port()))
@@ -192,7 +192,7 @@ func (t *Transparent) answer(pkt []byte) ([]byte, bool) {
 	}
 	if !allowed {
 		if q.Type == dnsmessage.TypeA || q.Type == dnsmessage.TypeAAAA {
-			t.p.audit(Event{Proto: "dns", Host: sanitizeReason(name), Decision: Denied, Reason: "name not allowed: NXDOMAIN"})
+			t.p.audit(Event{Proto: "dns", Host: sanitizeReason(name), Decision: Denied, Cause: CauseNotAllowed, Reason: "name not allowed: NXDOMAIN"})
 		}
 		rh.RCode = dnsmessage.RCodeNameError
 		return buildDNS(rh, &q, nil)

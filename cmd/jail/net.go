@@ -17,8 +17,8 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"io"
 	"log/slog"
 	"net"
@@ -33,6 +33,7 @@ import (
 	"github.com/jail-sandbox/jail/confine"
 	"github.com/jail-sandbox/jail/netns"
 	"github.com/jail-sandbox/jail/policy"
+	"golang.org/x/sys/unix"
 )
 
 // Fixed addresses inside the sandbox. The network namespace is the sandbox's own, so nothing
@@ -60,10 +61,9 @@ type netRun struct {
 	audit *netAudit          // nil when the policy disables the audit log
 
 	// What the Spec gets.
-	sockets      []confine.Socket
-	env          []string
-	connectPorts []uint16
-	mounts       []confine.Mount
+	sockets []confine.Socket
+	env     []string
+	mounts  []confine.Mount
 
 	tmpDir string   // holds resolv.conf; removed by close
 	tty    *os.File // the terminal [network] ask prompts on
@@ -112,8 +112,15 @@ func prepareNet(mode string, p *policy.Policy, stderr io.Writer) (nr *netRun, er
 	if n.Ask {
 		cfg.Approve = nr.askOnTerminal(p.Approval.AskTimeout, stderr)
 	}
+	// Each refused host is named once on stderr with the setting that would allow it; the
+	// audit log keeps every decision.
+	refusals := netns.NewRefusals(stderr)
+	cfg.Audit = refusals.Event
 	if nr.audit != nil {
-		cfg.Audit = nr.audit.write
+		cfg.Audit = func(ev netns.Event) {
+			nr.audit.write(ev)
+			refusals.Event(ev)
+		}
 	}
 	nr.proxy, err = netns.New(cfg)
 	if err != nil {
@@ -121,7 +128,6 @@ func prepareNet(mode string, p *policy.Policy, stderr io.Writer) (nr *netRun, er
 	}
 	nr.sockets = []confine.Socket{{Network: "tcp", Addr: httpProxyAddr}, {Network: "tcp", Addr: socksAddr}}
 	nr.env = netns.ProxyEnv(httpProxyAddr, socksAddr)
-	nr.connectPorts = []uint16{portOf(httpProxyAddr), portOf(socksAddr)}
 
 	if mode == policy.NetTransparent {
 		nr.trans = nr.proxy.NewTransparent(transparentPool)
@@ -139,9 +145,6 @@ func prepareNet(mode string, p *policy.Policy, stderr io.Writer) (nr *netRun, er
 		}
 		for _, a := range addrs {
 			nr.sockets = append(nr.sockets, confine.Socket{Network: "tcp", Addr: a.String()})
-			if !slices.Contains(nr.connectPorts, a.Port()) {
-				nr.connectPorts = append(nr.connectPorts, a.Port())
-			}
 		}
 		nr.sockets = append(nr.sockets, confine.Socket{Network: "udp", Addr: dnsAddr})
 		// The command's resolver must ask jail's stub; the file lives in a private directory
@@ -156,7 +159,13 @@ func prepareNet(mode string, p *policy.Policy, stderr io.Writer) (nr *netRun, er
 		}
 		nr.mounts = []confine.Mount{{Kind: confine.Bind, Source: rc, Dest: "/etc/resolv.conf"}}
 	}
-	fmt.Fprintln(stderr, "jail: network:", allowedSummary(mode, n))
+	// The summary is for logs, where it records what the run could reach. A person at a
+	// terminal would see it before every command of an interactive session; the refusal lines
+	// tell them what they need when it matters. (--net host and degraded layers still warn on
+	// every run: newSpec.)
+	if !isTerminal(stderr) {
+		fmt.Fprintln(stderr, "jail: network:", allowedSummary(mode, n))
+	}
 	return nr, nil
 }
 
@@ -175,8 +184,14 @@ func allowedSummary(mode string, n policy.Network) string {
 	return s
 }
 
-func portOf(addr string) uint16 {
-	return netip.MustParseAddrPort(addr).Port()
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 // applyTo puts the run's sockets, ports, mounts and environment into the launch. The proxy
@@ -379,4 +394,38 @@ func (a *netAudit) close() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.log.Close()
+}
+
+// allowFlag declares --allow, which jail run and the tool servers share.
+func allowFlag(fs *flag.FlagSet, l *listFlag) {
+	fs.Var(l, "allow", "let the command reach `HOST[:PORT]` (also *.DOMAIN) through jail's egress proxy, for this run: added to the policy's [network] allow, and implies --net proxy (repeatable; without a port, 80 and 443)")
+}
+
+// applyAllow adds the --allow hosts to the run's [network] allow and picks the proxy mode
+// they need: an explicit --net none or host contradicts them, a policy's none yields.
+func applyAllow(o *runOptions, p *policy.Policy) error {
+	if len(o.allow) == 0 {
+		return nil
+	}
+	for _, a := range o.allow {
+		entry, err := netns.CheckAllow(a)
+		if err != nil {
+			return fmt.Errorf("--allow %q: %w", a, err)
+		}
+		p.Network.Allow = append(p.Network.Allow, entry)
+	}
+	switch o.net {
+	case policy.NetNone:
+		return errors.New("--allow opens hosts through jail's proxy, which --net none turns off: drop --net none, or use --net proxy")
+	case policy.NetHost:
+		return errors.New("--allow filters through jail's proxy, and --net host bypasses it: drop --net host, or use --net proxy")
+	case "":
+		switch p.Network.Mode {
+		case "", policy.NetNone:
+			o.net = policy.NetProxy
+		case policy.NetHost:
+			return errors.New("--allow filters through jail's proxy, and the policy's [network] mode = \"host\" bypasses it: add --net proxy")
+		}
+	}
+	return nil
 }

@@ -59,8 +59,8 @@ resolver = "192.0.2.53"`)
 	}
 	defer nr.close()
 	want := []confine.Socket{{Network: "tcp", Addr: "127.0.0.1:3128"}, {Network: "tcp", Addr: "127.0.0.1:1080"}}
-	if !slices.Equal(nr.sockets, want) || !slices.Equal(nr.connectPorts, []uint16{3128, 1080}) || nr.mounts != nil {
-		t.Fatalf("sockets %v ports %v mounts %v", nr.sockets, nr.connectPorts, nr.mounts)
+	if !slices.Equal(nr.sockets, want) || nr.mounts != nil {
+		t.Fatalf("sockets %v mounts %v", nr.sockets, nr.mounts)
 	}
 	if got := stderr.String(); got != "jail: network: proxy mode; allowed hosts: api.example.com:443, *.pkg.example.org; denied: uploads.pkg.example.org\n" {
 		t.Fatalf("summary line %q", got)
@@ -92,10 +92,6 @@ allow = ["git.example.net:22", "api.example.com"]`)
 		if s.Network != "tcp" || !ap.Addr().IsLoopback() || ap.Addr() == netip.MustParseAddr("127.0.0.1") {
 			t.Fatalf("pool socket %v", s)
 		}
-	}
-	slices.Sort(nr.connectPorts)
-	if !slices.Equal(nr.connectPorts, []uint16{22, 80, 443, 1080, 3128}) {
-		t.Fatalf("connect ports %v", nr.connectPorts)
 	}
 	if len(nr.mounts) != 1 || nr.mounts[0].Dest != "/etc/resolv.conf" || nr.mounts[0].Kind != confine.Bind || nr.mounts[0].Writable {
 		t.Fatalf("mounts %v", nr.mounts)
@@ -172,5 +168,39 @@ func TestNetAuditRecord(t *testing.T) {
 	}
 	if stderr.Len() != 0 {
 		t.Fatalf("stderr %q", stderr.String())
+	}
+}
+
+func TestApplyAllow(t *testing.T) {
+	for _, c := range []struct {
+		net, policyMode string
+		allow           []string
+		wantNet, err    string
+	}{
+		{"", "", []string{"registry.npmjs.org"}, policy.NetProxy, ""},
+		{"", policy.NetNone, []string{"a.example:8443"}, policy.NetProxy, ""},
+		{"", policy.NetTransparent, []string{"a.example"}, "", ""},
+		{policy.NetTransparent, "", []string{"a.example"}, policy.NetTransparent, ""},
+		{policy.NetNone, "", []string{"a.example"}, "", "--net none"},
+		{policy.NetHost, "", []string{"a.example"}, "", "--net host"},
+		{"", policy.NetHost, []string{"a.example"}, "", `mode = "host"`},
+		{"", "", []string{"https://a.example/x"}, "", `--allow "https://a.example/x": a URL is not a host: use --allow a.example`},
+		{"", "", []string{"a.example:99999"}, "", "want 1-65535"},
+		{"", "", []string{"a.*.example"}, "", "whole first label"},
+	} {
+		p := &policy.Policy{}
+		p.Network.Mode = c.policyMode
+		p.Network.Allow = []string{"kept.example"}
+		o := &runOptions{net: c.net, allow: c.allow}
+		err := applyAllow(o, p)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%+v: error %v, want %q", c, err, c.err)
+			}
+			continue
+		}
+		if err != nil || o.net != c.wantNet || !slices.Equal(p.Network.Allow, append([]string{"kept.example"}, c.allow...)) {
+			t.Errorf("%+v: net %q allow %v err %v", c, o.net, p.Network.Allow, err)
+		}
 	}
 }

@@ -31,6 +31,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 type runOptions struct {
 	workdir, policyFile, net string
 	ro, rw, hide, env        listFlag
+	allow                    listFlag
 	degraded                 listFlag
 	timeout                  time.Duration
 	memory, pids             int64
@@ -62,6 +63,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 	fs.IntVar(&o.outputLimit, "output-limit", 0, "characters of each captured stream to keep (default: the policy's [limits] output_chars, 100000)")
 	fs.StringVar(&o.policyFile, "policy", "", "policy `FILE` (see policy.toml.example)")
 	fs.StringVar(&o.net, "net", "", "network: none (loopback only), proxy (HTTP and SOCKS5 proxies enforcing the policy's allowlist), transparent (proxy, plus DNS and TCP for any program to allowed hosts) or host (the host's network; printed as a warning); default from the policy, none")
+	allowFlag(fs, &o.allow)
 	fs.Var(&o.degraded, "allow-degraded", "run without `LAYER` (landlock, seccomp) when the kernel lacks it; printed on every run")
 	fs.BoolVar(&o.asRoot, "as-root", false, "map the caller to uid 0 inside the sandbox (files keep their host owners)")
 	fs.Usage = func() {
@@ -320,6 +322,9 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 		layout.Protected = append(layout.Protected, pp)
 	}
 
+	if err := applyAllow(o, p); err != nil {
+		return nil, nil, confine.SeccompOptions{}, err
+	}
 	if o.net == "" {
 		o.net = p.Network.Mode
 	}

@@ -91,7 +91,9 @@ func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []str
 	ws, _ := confine.ResolvePath(layout.Workspace, "/", "")
 	spec.Env, spec.Dir, spec.Mounts, spec.Seccomp = env, ws, mounts, f.prog
 	if nr != nil {
-		spec.Sockets, spec.ConnectPorts = nr.sockets, nr.connectPorts
+		// No Landlock port rule (Spec.ConnectPorts): the namespace has only loopback, so the
+		// rule could only refuse the command's own local servers (docs/network.md).
+		spec.Sockets = nr.sockets
 	}
 	if err := cmd.Start(); err != nil {
 		var ee *confine.ExecError

@@ -42,6 +42,7 @@ func toolFlags(name string, o *toolOptions, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.run.policyFile, "policy", "", "policy `FILE` (see policy.toml.example)")
 	fs.Var(&o.run.degraded, "allow-degraded", "run the tools' sandboxes without `LAYER` (landlock, seccomp) when the kernel lacks it")
 	fs.BoolVar(&o.run.asRoot, "as-root", false, "map the caller to uid 0 inside the tools' sandboxes")
+	allowFlag(fs, &o.run.allow)
 	return fs
 }
 
