@@ -29,6 +29,9 @@ type ToolDecision struct {
 	Risk   Risk       `json:"risk"` // effective risk
 	Status ToolStatus `json:"status"`
 	Reason string     `json:"reason"`
+	// Approval is what the gate does with a plain call of a granted tool ([Gate.Preview]); set
+	// by front ends that explain a toolset, nil in the gate's own toolset.
+	Approval *ApprovalPreview `json:"approval,omitempty"`
 }
 
 // Toolset is the result of [Resolve]. Every registry tool appears in exactly one list, in

@@ -217,19 +217,16 @@ func (s *Server) gate(who policy.Subject) (*policy.Gate, error) {
 }
 
 // ListTools is the definitions of the tools who may call, in registry
-// order: a tool the policy does not grant is absent.
+// order: the granted tools of [Server.Toolset]; a tool the policy does not
+// grant, or that cannot run here (jail check says why), is absent.
 func (s *Server) ListTools(cc CallContext) ([]Definition, error) {
-	s.init()
-	g, err := s.gate(policy.Subject{Agent: cc.Agent, Role: cc.Role})
+	ts, err := s.Toolset(cc)
 	if err != nil {
 		return nil, err
 	}
 	defs := []Definition{}
-	for _, t := range s.Registry.Tools() {
-		if t.ready() != nil {
-			continue // unready tools are left out; jail check says why
-		}
-		if d, ok := g.Toolset.Lookup(t.Name); ok && d.Status == policy.StatusGranted {
+	for _, d := range ts.Granted {
+		if t, ok := s.Registry.Lookup(d.Tool.Name); ok {
 			defs = append(defs, t.Definition())
 		}
 	}

@@ -89,10 +89,6 @@ type mcpServer struct {
 	// it is refused through the gate, so the refusal is audited and says
 	// why.
 	granted map[string]bool
-	// gate is a copy of the policy gate the tools server decides with,
-	// used only to learn ahead of a call whether it will need approval
-	// (wouldAsk); the tools server still makes, and audits, the decision.
-	gate *policy.Gate
 	// progressEvery is the interval of progress notifications.
 	progressEvery time.Duration
 	logger        *slog.Logger
@@ -121,11 +117,7 @@ func newMCPServer(ts *tools.Server, who tools.CallContext, logger *slog.Logger) 
 	if err != nil {
 		return nil, fmt.Errorf("list the tools of %s: %w", subjectName(who), err)
 	}
-	gate, err := policy.NewGate(ts.Policy, ts.Registry.Infos(), policy.Subject{Agent: who.Agent, Role: who.Role}, ts.Home, nil)
-	if err != nil {
-		return nil, fmt.Errorf("policy gate of %s: %w", subjectName(who), err)
-	}
-	m := &mcpServer{tools: ts, who: who, granted: map[string]bool{}, gate: gate, progressEvery: time.Second, logger: logger,
+	m := &mcpServer{tools: ts, who: who, granted: map[string]bool{}, progressEvery: time.Second, logger: logger,
 		registered: map[string]bool{}}
 	disclose := ts.Policy != nil && ts.Policy.Tools.Disclosure
 	ts.Asker = policy.AskFunc(elicitApproval)
@@ -221,38 +213,13 @@ func (m *mcpServer) call(ctx context.Context, ss *mcp.ServerSession, p *mcp.Call
 		key := approvalKey(p.Name, args)
 		if ans, ok := p.InputResponses[key].(*mcp.ElicitResult); ok {
 			ctx = context.WithValue(ctx, answerKey{}, ans)
-		} else if q, asks := m.wouldAsk(ctx, p.Name, args); asks {
+		} else if q, asks := m.tools.WouldAsk(ctx, tools.Request{Tool: p.Name, Args: args, Context: m.who}); asks {
 			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{key: approvalQuestion(q)}}
 		}
 	}
 	ctx = context.WithValue(ctx, sessionKey{}, ss)
 	res := m.tools.Call(ctx, tools.Request{Tool: p.Name, Args: args, Context: m.who})
 	return mcpResult(res)
-}
-
-// wouldAsk runs the gate with an asker that only records the question:
-// whether the call, as it stands, reaches the gate's last step. Nothing is
-// run or audited.
-func (m *mcpServer) wouldAsk(ctx context.Context, name string, args json.RawMessage) (policy.Question, bool) {
-	t, ok := m.tools.Registry.Lookup(name)
-	if !ok || t.Validate(args) != nil {
-		return policy.Question{}, false // refused before any question
-	}
-	var parsed map[string]any
-	if json.Unmarshal(args, &parsed) != nil {
-		return policy.Question{}, false
-	}
-	var asked *policy.Question
-	g := *m.gate
-	g.Asker = policy.AskFunc(func(_ context.Context, q policy.Question) (policy.Answer, error) {
-		asked = &q
-		return policy.Answer{}, errors.New("dry run")
-	})
-	g.Check(ctx, policy.Call{Tool: name, Args: parsed, Declared: t.Risk})
-	if asked == nil {
-		return policy.Question{}, false
-	}
-	return *asked, true
 }
 
 // multiRoundTrip reports whether the session speaks a protocol version in

@@ -6,12 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/jail-sandbox/jail/policy"
+	"github.com/jail-sandbox/jail/tools"
 )
 
 // policyEnv gathers what the policy package needs from the process environment; the package
@@ -100,6 +103,10 @@ type explanation struct {
 	Confinement confinement       `json:"confinement"`
 	Access      access            `json:"access"`
 	Toolset     *policy.Toolset   `json:"toolset"`
+	// Absent are tools the policy names (tools.allow, tools.also_allow,
+	// agents.*.grants) that this build's registry does not have: no
+	// front end offers them, whatever the policy says.
+	Absent []string `json:"absent"`
 }
 
 // access is what the policy's access level expands to (README: "Access levels").
@@ -154,7 +161,15 @@ func policyExplain(args []string, stdout, stderr io.Writer) int {
 	for _, w := range widenings {
 		fmt.Fprintln(stderr, "jail: warning:", w)
 	}
-	ts, err := policy.Resolve(p, policy.Catalogue(), policy.Subject{Agent: *agent, Role: *role})
+	// The registry and the function serve, mcp and tool answer with: explain
+	// prints what a caller is offered and how each call is decided.
+	reg, err := coreRegistry(p.Limits.Timeout)
+	if err != nil {
+		fmt.Fprintln(stderr, "jail policy explain:", err)
+		return 1
+	}
+	srv := &tools.Server{Registry: reg, Policy: p, PolicyHash: p.Hash(), Home: env.Home}
+	ts, err := srv.Toolset(tools.CallContext{Agent: *agent, Role: *role})
 	if err != nil {
 		fmt.Fprintln(stderr, "jail policy explain:", err)
 		return 2
@@ -164,6 +179,7 @@ func policyExplain(args []string, stdout, stderr io.Writer) int {
 		Hide: p.Sandbox.Hide, Protected: p.Sandbox.Protected, Network: p.Network.Mode, Allow: p.Network.Allow,
 		Timeout: p.Limits.Timeout.String(), Memory: p.Limits.Memory.String(), Pids: p.Limits.Pids, OutputChars: p.Limits.OutputChars,
 	}}
+	ex.Absent = absentTools(p, reg)
 	if ex.Sources == nil {
 		ex.Sources = []string{"(embedded default)"}
 	}
@@ -225,6 +241,9 @@ func printExplanation(w io.Writer, ex explanation) {
 	if ex.Access.NeedsHuman {
 		fmt.Fprintln(w, "  takes effect only when a human approves it at the first tool call (refused unattended)")
 	}
+	if len(ex.Absent) > 0 {
+		fmt.Fprintf(w, "\nnamed by the policy but not in this build (never offered): %s\n", strings.Join(ex.Absent, " "))
+	}
 	for _, sec := range []struct {
 		title string
 		ds    []policy.ToolDecision
@@ -233,9 +252,35 @@ func printExplanation(w io.Writer, ex explanation) {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		for _, d := range sec.ds {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\n", d.Tool.Name, d.Risk, d.Reason)
+			if a := d.Approval; a != nil {
+				// A granted tool is not a tool that runs: say whether a
+				// call runs, asks or is refused, and which key changes it.
+				fmt.Fprintf(tw, "  \t\t%s\n", a.Summary)
+				if a.Pass != "" {
+					fmt.Fprintf(tw, "  \t\tto run it without asking: %s\n", a.Pass)
+				}
+				if a.UnattendedPass != "" && a.Unattended == policy.ApprovalRefused {
+					fmt.Fprintf(tw, "  \t\tto run it unattended: %s\n", a.UnattendedPass)
+				}
+			}
 		}
 		tw.Flush()
 	}
+}
+
+// absentTools lists the tools p names that reg does not have, in order.
+func absentTools(p *policy.Policy, reg *tools.Registry) []string {
+	named := append(slices.Clone(p.Tools.Allow), p.Tools.AlsoAllow...)
+	for _, name := range slices.Sorted(maps.Keys(p.Agents)) {
+		named = append(named, p.Agents[name].Grants...)
+	}
+	absent := []string{}
+	for _, n := range named {
+		if _, ok := reg.Lookup(n); !ok && !slices.Contains(absent, n) {
+			absent = append(absent, n)
+		}
+	}
+	return absent
 }
 
 func list(s []string) string {

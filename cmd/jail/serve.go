@@ -206,7 +206,7 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 		}
 		return &tools.Shell{Cmd: cmd, Env: spec.Env, Script: ends[0][1], Out: [3]*os.File{ends[1][0], ends[2][0], ends[3][0]}, Release: release}, nil
 	}
-	reg, err := tools.NewRegistry(tools.Core(tools.Options{BashMaxTimeout: o.run.timeout})...)
+	reg, err := coreRegistry(o.run.timeout)
 	if err != nil {
 		nr.close()
 		return nil, nil, err
@@ -221,6 +221,13 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 			audit.Close()
 		}
 	}, nil
+}
+
+// coreRegistry is the tool registry of every front end (serve, mcp, tool)
+// and of jail policy explain, so explain resolves against the tools a
+// caller is offered.
+func coreRegistry(bashMaxTimeout time.Duration) (*tools.Registry, error) {
+	return tools.NewRegistry(tools.Core(tools.Options{BashMaxTimeout: bashMaxTimeout})...)
 }
 
 // blockingPipe is a pipe the Go runtime does not poll, for a worker's
