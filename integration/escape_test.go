@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jail-sandbox/jail/internal/testutil"
 )
 
 // pyErrno runs a python3 snippet that performs one syscall attempt and
@@ -373,7 +375,7 @@ echo started`, marker))
 		mustExit(t, res, 0)
 		// No grace period: jail returns only once every process of the
 		// sandbox is gone.
-		if pids := hostProcessesWith("sleep\x00" + marker); len(pids) > 0 {
+		if pids := testutil.Processes("sleep\x00" + marker); len(pids) > 0 {
 			t.Fatalf("daemons outlived the sandbox: %v", pids)
 		}
 		for _, p := range []string{"/tmp/jail-persist-" + marker, "/dev/shm/jail-persist-" + marker} {
@@ -402,7 +404,7 @@ func TestTimeoutKillsTree(t *testing.T) {
 		}
 		// No grace period: jail returns only once every process of the
 		// sandbox is gone.
-		if pids := hostProcessesWith("sleep\x00" + marker); len(pids) > 0 {
+		if pids := testutil.Processes("sleep\x00" + marker); len(pids) > 0 {
 			t.Fatalf("processes survived the timeout: %v", pids)
 		}
 	})

@@ -286,23 +286,6 @@ func mustExit(t *testing.T, res result, code int) {
 	}
 }
 
-// hostProcessesWith lists host pids whose command line contains marker.
-func hostProcessesWith(marker string) []int {
-	var pids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Contains(b, []byte(marker)) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
 // canary creates a secret file outside any workspace, owned by r, and
 // returns its path; a test checks it is unchanged afterwards.
 func (r runner) canary(t *testing.T) (path, content string) {

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jail-sandbox/jail/internal/testutil"
 )
 
 // The plan cache (docs/plan-cache.md): a repeated `jail run` is carried
@@ -265,7 +267,7 @@ func TestPlanCacheSignalDuringStart(t *testing.T) {
 				t.Fatalf("SIGTERM after %d ms was lost: the command ran to its end: %q", i%8, out.String())
 			}
 		}
-		if pids := hostProcessesWith(marker); len(pids) > 0 {
+		if pids := testutil.Processes(marker); len(pids) > 0 {
 			t.Fatalf("processes left behind: %v", pids)
 		}
 		if ents, _ := os.ReadDir(ws); len(ents) != 0 {

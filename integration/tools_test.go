@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jail-sandbox/jail/internal/testutil"
 )
 
 // served is a running `jail serve` driven over its stdin and stdout.
@@ -336,9 +338,8 @@ func TestBashTimeoutInWorker(t *testing.T) {
 		if !res.Result.IsError || res.Result.Meta["timed_out"] != true {
 			t.Fatalf("timeout: %+v", res.Result)
 		}
-		time.Sleep(100 * time.Millisecond)
-		if pids := hostProcessesWith(marker); len(pids) > 0 {
-			t.Fatalf("processes left after the timeout: %v", pids)
+		if !testutil.Eventually(5*time.Second, func() bool { return len(testutil.Processes(marker)) == 0 }) {
+			t.Fatalf("processes left after the timeout: %v", testutil.Processes(marker))
 		}
 		if res = s.call(2, "bash", `{"command":"echo alive"}`); res.Result.Content != "alive\n" {
 			t.Fatalf("after a timeout: %+v", res.Result)
@@ -427,7 +428,7 @@ func TestBashFreshSandboxPerCall(t *testing.T) {
 		if len(lines) < 4 || lines[0] != "2" || lines[3] != "read-nothing" {
 			t.Fatalf("first call: %q", first.Result.Content)
 		}
-		if pids := hostProcessesWith(marker); len(pids) > 0 {
+		if pids := testutil.Processes(marker); len(pids) > 0 {
 			t.Fatalf("a process of the first call outlived it: %v", pids)
 		}
 		second := s.call(2, "bash", `{"command":"echo $$; readlink /proc/self/ns/pid /proc/self/ns/mnt; ls /tmp /dev/shm; pwd; echo \"$KEEP\"; echo \"home=${HOME-unset}\""}`)
@@ -500,9 +501,7 @@ func TestZygoteHoldsNothingOfTheCaller(t *testing.T) {
 			}
 			return z
 		}
-		for deadline := time.Now().Add(3 * time.Second); len(zombies()) > 0 && time.Now().Before(deadline); {
-			time.Sleep(10 * time.Millisecond)
-		}
+		testutil.Eventually(3*time.Second, func() bool { return len(zombies()) == 0 })
 		if z := zombies(); len(z) > 0 {
 			t.Errorf("jail serve leaves its sandboxes' inits unreaped (pid:stat): %v\nstderr: %s", z, errb.String())
 		}
@@ -546,10 +545,7 @@ func TestZygoteHoldsNothingOfTheCaller(t *testing.T) {
 			return err == nil && !strings.Contains(string(st), "State:\tZ")
 		}
 		for _, pid := range append(zygote, inits...) {
-			for deadline := time.Now().Add(2 * time.Second); alive(pid) && time.Now().Before(deadline); {
-				time.Sleep(10 * time.Millisecond)
-			}
-			if alive(pid) {
+			if !testutil.Eventually(2*time.Second, func() bool { return !alive(pid) }) {
 				t.Errorf("process %s outlived jail serve", pid)
 			}
 		}

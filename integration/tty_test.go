@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jail-sandbox/jail/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -217,7 +218,7 @@ func TestForwardedSignal(t *testing.T) {
 			t.Fatal(err)
 		}
 		deadline := time.Now().Add(10 * time.Second)
-		for len(hostProcessesWith("sleep\x00"+marker)) == 0 && time.Now().Before(deadline) {
+		for len(testutil.Processes("sleep\x00"+marker)) == 0 && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		cmd.Process.Signal(syscall.SIGTERM)
@@ -232,7 +233,7 @@ func TestForwardedSignal(t *testing.T) {
 		}
 		// No grace period: jail returns only once every process of the
 		// sandbox is gone.
-		if pids := hostProcessesWith("sleep\x00" + marker); len(pids) > 0 {
+		if pids := testutil.Processes("sleep\x00" + marker); len(pids) > 0 {
 			t.Fatalf("processes survived: %v", pids)
 		}
 	})

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jail-sandbox/jail/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -71,9 +72,8 @@ func TestBashTimeoutKillsEverything(t *testing.T) {
 	if !r.IsError || r.Meta["timed_out"] != true || time.Since(start) > 5*time.Second {
 		t.Fatalf("timeout: %v after %s", r, time.Since(start))
 	}
-	time.Sleep(50 * time.Millisecond)
-	if pids := processesWith(marker); len(pids) > 0 {
-		t.Fatalf("processes left after the timeout: %v", pids)
+	if !testutil.Eventually(5*time.Second, func() bool { return len(testutil.LiveProcesses(marker)) == 0 }) {
+		t.Fatalf("processes left after the timeout: %v", testutil.LiveProcesses(marker))
 	}
 	r = mustOK(t, f.call("bash", map[string]any{"command": "pwd"}))
 	if r.Content != f.dir+"\n" {
@@ -81,28 +81,9 @@ func TestBashTimeoutKillsEverything(t *testing.T) {
 	}
 	// A call that ends normally also leaves nothing behind.
 	mustOK(t, f.call("bash", map[string]any{"command": "(setsid sh -c 'sleep " + marker + "; :' > /dev/null 2>&1 &); true"}))
-	time.Sleep(50 * time.Millisecond)
-	if pids := processesWith(marker); len(pids) > 0 {
-		t.Fatalf("a background daemon outlived its call: %v", pids)
+	if !testutil.Eventually(5*time.Second, func() bool { return len(testutil.LiveProcesses(marker)) == 0 }) {
+		t.Fatalf("a background daemon outlived its call: %v", testutil.LiveProcesses(marker))
 	}
-}
-
-func processesWith(marker string) []int {
-	var pids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && strings.Contains(string(b), marker) {
-			if st, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil && !strings.Contains(string(st), ") Z") {
-				pids = append(pids, pid)
-			}
-		}
-	}
-	return pids
 }
 
 // TestParseStateOfEveryShell feeds parseState what dash, bash in POSIX

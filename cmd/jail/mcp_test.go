@@ -13,12 +13,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jail-sandbox/jail/internal/testutil"
 	"github.com/jail-sandbox/jail/policy"
 	"github.com/jail-sandbox/jail/tools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -320,32 +320,6 @@ func TestMCPElicitation(t *testing.T) {
 	}
 }
 
-// sandboxProcesses lists host pids whose command line contains marker.
-func sandboxProcesses(marker string) []int {
-	var pids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && bytes.Contains(b, []byte(marker)) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// waitFor polls cond for up to 10s.
-func waitFor(cond func() bool) bool {
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-	}
-	return false
-}
-
 func TestMCPCancelAndProgress(t *testing.T) {
 	h := startMCP(t, autoBashPolicy, "")
 	var mu sync.Mutex
@@ -365,11 +339,11 @@ func TestMCPCancelAndProgress(t *testing.T) {
 		_, err := cs.CallTool(ctx, p)
 		errc <- err
 	}()
-	if !waitFor(func() bool { return len(sandboxProcesses("sleep\x00"+marker)) > 0 }) {
+	if !testutil.Eventually(10*time.Second, func() bool { return len(testutil.Processes("sleep\x00"+marker)) > 0 }) {
 		t.Fatalf("the sleep never started\n%s", h.stderr)
 	}
 	// Progress arrives every second while the call runs.
-	if !waitFor(func() bool { mu.Lock(); defer mu.Unlock(); return len(progress) >= 2 }) {
+	if !testutil.Eventually(10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(progress) >= 2 }) {
 		t.Fatalf("progress notifications: %v", progress)
 	}
 	mu.Lock()
@@ -381,8 +355,8 @@ func TestMCPCancelAndProgress(t *testing.T) {
 	if err := <-errc; err == nil {
 		t.Fatal("a cancelled call returned no error")
 	}
-	if !waitFor(func() bool { return len(sandboxProcesses("sleep\x00"+marker)) == 0 }) {
-		t.Fatalf("the cancelled call's process is still alive: %v", sandboxProcesses("sleep\x00"+marker))
+	if !testutil.Eventually(10*time.Second, func() bool { return len(testutil.Processes("sleep\x00"+marker)) == 0 }) {
+		t.Fatalf("the cancelled call's process is still alive: %v", testutil.Processes("sleep\x00"+marker))
 	}
 	// The server and its pool are still usable.
 	if res, text := call(t, cs, "bash", map[string]any{"command": "echo after"}); res.IsError || text != "after\n" {
@@ -401,7 +375,7 @@ func TestMCPDisconnectEndsSandboxes(t *testing.T) {
 		// Lifetime: until the session closes under it.
 		cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "sleep " + marker + " & sleep " + marker + "; wait", "timeout": 600}})
 	}()
-	if !waitFor(func() bool { return len(sandboxProcesses("sleep\x00"+marker)) == 2 }) {
+	if !testutil.Eventually(10*time.Second, func() bool { return len(testutil.Processes("sleep\x00"+marker)) == 2 }) {
 		t.Fatalf("the sleeps never started\n%s", h.stderr)
 	}
 	// The client goes away: stdin ends.
@@ -416,10 +390,10 @@ func TestMCPDisconnectEndsSandboxes(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("jail mcp did not end after stdin closed\n%s", h.stderr)
 	}
-	if pids := sandboxProcesses("sleep\x00" + marker); len(pids) > 0 {
+	if pids := testutil.Processes("sleep\x00" + marker); len(pids) > 0 {
 		t.Fatalf("processes outlived the client: %v", pids)
 	}
-	if pids := sandboxProcesses(workerCommand); len(pids) > 0 {
+	if pids := testutil.Processes(workerCommand); len(pids) > 0 {
 		t.Fatalf("workers outlived the client: %v", pids)
 	}
 }
