@@ -80,9 +80,13 @@ type Question struct {
 	Actions []Action
 	// Role is the asking agent's role, for approvers that decide by it.
 	Role string
+	// GrantsFile is where an "always" answer is saved (approval.grants_file); empty means
+	// nowhere, and a prompt then does not offer "always".
+	GrantsFile string
 }
 
-// Answer is a human's reply. Remember asks for a persistent grant for this exact call.
+// Answer is a human's reply. Remember asks for a persistent grant for this exact call: saved
+// to approval.grants_file when there is one ([SaveGrant]), and held for the rest of the session.
 type Answer struct {
 	Approve  bool
 	Remember bool
@@ -157,6 +161,8 @@ type Gate struct {
 	Approver *Approver
 
 	elevation *elevation // non-nil when the access level is elevated
+	// remembered holds this session's "always" answers; shared by copies.
+	remembered *remembered
 }
 
 // NewGate resolves the toolset for who and builds the guard and grants.
@@ -173,7 +179,7 @@ func NewGate(p *Policy, registry []ToolInfo, who Subject, home string, asker Ask
 	if err != nil {
 		return nil, err
 	}
-	gt := &Gate{Policy: p, Toolset: ts, Guard: g, Grants: grants, Asker: asker}
+	gt := &Gate{Policy: p, Toolset: ts, Guard: g, Grants: grants, Asker: asker, remembered: &remembered{}}
 	if len(p.Approval.Approver) > 0 {
 		gt.Approver = &Approver{Argv: slices.Clone(p.Approval.Approver), Timeout: p.Approval.ApproverTimeout}
 	}
@@ -298,7 +304,11 @@ func (g *Gate) check(ctx context.Context, c Call) Decision {
 		why = risk.String() + " call needs approval"
 	}
 	// 6. persistent grants
-	for _, gt := range g.Grants {
+	grants := g.Grants
+	if g.remembered != nil {
+		grants = append(slices.Clone(grants), g.remembered.list()...)
+	}
+	for _, gt := range grants {
 		if gt.Tool == c.Tool && (gt.Command == c.Command() || gt.Command == "" && gr.Level == GuardAllow && risk != Dangerous) {
 			d := allow("grant", "persistent grant for "+c.Tool)
 			d.Outcome = OutcomeApproved
@@ -342,8 +352,13 @@ func (g *Gate) check(ctx context.Context, c Call) Decision {
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ans, err := g.Asker.Ask(actx, Question{Agent: g.Toolset.Agent, Role: g.Toolset.Role, Tool: c.Tool, Risk: risk, Args: Redact(c.Args), Reason: why, Actions: acts})
+	ans, err := g.Asker.Ask(actx, Question{Agent: g.Toolset.Agent, Role: g.Toolset.Role, Tool: c.Tool, Risk: risk, Args: Redact(c.Args), Reason: why, Actions: acts,
+		GrantsFile: a.GrantsFile})
 	switch {
+	case err != nil && ctx.Err() != nil:
+		// The call itself ended (cancelled, or its client went away), not
+		// the wait for an answer.
+		return finish(deny(OutcomeRefused, "ask", why+"; the call was cancelled before an answer"))
 	case err != nil && actx.Err() != nil:
 		return finish(deny(OutcomeRefused, "ask", fmt.Sprintf("%s; no answer within %s", why, timeout)))
 	case err != nil:
@@ -353,14 +368,33 @@ func (g *Gate) check(ctx context.Context, c Call) Decision {
 		d.ApprovalSource = SourceHuman
 		return finish(d)
 	}
+	reason := why + "; approved by a human"
 	if ans.Remember {
-		g.Grants = append(g.Grants, Grant{Tool: c.Tool, Command: c.Command()})
+		gt := Grant{Tool: c.Tool, Command: c.Command()}
+		if g.remembered != nil {
+			g.remembered.add(gt)
+		} else {
+			g.Grants = append(g.Grants, gt)
+		}
+		switch {
+		case a.GrantsFile == "":
+			reason += " (always: for this session; set approval.grants_file to keep it)"
+		default:
+			if err := SaveGrant(a.GrantsFile, gt); err != nil {
+				// The human's answer stands for this call and session;
+				// the record says it did not last.
+				reason += " (always: for this session only: " + err.Error() + ")"
+			} else {
+				reason += " (always: saved to approval.grants_file " + a.GrantsFile + ")"
+			}
+		}
 	}
-	return finish(Decision{Allowed: true, Outcome: OutcomeApproved, ApprovalSource: SourceHuman, Step: "ask", Reason: why + "; approved by a human"})
+	return finish(Decision{Allowed: true, Outcome: OutcomeApproved, ApprovalSource: SourceHuman, Step: "ask", Reason: reason})
 }
 
 // TerminalAsker asks on a terminal: it writes the question to Out and reads one line from In
-// ("y", "yes", "a"/"always" to remember; anything else refuses). In should be the controlling
+// ("y", "yes", "a"/"always" to remember; anything else refuses). "always" is offered only when
+// the question names a grants file to save it to. In should be the controlling
 // terminal (/dev/tty), not the agent's stdin. When In is an *os.File that supports deadlines,
 // the read ends at ctx's deadline; otherwise the reading goroutine ends when a line arrives or
 // In is closed, and the gate has already moved on.
@@ -372,8 +406,13 @@ type TerminalAsker struct {
 // Ask prompts and waits for one line.
 func (t *TerminalAsker) Ask(ctx context.Context, q Question) (Answer, error) {
 	args, _ := json.Marshal(q.Args)
-	fmt.Fprintf(t.Out, "jail: %s wants %s (%s): %s\n  args: %s\n  allow? [y]es / [a]lways / [N]o: ",
-		orDash(q.Agent), q.Tool, q.Risk, q.Reason, args)
+	// "always" is offered only when it can last: saved to the grants file.
+	always := ""
+	if q.GrantsFile != "" {
+		always = " / [a]lways (saved to " + q.GrantsFile + ")"
+	}
+	fmt.Fprintf(t.Out, "jail: %s wants %s (%s): %s\n  args: %s\n  allow? [y]es%s / [N]o: ",
+		orDash(q.Agent), q.Tool, q.Risk, q.Reason, args, always)
 	if f, ok := t.In.(*os.File); ok {
 		if dl, ok := ctx.Deadline(); ok {
 			_ = f.SetReadDeadline(dl) // best effort: not every file supports deadlines

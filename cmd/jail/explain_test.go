@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,7 +11,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/jail-sandbox/jail/internal/testutil"
 	"github.com/jail-sandbox/jail/policy"
 	"github.com/jail-sandbox/jail/tools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -192,5 +195,68 @@ func TestMCPElevationOncePerSession(t *testing.T) {
 	}
 	if len(asked) != 1 || !strings.Contains(asked[0], "elevated") {
 		t.Fatalf("asked %d times, want once for the elevation: %q", len(asked), asked)
+	}
+}
+
+// TestMCPAnswersEveryRequestAtEOF: when the client closes its input
+// without waiting, every request it sent still gets its response before
+// jail mcp exits, as in jail serve: a running call is cancelled (its
+// sandbox ends) and answered, and a call waiting for the client's answer
+// to an approval question is refused at once, not after ask_timeout.
+func TestMCPAnswersEveryRequestAtEOF(t *testing.T) {
+	h := startMCP(t, autoBashPolicy+"require_approval = [\"write\"]\nask_timeout = \"1m\"\n", "")
+	r := &rawSession{t: t, h: h, out: bufio.NewScanner(h.out)}
+	r.out.Buffer(make([]byte, 64<<10), 4<<20)
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if resp := r.next(); resp.Error != nil {
+		t.Fatalf("initialize: %+v", resp.Error)
+	}
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	marker := fmt.Sprintf("%d", 700000+time.Now().UnixNano()%99999)
+	r.send(`{"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"name":"bash","arguments":{"command":"sleep ` + marker + `","timeout":600}}}`)
+	r.send(`{"jsonrpc":"2.0","id":"ask","method":"tools/call","params":{"name":"write","arguments":{"path":"w.txt","content":"x"}}}`)
+	// The write's question arrives; the sleep is running.
+	var asked bool
+	for !asked {
+		if !r.out.Scan() {
+			t.Fatalf("output ended: %s", h.stderr)
+		}
+		asked = strings.Contains(r.out.Text(), `"elicitation/create"`)
+	}
+	if !testutil.Eventually(10*time.Second, func() bool { return len(testutil.Processes("sleep\x00"+marker)) == 1 }) {
+		t.Fatalf("the sleep never started\n%s", h.stderr)
+	}
+	start := time.Now()
+	h.in.Close() // no answer, no cancellation: the client is gone
+	answered := map[string]string{}
+	for r.out.Scan() {
+		var resp struct {
+			ID     any             `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(r.out.Bytes(), &resp) == nil && resp.ID != nil {
+			answered[fmt.Sprint(resp.ID)] = string(resp.Result) + string(resp.Error)
+		}
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("took %s to answer and exit", took)
+	}
+	for _, id := range []string{"long", "ask"} {
+		if _, ok := answered[id]; !ok {
+			t.Errorf("request %q left without a response; got %v\n%s", id, answered, h.stderr)
+		}
+	}
+	// Refused: the question failed (nobody can answer) or the call was
+	// cancelled first; either way not "no answer within 1m".
+	if ask := answered["ask"]; !strings.Contains(ask, `"isError":true`) || strings.Contains(ask, "no answer within") ||
+		!strings.Contains(ask, "nobody can answer") && !strings.Contains(ask, "cancelled before an answer") {
+		t.Errorf("the asking call's response: %s", answered["ask"])
+	}
+	if _, err := os.Stat(filepath.Join(h.ws, "w.txt")); err == nil {
+		t.Error("the unanswered write ran")
+	}
+	if pids := testutil.Processes("sleep\x00" + marker); len(pids) > 0 {
+		t.Errorf("the cancelled call's processes outlived the session: %v", pids)
 	}
 }

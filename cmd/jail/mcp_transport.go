@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/jail-sandbox/jail/tools"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -33,12 +34,23 @@ type lineTransport struct {
 
 // Connect starts reading in; it is called once, by Server.Connect.
 func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
-	c := &lineConn{in: t.in, out: t.out, msgs: make(chan jsonrpc.Message), closed: make(chan struct{})}
+	c := &lineConn{in: t.in, out: t.out, msgs: make(chan jsonrpc.Message), closed: make(chan struct{}),
+		inbound: map[jsonrpc.ID]bool{}, outbound: map[jsonrpc.ID]bool{}, changed: make(chan struct{}, 1)}
 	go c.readLoop(bufio.NewReaderSize(t.in, 64<<10), t.maxLine)
 	return c, nil
 }
 
 // lineConn is the connection lineTransport makes.
+//
+// When the input ends, every request already received is still answered,
+// as jail serve answers every call it read: the SDK, told of the end at
+// once, would cancel the calls and drop their responses, leaving the
+// client's requests pending forever. So Read keeps the end back: it first
+// cancels each request still unanswered (a notifications/cancelled the
+// client did not send: its sandboxes end as on a disconnect), fails each
+// question the server put to the client (nobody can answer it now, so the
+// gate refuses at once instead of waiting for ask_timeout), and reports
+// io.EOF only once every request has its response on the output.
 type lineConn struct {
 	in      io.Reader
 	out     io.Writer
@@ -47,7 +59,28 @@ type lineConn struct {
 	readErr error
 	closed  chan struct{}
 	close   sync.Once
+
+	mu sync.Mutex
+	// inbound are the client's requests read and not yet answered;
+	// outbound the server's requests written and not yet answered.
+	inbound, outbound map[jsonrpc.ID]bool
+	// ended is set when the input ended; queued holds what Read delivers
+	// after that, before io.EOF.
+	ended  bool
+	queued []jsonrpc.Message
+	// changed wakes a Read waiting after the end (capacity one).
+	changed chan struct{}
+	// drainBy fires drainTimeout after the end.
+	drainBy <-chan time.Time
 }
+
+// drainTimeout bounds the wait for the answers after the input ended: a
+// cancelled call ends its sandbox within a second or two.
+const drainTimeout = 30 * time.Second
+
+// errInputEnded answers the server's requests once the client's input
+// ended.
+var errInputEnded = errors.New("the client closed its input: nobody can answer")
 
 // readLoop delivers the well-formed messages of in to Read and answers the
 // rest itself.
@@ -126,21 +159,91 @@ func (c *lineConn) reject(id any, code int64, message string) {
 	}
 }
 
-// Read returns the next message; io.EOF when the client closed its end.
+// Read returns the next message; io.EOF when the client closed its end
+// and every request read has been answered.
 func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case msg, ok := <-c.msgs:
-		if !ok {
+	for {
+		c.mu.Lock()
+		ended := c.ended
+		if ended && len(c.queued) > 0 {
+			msg := c.queued[0]
+			c.queued = c.queued[1:]
+			c.mu.Unlock()
+			return msg, nil
+		}
+		drained := len(c.inbound) == 0
+		c.mu.Unlock()
+		if ended && drained {
 			if c.readErr == nil || errors.Is(c.readErr, io.EOF) {
 				return nil, io.EOF
 			}
 			return nil, fmt.Errorf("mcp: read: %w", c.readErr)
 		}
-		return msg, nil
-	case <-c.closed:
-		return nil, io.EOF
+		msgs := c.msgs
+		var giveUp <-chan time.Time
+		if ended {
+			msgs = nil // wait for the answers instead
+			giveUp = c.drainBy
+		}
+		select {
+		case <-giveUp:
+			// A handler that does not return must not keep the process,
+			// and the sandboxes it holds, alive.
+			return nil, io.EOF
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case msg, ok := <-msgs:
+			if !ok {
+				c.endInput()
+				continue
+			}
+			c.track(msg)
+			return msg, nil
+		case <-c.changed:
+		case <-c.closed:
+			return nil, io.EOF
+		}
+	}
+}
+
+// track records a request read (to be answered) or a response read (a
+// question answered).
+func (c *lineConn) track(msg jsonrpc.Message) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch m := msg.(type) {
+	case *jsonrpc.Request:
+		if m.IsCall() {
+			c.inbound[m.ID] = true
+		}
+	case *jsonrpc.Response:
+		delete(c.outbound, m.ID)
+	}
+}
+
+// endInput queues, for Read, a cancellation of every request still
+// unanswered and an error response to every question still open.
+func (c *lineConn) endInput() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ended = true
+	c.drainBy = time.After(drainTimeout)
+	for id := range c.inbound {
+		params, _ := json.Marshal(map[string]any{"requestId": id.Raw(), "reason": errInputEnded.Error()})
+		c.queued = append(c.queued, &jsonrpc.Request{Method: "notifications/cancelled", Params: params})
+	}
+	for id := range c.outbound {
+		c.queued = append(c.queued, &jsonrpc.Response{ID: id, Error: errInputEnded})
+	}
+	clear(c.outbound)
+}
+
+// wake tells a Read waiting after the end that something changed; c.mu
+// is held.
+func (c *lineConn) wake() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
 	}
 }
 
@@ -153,6 +256,31 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("mcp: encode: %w", err)
 	}
+	if m, ok := msg.(*jsonrpc.Response); ok {
+		// Forgotten only once written, so Read's io.EOF comes after the
+		// last answer is on the output.
+		err := c.writeLine(b)
+		c.mu.Lock()
+		delete(c.inbound, m.ID)
+		c.wake()
+		c.mu.Unlock()
+		return err
+	}
+	c.mu.Lock()
+	switch m := msg.(type) {
+	case *jsonrpc.Request:
+		switch {
+		case !m.IsCall():
+		case c.ended:
+			// Nobody can answer: the question fails at once. Written all
+			// the same, so the output shows what was asked.
+			c.queued = append(c.queued, &jsonrpc.Response{ID: m.ID, Error: errInputEnded})
+			c.wake()
+		default:
+			c.outbound[m.ID] = true
+		}
+	}
+	c.mu.Unlock()
 	return c.writeLine(b)
 }
 
