@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jail-sandbox/jail/internal/testutil"
 )
 
 // The harness path, `jail run --json --timeout D -- CMD`, is served by the
@@ -102,7 +104,7 @@ func TestHarnessPathJSON(t *testing.T) {
 		}
 		// The timeout killed the whole tree: no sleep of the sandbox is
 		// left on the host.
-		if pids := hostProcessesWith("sleep\x006071"); len(pids) > 0 {
+		if pids := testutil.Processes("sleep\x006071"); len(pids) > 0 {
 			t.Errorf("processes of a timed-out sandbox are still running: %v", pids)
 		}
 	})
