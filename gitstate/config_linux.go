@@ -1,0 +1,176 @@
+package gitstate
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+
+	"golang.org/x/sys/unix"
+)
+
+// adoptConfig carries the sandbox's allowlisted config changes to the
+// host's config. The sandbox's file (the upper's copy) is compared with
+// the base's, key by key (a key's whole list of values is one unit); a
+// changed key on configAllow whose values pass its check is applied to the
+// host's current file, unless the host changed that key too (then the
+// host's is kept and it is a conflict). Every other changed key is dropped
+// and named. The host's file is rewritten under config.lock, as git config
+// does, keeping every line the adoption does not change byte for byte and
+// the file's mode.
+func (a *adopter) adoptConfig(up *upperTree, base *Snapshot) {
+	e := up.get("config")
+	if e == nil {
+		return
+	}
+	if e.kind != kindFile && e.kind != kindWhiteout {
+		return
+	}
+	e.used = true
+	if e.kind == kindWhiteout {
+		a.rep.dropped("config: deletion not adopted")
+		return
+	}
+	data, err := up.read("config", maxConfigFile)
+	if err != nil {
+		a.rep.dropped("config: %v", err)
+		return
+	}
+	sandbox, err := ParseConfig(data)
+	if err != nil {
+		a.rep.dropped("config: %v; no key adopted", err)
+		return
+	}
+	baseCfg, err := ParseConfig(base.Config)
+	if err != nil {
+		a.rep.dropped("config: the snapshot's config: %v", err)
+		return
+	}
+	changes := diffConfig(baseCfg, sandbox)
+	baseMap, _ := baseCfg.valueMap()
+	var allowed []setting
+	for _, ch := range changes {
+		if why := configVerdict(ch.Key, ch.Values); why != "" {
+			a.rep.dropped("config %s: %s", esc(ch.Key.String()), why)
+			continue
+		}
+		allowed = append(allowed, ch)
+	}
+	if len(allowed) == 0 {
+		return
+	}
+	for try := 0; try < 5; try++ {
+		err := a.applyConfig(allowed, baseMap)
+		if errors.Is(err, errRaced) {
+			continue
+		}
+		if err != nil {
+			for _, ch := range allowed {
+				a.rep.dropped("config %s: %v", esc(ch.Key.String()), err)
+			}
+		}
+		return
+	}
+	a.rep.dropped("config: kept changing on the host while being adopted")
+}
+
+// applyConfig makes one attempt at rewriting the host's config.
+func (a *adopter) applyConfig(allowed []setting, baseMap map[keyID][]string) error {
+	data, fi, err := readFile(a.gitfd, "config", maxConfigFile, false)
+	mode := uint32(0o644)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		data = nil
+	case err != nil:
+		return fmt.Errorf("read the host's config: %w", err)
+	default:
+		mode = fi.Mode & 0o7777
+	}
+	host, err := ParseConfig(data)
+	if err != nil {
+		return fmt.Errorf("the host's config: %w", err)
+	}
+	hostMap, _ := host.valueMap()
+	var apply []setting
+	for _, ch := range allowed {
+		switch cur := hostMap[ch.Key]; {
+		case equalValues(cur, ch.Values):
+		case !equalValues(cur, baseMap[ch.Key]):
+			a.rep.conflict("config %s: changed on the host and in the sandbox; the host's kept", esc(ch.Key.String()))
+		default:
+			apply = append(apply, ch)
+		}
+	}
+	if len(apply) == 0 {
+		return nil
+	}
+	out := host.rewrite(apply)
+	// The rewrite must say exactly what was meant: parse it back.
+	check, err := ParseConfig(out)
+	if err != nil {
+		return fmt.Errorf("rewritten config does not parse: %w", err)
+	}
+	checkMap, _ := check.valueMap()
+	for _, ch := range apply {
+		if !equalValues(checkMap[ch.Key], ch.Values) {
+			return fmt.Errorf("rewritten config has %s wrong", esc(ch.Key.String()))
+		}
+	}
+	lk, err := lock(a.gitfd, "config", mode)
+	if err != nil {
+		return fmt.Errorf("lock config: %w", err)
+	}
+	now, _, err := readFile(a.gitfd, "config", maxConfigFile, false)
+	if err != nil && !errors.Is(err, unix.ENOENT) {
+		lk.release()
+		return fmt.Errorf("read the host's config: %w", err)
+	}
+	if !bytes.Equal(now, data) {
+		lk.release()
+		return errRaced
+	}
+	if err := lk.commit(out); err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	for _, ch := range apply {
+		a.rep.applied("config %s", esc(ch.Key.String()))
+	}
+	return nil
+}
+
+// diffConfig lists the keys whose values differ between two configs,
+// with the new config's values (none: removed), in the new file's order
+// and then the removed keys sorted.
+func diffConfig(old, new *Config) []setting {
+	om, _ := old.valueMap()
+	nm, order := new.valueMap()
+	var out []setting
+	for _, k := range order {
+		if !equalValues(om[k], nm[k]) {
+			out = append(out, setting{Key: k, Values: nm[k]})
+		}
+	}
+	var gone []keyID
+	for k := range om {
+		if _, ok := nm[k]; !ok {
+			gone = append(gone, k)
+		}
+	}
+	sort.Slice(gone, func(i, j int) bool { return gone[i].String() < gone[j].String() })
+	for _, k := range gone {
+		out = append(out, setting{Key: k})
+	}
+	return out
+}
+
+func equalValues(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,186 @@
+package gitstate
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestConfigAgainstGit parses tricky files with both this parser and the
+// real git (git config --list), and wants the same keys and values.
+func TestConfigAgainstGit(t *testing.T) {
+	requireGit(t)
+	cases := []string{
+		"[core]\n\tbare = false\n",
+		"[core] bare = true\n[user]name=a b\n",
+		"[remote \"Or\\\\i\\\"gin\"]\n\turl = \"x;y\" # comment\n\tfetch = +refs/*:refs/* ; c\n",
+		"[Section.SubSection]\nKey = v1\nkey=v2\n",
+		"[a]\n\tk = \"  lead and trail  \"\n\tm = one \\\n two\n\tn = tab\\there\\nnl\n",
+		"[a]\n\tflag\n\tempty =\n\tspaced   =   in  side   \n",
+		"\xef\xbb\xbf[a]\r\n\tk = crlf\r\n",
+		"; top\n# top\n[a \"b c\"]\n\tk = \"quoted # not comment\"\n",
+		"[a.b \"c\"]\n\tk = v\n",
+		"[a]k=1\n[a]k=2\n[A]K=3\n",
+		"[a]\n\tk = x\"y\"z\n",
+		"[include]\n\tpath = other\n[includeIf \"gitdir:/x/\"]\n\tpath = /y\n",
+		"[a]\n\tk = v",
+		"[a]\n\tk = \\\"\\\\\n",
+		"[a]\n\tk = a\tb\n",
+	}
+	bad := []string{
+		"[a\n", "[a]\n\tk = \"unterminated\n", "[a]\n\tk = \\q\n", "[a]\n\t1k = v\n",
+		"[a \"b]\n", "[a]\n\tk # c\n", "[]\n", "[a b]\n", "[a]\n\tk = v\\", "[a]\n\tk\x00 = v\n", "[a] k = \"x\ny\"\n",
+	}
+	// Stricter than git on purpose: a key before any section, which git
+	// lists but cannot look up, makes the whole file refused.
+	if _, err := ParseConfig([]byte("k = v\n")); err == nil {
+		t.Error("a key outside a section was accepted")
+	}
+	dir := t.TempDir()
+	for i, src := range append(cases, bad...) {
+		f := filepath.Join(dir, "c")
+		if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("git", "config", "--file", f, "--list", "--no-includes", "-z")
+		cmd.Env = gitEnv(dir)
+		out, gitErr := cmd.Output()
+		c, err := ParseConfig([]byte(src))
+		if (gitErr != nil) != (err != nil) {
+			t.Errorf("case %d %q: git error %v, ours %v", i, src, gitErr, err)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		var ours []string
+		for _, e := range c.Entries {
+			if e.NoValue {
+				ours = append(ours, e.Key())
+			} else {
+				ours = append(ours, e.Key()+"\n"+e.Value)
+			}
+		}
+		got := strings.Join(ours, "\x00")
+		if len(ours) > 0 {
+			got += "\x00"
+		}
+		if got != string(out) {
+			t.Errorf("case %d %q:\ngit:  %q\nours: %q", i, src, out, got)
+		}
+	}
+}
+
+// TestConfigRewrite applies settings and checks git reads back the new
+// values while every untouched byte stays.
+func TestConfigRewrite(t *testing.T) {
+	src := "# keep me\n[core]\n\tbare = false ; why\n[user] name = old\n[remote \"origin\"]\n\turl = https://a/b\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[x]\n\tz = 1\n"
+	c, err := ParseConfig([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := c.rewrite([]setting{
+		{Key: keyID{Section: "user", Name: "name"}, Values: []string{"New Name"}},
+		{Key: keyID{Section: "user", Name: "email"}, Values: []string{"n@example.com"}},
+		{Key: keyID{Section: "remote", Subsection: "origin", HasSub: true, Name: "fetch"}},
+		{Key: keyID{Section: "remote", Subsection: "up", HasSub: true, Name: "url"}, Values: []string{"git@h:x \"y\";#"}},
+	})
+	t.Logf("%s", out)
+	for _, keep := range []string{"# keep me\n[core]\n\tbare = false ; why\n", "[x]\n\tz = 1\n", "\turl = https://a/b\n"} {
+		if !strings.Contains(string(out), keep) {
+			t.Errorf("lost %q", keep)
+		}
+	}
+	c2, err := ParseConfig(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{"user.name": "New Name", "user.email": "n@example.com", "remote.up.url": "git@h:x \"y\";#", "core.bare": "false"} {
+		if v, _ := c2.Get(k); v != want {
+			t.Errorf("%s = %q, want %q", k, v, want)
+		}
+	}
+	if v := c2.Values("remote.origin.fetch"); len(v) != 0 {
+		t.Errorf("fetch not removed: %v", v)
+	}
+	requireGit(t)
+	f := filepath.Join(t.TempDir(), "c")
+	os.WriteFile(f, out, 0o644)
+	cmd := exec.Command("git", "config", "--file", f, "remote.up.url")
+	cmd.Env = gitEnv(t.TempDir())
+	if got, err := cmd.Output(); err != nil || string(got) != "git@h:x \"y\";#\n" {
+		t.Errorf("git reads %q, %v", got, err)
+	}
+}
+
+func TestConfigVerdicts(t *testing.T) {
+	ok := map[string]string{
+		"user.email": "a@b.c", "remote.origin.url": "https://github.com/x/y.git",
+		"remote.o2.pushurl": "git@github.com:x/y.git", "branch.main.rebase": "true",
+		"branch.feature/x.merge": "refs/heads/feature/x", "init.defaultbranch": "trunk", "core.autocrlf": "input",
+	}
+	no := map[string]string{
+		"remote.origin.url": "ext::sh -c touch% /tmp/x", "remote.a.url": "fd::3", "remote.b.url": "-oProxyCommand=x",
+		"remote.c.url": "/tmp/planted", "remote.d.url": "file:///tmp/planted", "remote.e.url": "ssh://-oProxyCommand=x/y",
+		"branch.main.rebase": "interactive", "core.fsmonitor": "x", "alias.st": "!x", "remote.f.url": "foo::bar",
+		"remote.-x.url": "https://a/b", "user.name": "a\nb", "remote.g.url": "x@-h:p", "core.hookspath": ".husky",
+	}
+	check := func(key, v string) string {
+		sec, sub, hasSub, name, _ := splitKey(key)
+		return configVerdict(keyID{sec, sub, hasSub, name}, []string{v})
+	}
+	for k, v := range ok {
+		if why := check(k, v); why != "" {
+			t.Errorf("%s=%q refused: %s", k, v, why)
+		}
+	}
+	for k, v := range no {
+		if why := check(k, v); why == "" {
+			t.Errorf("%s=%q adopted", k, v)
+		}
+	}
+}
+
+func TestAdoptConfig(t *testing.T) {
+	r := newRepo(t)
+	// A host config with comments and odd spacing, to be kept byte for byte.
+	cfg := filepath.Join(r.gitdir(), "config")
+	orig, _ := os.ReadFile(cfg)
+	orig = append(orig, []byte("# the user's comment\n[custom]\n\tkeep = \"  spaced  \" ; note\n")...)
+	os.WriteFile(cfg, orig, 0o600)
+	os.Chmod(cfg, 0o600)
+	base := r.take()
+	o := r.overlay()
+	o.run(`git config user.email agent@example.com
+git remote add origin https://example.com/x.git
+git config branch.main.remote origin
+git config branch.main.merge refs/heads/main
+git config custom.keep changed
+git config core.fsmonitor 'touch /nonexistent/x'`)
+	rep := o.adopt(base, Options{RunID: "c1"})
+	for _, k := range []string{"config user.email", "config remote.origin.url", "config remote.origin.fetch", "config branch.main.remote", "config branch.main.merge"} {
+		if !contains(rep.Applied, k) {
+			t.Errorf("%s not applied: %+v", k, rep)
+		}
+	}
+	for _, k := range []string{"config custom.keep: not on the list", "config core.fsmonitor: it can make git run"} {
+		if !contains(rep.Dropped, k) {
+			t.Errorf("%s not dropped: %v", k, rep.Dropped)
+		}
+	}
+	got, _ := os.ReadFile(cfg)
+	if !strings.HasPrefix(string(got), string(orig)) {
+		t.Errorf("host config not kept byte for byte:\n%s", got)
+	}
+	if st, _ := os.Stat(cfg); st.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", st.Mode().Perm())
+	}
+	if v := strings.TrimSpace(r.git("config", "remote.origin.url")); v != "https://example.com/x.git" {
+		t.Errorf("remote.origin.url = %q", v)
+	}
+	if _, err := r.tryGit("config", "core.fsmonitor"); err == nil {
+		t.Error("core.fsmonitor reached the host")
+	}
+}

@@ -1,0 +1,100 @@
+// Package gitstate carries a sandbox's git changes back into the host's
+// git directory without carrying anything that could make the host's git
+// run a program later.
+//
+// # Threat model
+//
+// Inside a sandbox a git directory is an overlayfs: the host's .git is the
+// read-only lower, a private directory the upper, and objects/ is bound
+// live from the host. The sandbox can write anything into the upper:
+// hooks, config keys that name programs (core.fsmonitor, core.pager,
+// alias.x = !cmd, filter.*, include.path, ...), commondir, rebase todo
+// lists with exec lines, an index staging a gitlink to a repository it
+// planted. When the sandbox has ended, jail, with the user's full rights
+// and outside any sandbox, calls Adopt, which copies back only an
+// allowlist of validated state; everything else is dropped and named in
+// the Report. The guarantee: nothing Adopt writes names a program, a
+// script, another git directory or another config file, so the host's git
+// reading the result runs only what it ran before.
+//
+// Every file is opened with openat2 beneath a held directory descriptor
+// (RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS), in the upper
+// and in the host's git directory; nothing is opened by a path string.
+// Symlinks, FIFOs, sockets, devices (other than overlayfs whiteouts),
+// hard-linked and oversized files in the upper are never read. The upper's
+// listing is bounded (Limits); when a bound is hit nothing is adopted.
+//
+// # Use
+//
+//	base, err := gitstate.Take(gitdirFD)            // at launch
+//	... the sandbox runs ...
+//	rep, err := gitstate.Adopt(gitdirFD, upperFD, base, gitstate.Options{RunID: id})
+//	fmt.Fprintln(os.Stderr, "jail:", rep.Summary())
+//
+// A Snapshot can be kept as bytes (MarshalBinary, UnmarshalSnapshot).
+// ReadConfig parses a config file (sections, subsections, keys, values in
+// order, includes listed but not followed) for callers that need to find
+// core.hooksPath or include targets.
+//
+// # Refs
+//
+// Refs under refs/ (loose and packed-refs) and the pseudo-refs HEAD,
+// ORIG_HEAD, MERGE_HEAD, CHERRY_PICK_HEAD and REVERT_HEAD are adopted when
+// their names pass git's check-ref-format rules and their values are an
+// object id of the repository's format (SHA-1 or SHA-256) or, for HEAD and
+// refs/, "ref: refs/...". A ref is never made to point at an object the
+// host does not have (a loose object or an entry of a pack's .idx;
+// alternates are not consulted). FETCH_HEAD is not adopted.
+//
+// The comparison is three-way, per ref: the Snapshot (base), the host now,
+// and the sandbox's intent, read from the upper alone. A ref counts as
+// changed by the sandbox only with evidence in the upper (its loose file
+// written or whited out, packed-refs rewritten), so a change the host made
+// to the live lower during the run, such as git gc packing refs, is never
+// taken for the sandbox's. Only the sandbox changed it: applied. Only the
+// host: the host's kept. Both, differently: the host's kept and the
+// sandbox's object id stored as refs/jail/<RunID>/<ref minus "refs/">
+// (refs/jail/<RunID>/HEAD for a pseudo-ref), reported as a Conflict.
+//
+// Writes follow git's protocol: "<ref>.lock" created O_EXCL beneath the
+// held directory, the value checked again under the lock (so a concurrent
+// git or a second adoption makes it a conflict rather than a lost update),
+// fsync, renameat over the ref. Deleting a packed ref rewrites packed-refs
+// under packed-refs.lock, keeping every other line byte for byte.
+//
+// # Reflogs and messages
+//
+// Lines the sandbox added to logs/HEAD and logs/refs/... are appended to the
+// host's reflogs when each matches git's reflog line format (no control
+// characters), except for refs that were dropped or in conflict.
+// COMMIT_EDITMSG, MERGE_MSG, SQUASH_MSG, TAG_EDITMSG (text without control
+// bytes) and MERGE_MODE ("no-ff" or empty) are adopted: git shows them in
+// the host's own editor and runs nothing from them.
+//
+// # Config
+//
+// The sandbox's config is compared with the Snapshot's key by key (a key's
+// whole list of values is one unit). A key it added, changed or removed
+// is applied only when it is on the allowlist (user.name, user.email,
+// remote.<name>.url|pushurl|fetch|push|tagopt|prune|prunetags,
+// branch.<name>.remote|pushremote|merge|rebase, core.autocrlf|eol|safecrlf,
+// init.defaultBranch, pull.rebase|ff, merge.ff, fetch.prune,
+// push.default|autoSetupRemote) and its value passes the key's check: URLs
+// only for the network transports and scp-like addresses (no ext::, fd::
+// or other helper, no file:// or local path, no leading "-"), booleans
+// where git would otherwise open an editor, valid ref and remote names.
+// A key the host changed too keeps the host's value (a Conflict). Every
+// other changed key is dropped and named. The host's file is rewritten
+// under config.lock, every untouched byte and the file's mode kept, and
+// parsed back before it is renamed into place.
+//
+// ParseConfig is a complete parser of git's syntax, checked against the
+// real git and fuzzed.
+//
+// # Never adopted
+//
+// hooks/, info/, commondir, gitdir, config.worktree, worktrees/, modules/,
+// rebase-merge/, rebase-apply/, sequencer/, FETCH_HEAD, shallow, lock
+// files, anything under objects/ seen through the upper (objects are
+// shared live, not through it), and any name not listed above.
+package gitstate

@@ -1,0 +1,67 @@
+package gitstate
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Report says what an adoption did. Every string in it is safe to print:
+// names the sandbox chose are escaped when the entry is made.
+type Report struct {
+	Applied   []string // what reached the host's git directory
+	Dropped   []string // what did not, each with its reason
+	Conflicts []string // changed on both sides: the host's kept, where the sandbox's went
+}
+
+func (r *Report) applied(format string, a ...any) {
+	r.Applied = append(r.Applied, fmt.Sprintf(format, a...))
+}
+func (r *Report) dropped(format string, a ...any) {
+	r.Dropped = append(r.Dropped, fmt.Sprintf(format, a...))
+}
+func (r *Report) conflict(format string, a ...any) {
+	r.Conflicts = append(r.Conflicts, fmt.Sprintf(format, a...))
+}
+
+// Empty reports whether nothing was applied, dropped or in conflict.
+func (r *Report) Empty() bool {
+	return len(r.Applied) == 0 && len(r.Dropped) == 0 && len(r.Conflicts) == 0
+}
+
+// Summary is one line for a terminal: counts, and the first few dropped
+// and conflicting items (the ones a user must know about).
+func (r *Report) Summary() string {
+	if r.Empty() {
+		return "git: nothing to adopt"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "git: adopted %d", len(r.Applied))
+	list := func(label string, items []string) {
+		if len(items) == 0 {
+			return
+		}
+		const show = 3
+		fmt.Fprintf(&b, "; %s %d (", label, len(items))
+		for i, s := range items {
+			if i == show {
+				fmt.Fprintf(&b, "; %d more", len(items)-show)
+				break
+			}
+			if i > 0 {
+				b.WriteString("; ")
+			}
+			b.WriteString(s)
+		}
+		b.WriteString(")")
+	}
+	list("dropped", r.Dropped)
+	list("conflicts", r.Conflicts)
+	// Entries are escaped when made; this is the last line of defence for
+	// a caller that appended its own.
+	return strings.Map(func(c rune) rune {
+		if c < ' ' || c == 0x7f {
+			return '?'
+		}
+		return c
+	}, b.String())
+}
