@@ -118,6 +118,15 @@ func readAll(f *os.File, p string, limit int64) ([]byte, error) {
 	}
 }
 
+// readHint keeps the familiar advice for a directory given to a reading
+// tool.
+func readHint(err error, p string) error {
+	if errors.Is(err, ErrNotRegular) && strings.Contains(err.Error(), "a directory") {
+		return fmt.Errorf("%s is a directory (use ls)", p)
+	}
+	return err
+}
+
 func readTool() *Tool {
 	return &Tool{
 		Name:        "read",
@@ -137,9 +146,9 @@ func readTool() *Tool {
 			if err != nil {
 				return errorf("%v", err)
 			}
-			f, err := x.ws.Open(a.Path, unix.O_RDONLY, 0)
+			f, err := x.ws.OpenRegular(a.Path)
 			if err != nil {
-				return errorf("%v", err)
+				return errorf("%v", readHint(err, a.Path))
 			}
 			defer f.Close()
 			if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > maxReadBytes && (a.Offset > 0 || a.Limit > 0) {
@@ -391,9 +400,9 @@ func editTool() *Tool {
 			if err != nil {
 				return errorf("%v", err)
 			}
-			f, err := x.ws.Open(a.Path, unix.O_RDONLY, 0)
+			f, err := x.ws.OpenRegular(a.Path)
 			if err != nil {
-				return errorf("%v", err)
+				return errorf("%v", readHint(err, a.Path))
 			}
 			b, err := readAll(f, a.Path, maxReadBytes)
 			f.Close()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jail-sandbox/jail/policy"
+	"golang.org/x/sys/unix"
 )
 
 func TestRegistryMatchesCatalogue(t *testing.T) {
@@ -282,5 +283,33 @@ func TestGitignore(t *testing.T) {
 	chain := ignoreChain{parseIgnore("", "*.gen\n!keep.gen\n"), sub}
 	if !chain.ignored("pkg/keep.gen", false) || chain.ignored("keep.gen", false) || !chain.ignored("x.gen", false) {
 		t.Error("deeper .gitignore must win over the outer one")
+	}
+}
+
+// A FIFO or device in the workspace must not hold a file tool: each is
+// refused at once as not a regular file, and grep and glob walk past it.
+func TestFileToolsRefuseFIFOsAndDevices(t *testing.T) {
+	f := newFixture(t)
+	f.write("ok.txt", "needle\n")
+	if err := unix.Mkfifo(filepath.Join(f.dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(f.dir, "zero")); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(f.dir, ".gitignore"), nil, 0o644)
+	start := time.Now()
+	mustErr(t, f.call("read", map[string]any{"path": "fifo"}), "fifo: not a regular file (a FIFO)")
+	mustErr(t, f.call("edit", map[string]any{"path": "fifo", "old_string": "a", "new_string": "b"}), "not a regular file (a FIFO)")
+	// A symlink to a device outside the workspace is refused by the
+	// resolution itself; /dev/zero is outside.
+	mustErr(t, f.call("read", map[string]any{"path": "zero"}), "outside")
+	mustErr(t, f.call("read", map[string]any{"path": "."}), "is a directory (use ls)")
+	r := mustOK(t, f.call("grep", map[string]any{"pattern": "needle", "output_mode": "files_with_matches"}))
+	if !contains(r.Content, "ok.txt") {
+		t.Fatalf("grep: %q", r.Content)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the tools took %s: something blocked on the FIFO", took)
 	}
 }

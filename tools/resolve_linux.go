@@ -80,6 +80,79 @@ func (w *Workspace) Open(p string, flags int, mode uint32) (*os.File, error) {
 	return os.NewFile(uintptr(fd), filepath.Join(w.path, rel)), nil
 }
 
+// ErrNotRegular is a file tool asked to read something that is not a
+// regular file (a FIFO, a device, a socket, a directory).
+var ErrNotRegular = errors.New("not a regular file")
+
+// OpenRegular opens p for reading only if it is a regular file, and never
+// blocks doing so: a FIFO or a device planted in the workspace would
+// otherwise hold the worker in open(2) or read(2) until the call's
+// deadline kills it. The open is O_NONBLOCK (a FIFO without a writer opens
+// at once, a device's open does not wait), fstat refuses anything that is
+// not regular, then O_NONBLOCK is cleared for ordinary reads.
+func (w *Workspace) OpenRegular(p string) (*os.File, error) {
+	rel, err := w.Rel(p)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := ResolveRegular(w.fd, rel, 0)
+	if errors.Is(err, ErrNotRegular) {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	if err != nil {
+		return nil, w.explain(p, err)
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(w.path, rel)), nil
+}
+
+// ResolveRegular is [Resolve] for reading a regular file (see
+// [Workspace.OpenRegular]); flags are added to O_RDONLY|O_NONBLOCK. A
+// non-regular file gives an error wrapping [ErrNotRegular] that names its
+// type.
+func ResolveRegular(dirfd int, path string, flags int) (int, error) {
+	fd, err := Resolve(dirfd, path, unix.O_RDONLY|unix.O_NONBLOCK|flags, 0)
+	if err != nil {
+		return -1, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return -1, fmt.Errorf("%w (%s): file tools read regular files only", ErrNotRegular, fileType(st.Mode))
+	}
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err == nil {
+		_, err = unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl&^unix.O_NONBLOCK)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// fileType names a file type for an error message.
+func fileType(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return "a directory"
+	case unix.S_IFIFO:
+		return "a FIFO"
+	case unix.S_IFCHR:
+		return "a character device"
+	case unix.S_IFBLK:
+		return "a block device"
+	case unix.S_IFSOCK:
+		return "a socket"
+	case unix.S_IFLNK:
+		return "a symlink"
+	}
+	return "an unknown type"
+}
+
 // explain turns Resolve's errno into a message a model can act on.
 func (w *Workspace) explain(p string, err error) error {
 	switch {

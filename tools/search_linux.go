@@ -308,10 +308,12 @@ func slicesAny(s []string, f func(string) bool) bool {
 // slurp reads one regular file whole into *bp (grown as needed). Files
 // that vanished, are unreadable or too large are skipped.
 func (w *Workspace) slurp(rel string, bp *[]byte) ([]byte, bool) {
-	fd, err := Resolve(w.fd, rel, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NOATIME, 0)
+	// Regular files only, opened without blocking: a FIFO or device
+	// would hold the worker (ResolveRegular).
+	fd, err := ResolveRegular(w.fd, rel, unix.O_NOFOLLOW|unix.O_NOATIME)
 	if err == unix.EPERM {
 		// O_NOATIME is refused on files we do not own.
-		fd, err = Resolve(w.fd, rel, unix.O_RDONLY|unix.O_NOFOLLOW, 0)
+		fd, err = ResolveRegular(w.fd, rel, unix.O_NOFOLLOW)
 	}
 	if err != nil {
 		return nil, false

@@ -142,7 +142,8 @@ func (w *Workspace) loadIgnore(dir string) *ignoreFile {
 	if dir != "" && dir != "." {
 		p = dir + "/.gitignore"
 	}
-	fd, err := Resolve(w.fd, p, unix.O_RDONLY|unix.O_NOFOLLOW, 0)
+	// A .gitignore that is a FIFO must not hold the walk.
+	fd, err := ResolveRegular(w.fd, p, unix.O_NOFOLLOW)
 	if err != nil {
 		return nil
 	}
