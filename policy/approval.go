@@ -115,6 +115,11 @@ func LoadGrants(path string) ([]Grant, error) {
 	if path == "" {
 		return nil, nil
 	}
+	if err := CheckTrusted("approval.grants_file", path); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -43,9 +44,10 @@ const (
 )
 
 // Approver runs the operator's approval command ([approval] approver). It runs outside every
-// sandbox, with jail's own environment and working directory: it is the operator's program,
-// trusted like jail itself, and it must be able to reach whatever it consults (a ticket system,
-// a policy service). It never sees the raw arguments, only their digest.
+// sandbox: it is the operator's program, trusted like jail itself, and it must be able to reach
+// whatever it consults (a ticket system, a policy service). It runs from "/" with a minimal
+// environment ([ApproverEnv]), never the workspace and the caller's variables, since a
+// sandbox can write the workspace. It never sees the raw arguments, only their digest.
 type Approver struct {
 	Argv    []string
 	Timeout time.Duration // zero means DefaultApproverTimeout
@@ -69,6 +71,13 @@ func (a *Approver) Decide(ctx context.Context, req ApproverRequest) (ApproverRes
 		return ApproverResponse{}, fmt.Errorf("approver: encode request: %w", err)
 	}
 	cmd := exec.CommandContext(ctx, a.Argv[0], a.Argv[1:]...)
+	// Not the caller's working directory, which is usually the workspace:
+	// `python3 -m approver`, `npx approver` or `./gradlew` would load code a
+	// sandbox planted there. Not the caller's environment either
+	// (PYTHONPATH, NODE_OPTIONS, LD_PRELOAD, BASH_ENV, a PATH with the
+	// workspace in it): the approver gets ApproverEnv.
+	cmd.Dir = "/"
+	cmd.Env = ApproverEnv(os.Environ())
 	cmd.Stdin = bytes.NewReader(append(in, '\n'))
 	var out, errb limitedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -100,6 +109,25 @@ func (a *Approver) Decide(ctx context.Context, req ApproverRequest) (ApproverRes
 		return resp, nil
 	}
 	return ApproverResponse{}, fmt.Errorf("approver: unknown decision %q (accepted: approve, deny, escalate)", resp.Decision)
+}
+
+// approverPath is the PATH an approver runs with: system directories only.
+const approverPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// ApproverEnv is the approver's environment: who and where the user is
+// (HOME USER LOGNAME), the locale and time zone, and a PATH of system
+// directories. Nothing else of the caller's passes; an approver that needs
+// a token reads it from a file of its own.
+func ApproverEnv(caller []string) []string {
+	env := []string{"PATH=" + approverPath}
+	for _, kv := range caller {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "HOME", k == "USER", k == "LOGNAME", k == "LANG", k == "TZ", strings.HasPrefix(k, "LC_"):
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // limitedBuffer keeps the first maxApproverOutput bytes and discards the rest, so the command

@@ -29,25 +29,45 @@ func (w Widening) String() string {
 // LoadEffective is what `jail run`, `jail serve` and `jail policy explain` all call, so they
 // read the same policy: policyFile when given (an explicit --policy; must exist), else the user
 // file from the search order (or the default); then the workspace's project file, tightening.
+//
+// The trusted files (the user's or --policy file, and the approver it names) must pass
+// [CheckTrusted]: a file another user could edit is refused, not loaded.
 func LoadEffective(policyFile string, env Env) (*Policy, []Widening, error) {
 	project := ""
 	if env.Workspace != "" {
 		project = ProjectFile(env.Workspace)
 	}
+	var p *Policy
+	var ws []Widening
+	var err error
 	if policyFile == "" {
-		return LoadLayered(UserFile(env), project, env)
+		user := UserFile(env)
+		if user != "" {
+			if err := CheckTrusted("policy file", user); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, nil, err
+			}
+		}
+		p, ws, err = LoadLayered(user, project, env)
+	} else {
+		if err := CheckTrusted("policy file", policyFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, nil, err
+		}
+		p, err = Load(policyFile, env)
+		if err == nil && project != "" && projectFileExists(project) {
+			p, ws, err = Tighten(p, project, env)
+		}
 	}
-	base, err := Load(policyFile, env)
 	if err != nil {
 		return nil, nil, err
 	}
-	if project == "" {
-		return base, nil, nil
+	// The approver runs outside every sandbox with the caller's rights. A
+	// missing one refuses each call that reaches it (approver.go).
+	if a := p.Approval.Approver; len(a) > 0 {
+		if err := CheckTrusted("approval.approver", a[0]); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, nil, err
+		}
 	}
-	if !projectFileExists(project) {
-		return base, nil, nil
-	}
-	return Tighten(base, project, env)
+	return p, ws, nil
 }
 
 // LoadLayered follows the search order: the user file (trusted; the embedded default when it
