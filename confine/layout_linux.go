@@ -52,6 +52,17 @@ type Layout struct {
 	// user's policy file, which may be a symlink elsewhere); a missing one
 	// is guarded by its directory.
 	GuardedFiles []string
+	// HiddenState are directories of jail's own state (the plan cache,
+	// the audit log's directory, persistent data) that no sandbox may
+	// read or change: wherever a writable bind shows one, it is created if
+	// missing and covered by an empty read-only directory, with the way
+	// to it pinned as for Guarded. Guarded paths inside one need nothing
+	// more. A bind whose source lies inside one (a workspace's own
+	// persistent home) is not affected: it does not show the directory.
+	HiddenState []string
+	// Outputs are files jail writes for the user after the sandbox ran
+	// (--json-out); Build refuses one that a writable bind shows.
+	Outputs []*Output
 	// Facts, when not nil, records what Build observed of the host's file
 	// system, for the plan cache (fast_linux.go).
 	Facts *Facts
@@ -259,6 +270,9 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 		return nil, ph, err
 	}
 	ms = append(ms, prot...)
+	if err := l.checkOutputs(ms); err != nil {
+		return nil, ph, err
+	}
 	sortMounts(ms)
 	return ms, ph, nil
 }
@@ -292,26 +306,49 @@ func (l *Layout) guard(ms []Mount) ([]Mount, error) {
 				}
 			}
 			dest := filepath.Join(v.m.Dest, v.rel)
-			if v.rel != "" && !taken[dest] || kind == Protect {
+			if v.rel != "" && !taken[dest] || kind == Protect || kind == Hide {
 				taken[dest] = true
 				out = append(out, Mount{Kind: kind, Dest: dest})
 			}
 		}
 	}
 	type guarded struct {
-		path string
-		file bool
+		path       string
+		file, hide bool
 	}
 	var all []guarded
+	var hidden []string // resolved HiddenState, and as named
+	for _, g := range l.HiddenState {
+		if filepath.IsAbs(g) {
+			all = append(all, guarded{g, false, true})
+			hidden = append(hidden, filepath.Clean(g), resolvedOrNone(g))
+		}
+	}
+	inHidden := func(p string) bool {
+		for _, h := range hidden {
+			if h != "" && pathWithin(p, h) {
+				return true
+			}
+		}
+		return false
+	}
 	for _, g := range l.Guarded {
-		all = append(all, guarded{g, false})
+		all = append(all, guarded{g, false, false})
 	}
 	for _, g := range l.GuardedFiles {
-		all = append(all, guarded{g, true})
+		all = append(all, guarded{g, true, false})
 	}
 	for _, g := range all {
 		if !filepath.IsAbs(g.path) {
 			continue
+		}
+		if !g.hide && (inHidden(filepath.Clean(g.path)) || inHidden(resolvedOrNone(g.path))) {
+			l.Facts.realpath(g.path, resolvedOrNone(g.path))
+			continue // covered whole by a hidden state directory
+		}
+		final := Protect
+		if g.hide {
+			final = Hide
 		}
 		r, objects, err := resolveWalk(g.path)
 		for _, o := range objects {
@@ -368,7 +405,7 @@ func (l *Layout) guard(ms []Mount) ([]Mount, error) {
 		}
 		l.Facts.realpath(g.path, resolvedOrNone(g.path))
 		if _, err := os.Lstat(r); err == nil {
-			add(r, Protect)
+			add(r, final)
 		}
 	}
 	return out, nil

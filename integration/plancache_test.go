@@ -277,14 +277,17 @@ func TestPlanCacheSignalDuringStart(t *testing.T) {
 }
 
 // TestPlanCacheSameEnvironment: the command's environment from the cache
-// is the one the Go supervisor builds: pass-list, --env in both forms,
-// the defaults for PATH and TMPDIR.
+// is the one the Go supervisor builds: pass-list, --env NAME, the
+// policy's env_set, the defaults for PATH and TMPDIR. (A run with
+// --env NAME=VALUE is not cached: TestNoSecretsOnDisk.)
 func TestPlanCacheSameEnvironment(t *testing.T) {
 	forEach(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-pc-ws-")
 		cache := r.dir(t, "jail-it-pc-cache-")
-		args := []string{"run", "--env", "SET=given", "--env", "PASSED", "--env", "UNSET", "--", "/usr/bin/env"}
-		env := []string{"XDG_CACHE_HOME=" + cache, "LC_ALL=C", "LC_TIME=POSIX", "TERM=xterm", "TZ=UTC",
+		cfg := r.dir(t, "jail-it-pc-cfg-")
+		r.writeFile(t, filepath.Join(cfg, "jail", "policy.toml"), "[sandbox.env_set]\nSET = \"given\"\n")
+		args := []string{"run", "--env", "PASSED", "--env", "UNSET", "--", "/usr/bin/env"}
+		env := []string{"XDG_CACHE_HOME=" + cache, "XDG_CONFIG_HOME=" + cfg, "LC_ALL=C", "LC_TIME=POSIX", "TERM=xterm", "TZ=UTC",
 			"API_TOKEN=secret", "PASSED=from-caller", "SHELL=/bin/sh"}
 		var outs []string
 		for i, mode := range []string{"off", "trace", "trace"} {

@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -86,6 +87,183 @@ func TestPolicyOfAnotherUserRefused(t *testing.T) {
 		res := r.jail(t, call{dir: cfg, args: []string{"run", "--policy", p, "--", "/bin/true"}})
 		if res.code != 2 || !strings.Contains(res.stderr, "chmod go-w "+p) {
 			t.Fatalf("exit %d, want a refusal of the world-writable policy\nstderr: %s", res.code, res.stderr)
+		}
+	})
+}
+
+// TestJSONOutNotFollowed: --json-out never writes through a symlink a
+// sandbox planted. Inside a writable bind it is refused before the sandbox
+// starts; elsewhere a link planted by an earlier sandbox (that had the
+// directory bound read-write) is replaced, not followed, and the captured
+// `$(...)` is written escaped.
+func TestJSONOutNotFollowed(t *testing.T) {
+	forEachPath(t, func(t *testing.T, r runner) {
+		home := r.dir(t, "jail-it-home-")
+		bashrc := filepath.Join(home, ".bashrc")
+		r.writeFile(t, bashrc, "# the user's rc\n")
+		ws := r.dir(t, "jail-it-ws-")
+		marker := filepath.Join(ws, "marker")
+		script := "ln -sf " + bashrc + " result.json; echo '$(touch " + marker + ")' '`touch " + marker + "`'"
+		res := r.jail(t, call{dir: ws, args: []string{"run", "--capture", "--json-out", filepath.Join(ws, "result.json"), "--", "/bin/sh", "-c", script}})
+		if res.code != 2 || !strings.Contains(res.stderr, "lies inside the sandbox's writable bind "+ws) {
+			t.Fatalf("--json-out inside the workspace: exit %d\nstderr: %s", res.code, res.stderr)
+		}
+		out := r.dir(t, "jail-it-out-")
+		plant := r.jail(t, call{dir: ws, args: []string{"run", "--rw", out, "--", "/bin/ln", "-s", bashrc, filepath.Join(out, "result.json")}})
+		mustExit(t, plant, 0)
+		res = r.jail(t, call{dir: ws, args: []string{"run", "--capture", "--json-out", filepath.Join(out, "result.json"), "--", "/bin/sh", "-c", "echo '$(touch " + marker + ")' '`touch " + marker + "`'; printf '\\033]52;c;Zm9v\\007'"}})
+		mustExit(t, res, 0)
+		if b, _ := os.ReadFile(bashrc); string(b) != "# the user's rc\n" {
+			t.Fatalf("the user's rc file changed: %q", b)
+		}
+		b, err := os.ReadFile(filepath.Join(out, "result.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi, _ := os.Lstat(filepath.Join(out, "result.json")); !fi.Mode().IsRegular() {
+			t.Fatalf("result.json is %s", fi.Mode())
+		}
+		if strings.ContainsAny(string(b), "$`\x1b\x07") || !strings.Contains(string(b), `\u0024(touch`) {
+			t.Fatalf("the result holds shell or terminal syntax raw: %s", b)
+		}
+		// What jail wrote, sourced by a shell, runs nothing.
+		sh := exec.Command("/bin/sh", "-c", ". "+filepath.Join(out, "result.json")+" 2>/dev/null; true")
+		sh.Run()
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatal("sourcing the result ran the sandbox's command")
+		}
+	})
+}
+
+// TestAuditLogBoundary: the audit log cannot be swapped for a symlink by a
+// sandbox that sees it (it is guarded), one swapped by other means is
+// refused before any sandbox starts, and a host name a sandbox chose is
+// written escaped: no `$(`, backtick or terminal control survives raw.
+func TestAuditLogBoundary(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		home := r.dir(t, "jail-it-home-")
+		bashrc := filepath.Join(home, ".bashrc")
+		r.writeFile(t, bashrc, "# rc\n")
+		ws := r.dir(t, "jail-it-ws-")
+		cfg := r.dir(t, "jail-it-cfg-")
+		audit := filepath.Join(ws, "logs", "audit.jsonl")
+		pol := filepath.Join(cfg, "policy.toml")
+		r.writeFile(t, pol, fmt.Sprintf("[approval]\nauto_approve = [\"bash\"]\n[network]\nmode = \"proxy\"\nallow = []\n[audit]\npath = %q\n", audit))
+		// A tool call whose workspace holds the log tries to swap it.
+		swap := fmt.Sprintf(`{"command":"cd logs; mv audit.jsonl a.old; ln -sf %s audit.jsonl; rm -f audit.jsonl; echo x >> audit.jsonl; ls -la"}`, bashrc)
+		res := r.jail(t, call{dir: ws, args: []string{"tool", "--policy", pol, "-w", ws, "bash", swap}})
+		if res.code != 0 {
+			t.Fatalf("jail tool: exit %d\nstderr: %s", res.code, res.stderr)
+		}
+		if fi, err := os.Lstat(audit); err != nil || !fi.Mode().IsRegular() {
+			t.Fatalf("the audit log was swapped: %v %v\n%s", fi, err, res.stdout)
+		}
+		if b, _ := os.ReadFile(audit); strings.Contains(string(b), "x\n") && !strings.HasPrefix(string(b), "{") {
+			t.Fatalf("the sandbox wrote the audit log: %q", b)
+		}
+		// A host name of the sandbox's choosing, through the proxy.
+		evil := "a$(touch " + filepath.Join(ws, "pwned") + ")`id`\x1b]52;c;Zm9v\x07\x1b[2J.example"
+		script := `/usr/bin/python3 -c '
+import socket, os
+h = os.environb[b"EVIL"]
+s = socket.create_connection(("127.0.0.1", 1080)); s.sendall(b"\x05\x01\x00"); s.recv(2)
+s.sendall(b"\x05\x01\x00\x03" + bytes([len(h)]) + h + b"\x01\xbb"); s.recv(64)'`
+		res = r.jail(t, call{dir: ws, args: []string{"run", "--policy", pol, "--env", "EVIL=" + evil, "--", "/bin/sh", "-c", script}})
+		b, _ := os.ReadFile(audit)
+		if !strings.Contains(string(b), `"type":"network"`) {
+			t.Fatalf("no network record (exit %d): %s\nstderr: %s", res.code, b, res.stderr)
+		}
+		if strings.ContainsAny(string(b), "$`\x1b\x07") {
+			t.Fatalf("the audit log holds shell or terminal syntax raw: %q", b)
+		}
+		if strings.ContainsAny(res.stderr, "\x1b\x07") {
+			t.Fatalf("jail's stderr relays the sandbox's terminal controls: %q", res.stderr)
+		}
+		// A log swapped for a symlink while no sandbox ran is refused.
+		os.Remove(audit)
+		os.Symlink(bashrc, audit)
+		res = r.jail(t, call{dir: ws, args: []string{"tool", "--policy", pol, "-w", ws, "bash", `{"command":"true"}`}})
+		if res.code == 0 || !strings.Contains(res.stderr, "symlink") {
+			t.Fatalf("a symlinked audit log was used: exit %d\nstderr: %s", res.code, res.stderr)
+		}
+		if b, _ := os.ReadFile(bashrc); string(b) != "# rc\n" {
+			t.Fatalf("the rc file changed: %q", b)
+		}
+		if _, err := os.Stat(filepath.Join(ws, "pwned")); err == nil {
+			t.Fatal("the host name's command ran")
+		}
+	})
+}
+
+// TestStateHidden: jail's state directories (plan cache, audit log,
+// persistent data) are hidden, not merely read-only, wherever a bind shows
+// them: the workspace is the home, or a bind of a parent.
+func TestStateHidden(t *testing.T) {
+	forEachPath(t, func(t *testing.T, r runner) {
+		home := r.dir(t, "jail-it-home-")
+		for _, f := range []string{".local/state/jail/audit.jsonl", ".local/share/jail/homes/other/.secret"} {
+			r.writeFile(t, filepath.Join(home, f), "STATE-SECRET\n")
+		}
+		r.own(t, home)
+		env := []string{"HOME=" + home}
+		// The plan cache fills ~/.cache/jail of this home.
+		mustExit(t, r.jail(t, call{dir: home, env: env, args: []string{"run", "--", "/bin/true"}}), 0)
+		script := `for d in .cache/jail .local/state/jail .local/share/jail; do
+  echo "$d: $(ls -A $d 2>&1 | tr '\n' ' ')"
+done
+cat .local/state/jail/audit.jsonl .local/share/jail/homes/other/.secret 2>/dev/null
+grep -rl STATE-SECRET .local .cache 2>/dev/null
+mv .local/state/jail .local/state/x 2>/dev/null && echo "moved the state"
+mv .local/state .local/y 2>/dev/null && echo "moved its parent"
+true`
+		res := r.jail(t, call{dir: home, env: env, args: []string{"run", "--", "/bin/sh", "-c", script}})
+		mustExit(t, res, 0)
+		for _, d := range []string{".cache/jail", ".local/state/jail", ".local/share/jail"} {
+			if !strings.Contains(res.stdout, d+": \n") {
+				t.Errorf("%s is visible in the sandbox:\n%s", d, res.stdout)
+			}
+		}
+		if strings.Contains(res.stdout, "STATE-SECRET") || strings.Contains(res.stdout, "moved") {
+			t.Fatalf("the sandbox read or moved jail's state:\n%s", res.stdout)
+		}
+		// A bind of a parent, elsewhere than the workspace.
+		ws := r.dir(t, "jail-it-ws-")
+		res = r.jail(t, call{dir: ws, env: env, args: []string{"run", "--rw", filepath.Join(home, ".local"), "--", "/bin/sh", "-c",
+			"ls -A " + filepath.Join(home, ".local/state/jail") + "; cat " + filepath.Join(home, ".local/share/jail/homes/other/.secret") + " 2>/dev/null; true"}})
+		if res.code != 0 || strings.TrimSpace(res.stdout) != "" {
+			t.Fatalf("through --rw ~/.local: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+		}
+	})
+}
+
+// TestNoSecretsOnDisk: no value of the caller's environment or of --env
+// NAME=VALUE reaches a file jail writes (plan cache, audit log, result).
+func TestNoSecretsOnDisk(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		home := r.dir(t, "jail-it-home-")
+		ws := r.dir(t, "jail-it-ws-")
+		out := r.dir(t, "jail-it-out-")
+		const given, inherited = "GIVEN-SECRET-4f1e", "INHERITED-SECRET-9a2c"
+		env := []string{"HOME=" + home, "JAIL_PLAN_CACHE=trace", "API_TOKEN=" + inherited}
+		for i := 0; i < 2; i++ {
+			res := r.jail(t, call{dir: ws, env: env, args: []string{"run", "--env", "TOKEN=" + given, "--env", "API_TOKEN", "--", "/bin/sh", "-c", `test "$TOKEN" = ` + given + ` && test "$API_TOKEN" = ` + inherited}})
+			mustExit(t, res, 0)
+			if strings.Contains(res.stderr, "plan cache: stored") || strings.Contains(res.stderr, "plan cache: used") {
+				t.Fatalf("a run with --env NAME=VALUE was cached: %s", res.stderr)
+			}
+		}
+		res := r.jail(t, call{dir: ws, env: env, args: []string{"run", "--json-out", filepath.Join(out, "r.json"), "--env", "TOKEN=" + given, "--", "/bin/true"}})
+		mustExit(t, res, 0)
+		mustExit(t, r.jail(t, call{dir: ws, env: env, args: []string{"tool", "-w", ws, "bash", `{"command":"echo $API_TOKEN"}`}}), 0)
+		for _, root := range []string{home, ws, out} {
+			filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+				if err == nil && fi.Mode().IsRegular() {
+					if b, _ := os.ReadFile(p); strings.Contains(string(b), given) || strings.Contains(string(b), inherited) {
+						t.Errorf("%s holds a secret value", p)
+					}
+				}
+				return nil
+			})
 		}
 	})
 }

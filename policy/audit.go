@@ -4,12 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -54,7 +56,12 @@ type AuditLog struct {
 	fsync bool
 }
 
-// OpenAuditLog opens (creating) the log and its directory (0700).
+// OpenAuditLog opens (creating) the log and its directory (0700). It is opened once, before any
+// sandbox starts, and written through that descriptor only. The last component is opened with
+// O_NOFOLLOW and must be a regular file of the caller's, with one link, that no one else may
+// write: a log swapped for a symlink (to ~/.bashrc, say) or a hard link is refused, so jail never
+// appends to a file of the sandbox's choosing. The supervisor guards the file in every sandbox
+// (docs/supervisor.md).
 func OpenAuditLog(path string, fsync bool) (*AuditLog, error) {
 	if !filepath.IsAbs(path) {
 		return nil, fmt.Errorf("audit: open %q: path must be absolute", path)
@@ -62,11 +69,81 @@ func OpenAuditLog(path string, fsync bool) (*AuditLog, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("audit: create directory: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("audit: open %s: it is a symlink; jail appends only to a regular file of yours (remove the link, or set [audit] path)", path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("audit: open: %w", err)
 	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("audit: stat %s: %w", path, err)
+	}
+	var why string
+	switch {
+	case st.Mode&syscall.S_IFMT != syscall.S_IFREG:
+		why = "it is not a regular file"
+	case int(st.Uid) != os.Geteuid():
+		why = fmt.Sprintf("it is owned by uid %d, not by you", st.Uid)
+	case st.Nlink != 1:
+		why = fmt.Sprintf("it has %d hard links (another name could be a file of someone else's choosing)", st.Nlink)
+	case st.Mode&0o022 != 0:
+		why = fmt.Sprintf("others may write it (mode %04o)", st.Mode&0o7777)
+	}
+	if why != "" {
+		f.Close()
+		return nil, fmt.Errorf("audit: refusing %s: %s; fix: move it aside, or set [audit] path to a file of your own", path, why)
+	}
 	return &AuditLog{f: f, fsync: fsync}, nil
+}
+
+// MarshalLine encodes v as one line of JSON that no shell or terminal can act on, for the
+// audit log and the result files: besides JSON's own escaping of control characters (ESC
+// included), '$' and '`' are escaped as \u0024 and \u0060 (so a line pasted into a shell or
+// sourced expands nothing, even inside the double quotes JSON strings look like to a shell),
+// and DEL and the C1 controls U+0080-U+009F (which some terminals obey, CSI among them) as
+// \u007f and \u0080 ... \u009f. The text decodes to exactly the same value.
+func MarshalLine(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return EscapeJSON(b), nil
+}
+
+// EscapeJSON applies MarshalLine's extra escapes to encoded JSON. The bytes it replaces can only
+// occur inside strings of valid JSON (encoding/json writes valid UTF-8), so the structure is
+// untouched.
+func EscapeJSON(b []byte) []byte {
+	const hex = "0123456789abcdef"
+	var out []byte
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		var esc byte
+		width := 1
+		switch {
+		case c == '$' || c == '`' || c == 0x7f:
+			esc = c
+		case c == 0xc2 && i+1 < len(b) && b[i+1] >= 0x80 && b[i+1] <= 0x9f:
+			esc, width = b[i+1], 2
+		default:
+			if out != nil {
+				out = append(out, c)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]byte, 0, len(b)+16), b[:i]...)
+		}
+		out = append(out, '\\', 'u', '0', '0', hex[esc>>4], hex[esc&15])
+		i += width - 1
+	}
+	if out == nil {
+		return b
+	}
+	return out
 }
 
 // Write appends one tool-call record as a single line in a single write.
@@ -75,7 +152,9 @@ func (l *AuditLog) Write(r AuditRecord) error { return l.Append(r) }
 // Append appends any record (the network and run records of the front
 // ends) with the same guarantees: one line, one write, fsync if asked.
 func (l *AuditLog) Append(r any) error {
-	b, err := json.Marshal(r)
+	// Records carry strings a sandbox chose (host names, paths, reasons quoting commands):
+	// MarshalLine leaves nothing in them a shell or terminal would act on.
+	b, err := MarshalLine(r)
 	if err != nil {
 		return fmt.Errorf("audit: encode: %w", err)
 	}

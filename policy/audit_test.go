@@ -96,3 +96,44 @@ func TestAuditLog(t *testing.T) {
 		t.Error("relative audit path accepted")
 	}
 }
+
+// The audit log is never a file of the sandbox's choosing, and what a
+// sandbox chose (a host name) is written so no shell or terminal acts on it.
+func TestAuditLogRefusesLinksAndEscapes(t *testing.T) {
+	dir := t.TempDir()
+	bashrc := filepath.Join(dir, "bashrc")
+	os.WriteFile(bashrc, []byte("# rc\n"), 0o644)
+	log := filepath.Join(dir, "audit.jsonl")
+	os.Symlink(bashrc, log)
+	if _, err := OpenAuditLog(log, false); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Fatalf("a symlinked log was opened: %v", err)
+	}
+	os.Remove(log)
+	os.Link(bashrc, log)
+	if _, err := OpenAuditLog(log, false); err == nil || !strings.Contains(err.Error(), "hard links") {
+		t.Fatalf("a hard-linked log was opened: %v", err)
+	}
+	os.Remove(log)
+	l, err := OpenAuditLog(log, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := "x$(touch /tmp/pwned)`id`\x1b]52;c;Zm9v\x07\x1b[2J\u009b31m\x7f.example"
+	if err := l.Append(map[string]any{"type": "network", "host": host}); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	b, _ := os.ReadFile(log)
+	for _, bad := range []string{"$", "`", "\x1b", "\x07", "\x7f", "\u009b"} {
+		if strings.Contains(string(b), bad) {
+			t.Errorf("the log line holds %q raw: %s", bad, b)
+		}
+	}
+	var back map[string]any
+	if err := json.Unmarshal(b, &back); err != nil || back["host"] != host {
+		t.Fatalf("the escaped line does not decode to the same value: %v %q", err, back["host"])
+	}
+	if rc, _ := os.ReadFile(bashrc); string(rc) != "# rc\n" {
+		t.Fatalf("bashrc changed: %q", rc)
+	}
+}

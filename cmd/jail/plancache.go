@@ -35,7 +35,12 @@ type planCache struct {
 // otherwise widen the next run's policy, approve its own calls, or
 // point the cache elsewhere (its entries are authenticated, but jail
 // creates directories and removes old entries there).
-func guarded(penv policy.Env, policyFile string, p *policy.Policy) (dirs, files []string) {
+//
+// hidden are jail's state directories, which no sandbox may even read
+// (plan cache entries, the audit log, persistent data): $XDG_CACHE_HOME,
+// $XDG_STATE_HOME and $XDG_DATA_HOME's jail directories and their
+// defaults under each home. An audit log elsewhere is a guarded file.
+func guarded(penv policy.Env, policyFile string, p *policy.Policy) (dirs, files, hidden []string) {
 	homes := []string{penv.Home}
 	if u, err := user.LookupId(strconv.Itoa(os.Getuid())); err == nil && u.HomeDir != "" {
 		homes = append(homes, u.HomeDir) // the home of a run with HOME unset or set elsewhere
@@ -55,9 +60,24 @@ func guarded(penv policy.Env, policyFile string, p *policy.Policy) (dirs, files 
 			add(&files, f)
 		}
 	}
-	add(&dirs, jailCacheDir(confine.PlanCacheDir(penv.Home, os.Getenv("XDG_CACHE_HOME"))))
+	add(&hidden, jailCacheDir(confine.PlanCacheDir(penv.Home, os.Getenv("XDG_CACHE_HOME"))))
+	for _, v := range []string{"XDG_STATE_HOME", "XDG_DATA_HOME"} {
+		if d := os.Getenv(v); filepath.IsAbs(d) {
+			add(&hidden, filepath.Join(d, "jail"))
+		}
+	}
 	for _, h := range homes {
-		add(&dirs, jailCacheDir(confine.PlanCacheDir(h, "")))
+		if filepath.IsAbs(h) {
+			add(&hidden, jailCacheDir(confine.PlanCacheDir(h, "")))
+			add(&hidden, filepath.Join(h, ".local", "state", "jail"))
+			add(&hidden, filepath.Join(h, ".local", "share", "jail"))
+		}
+	}
+	// The audit log: read by the user and their tools, appended to by
+	// every jail run; a sandbox must neither rewrite history nor swap it
+	// for a symlink (OpenAuditLog refuses one).
+	if p != nil && (p.Audit.Enabled == nil || *p.Audit.Enabled) && filepath.IsAbs(p.Audit.Path) {
+		add(&files, p.Audit.Path)
 	}
 	// What the policy makes the supervisor run or read outside every
 	// sandbox: its approver command and its grants file.
@@ -83,7 +103,7 @@ func guarded(penv policy.Env, policyFile string, p *policy.Policy) (dirs, files 
 		}
 		add(&files, policyFile)
 	}
-	return dirs, files
+	return dirs, files, hidden
 }
 
 // jailCacheDir is the jail directory of a plan cache directory.
@@ -112,7 +132,8 @@ func policyFacts(o *runOptions, penv policy.Env) *confine.Facts {
 }
 
 // newPlanCache returns the cache of this run, or nil when its plan cannot
-// be repeated without the Go supervisor: a captured or --json-out result,
+// be repeated without the Go supervisor, or must not be stored (a value
+// given with --env NAME=VALUE): a captured or --json-out result,
 // limits (which the supervisor enforces), a network other than none,
 // warnings to print, degraded layers, globs (their matches change), or
 // arguments whose command does not follow the first "--". A --json
@@ -125,6 +146,15 @@ func newPlanCache(args []string, o *runOptions, p *policy.Policy, penv policy.En
 	}
 	if o.capture || o.jsonOut != "" || o.memory != 0 || o.pids != 0 ||
 		o.net != policy.NetNone || warned || len(o.degraded) > 0 || p.Sandbox.HasGlobs() {
+		return nil
+	}
+	if o.envValues {
+		// The entry's key holds the arguments, and a value given with
+		// --env NAME=VALUE is often a token: no value of the caller's
+		// is ever written to disk, so such a run is planned each time.
+		if mode == "trace" {
+			fmt.Fprintln(os.Stderr, "jail: plan cache: not stored: --env NAME=VALUE (values are never written to disk)")
+		}
 		return nil
 	}
 	i := slices.Index(args, "--")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -37,6 +36,8 @@ type runOptions struct {
 	memory, pids             int64
 	json, capture            bool
 	jsonOut                  string
+	jsonOutFile              *confine.Output // its directory, held from before the sandbox starts
+	envValues                bool            // an --env NAME=VALUE: the run is never cached (no value goes to disk)
 	outputLimit              int
 	asRoot                   bool
 	outputLimitSet           bool
@@ -75,6 +76,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 		return nil, err
 	}
 	o.argv = fs.Args()
+	for _, e := range o.env {
+		o.envValues = o.envValues || strings.Contains(e, "=")
+	}
 	fs.Visit(func(f *flag.Flag) { o.outputLimitSet = o.outputLimitSet || f.Name == "output-limit" })
 	if len(o.argv) == 0 {
 		return nil, errors.New("no command given: jail run [flags] -- CMD [ARG...]")
@@ -243,6 +247,16 @@ func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "jail run:", err)
 		return 2
 	}
+	if o.jsonOut != "" {
+		// Held before any sandbox exists; Build refuses it inside a
+		// writable bind (confine.Output).
+		if o.jsonOutFile, err = confine.OpenOutput("--json-out", o.jsonOut); err != nil {
+			fmt.Fprintln(stderr, "jail run:", err)
+			return 2
+		}
+		defer o.jsonOutFile.Close()
+		layout.Outputs = append(layout.Outputs, o.jsonOutFile)
+	}
 	cache := newPlanCache(args, o, p, penv, pfacts, len(widenings) > 0)
 	if cache != nil {
 		layout.Facts = cache.entry.Facts
@@ -289,7 +303,7 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 	}
 	layout := &confine.Layout{Workspace: ws, Home: penv.Home, Secrets: confine.DefaultSecrets(), SystemData: confine.DefaultSystemData(),
 		WorkspaceReadOnly: p.Sandbox.WorkspaceRO}
-	layout.Guarded, layout.GuardedFiles = guarded(penv, o.policyFile, p)
+	layout.Guarded, layout.GuardedFiles, layout.HiddenState = guarded(penv, o.policyFile, p)
 	for _, d := range sb.RO {
 		switch {
 		case system[d] || d == "/nix/store":
@@ -472,14 +486,16 @@ type jsonResult struct {
 // --json-out FILE; stdout when the output was captured; else stderr, as
 // the last line.
 func writeJSON(o *runOptions, r jsonResult, stdout, stderr io.Writer) error {
-	b, err := json.Marshal(r)
+	// Escaped for shells and terminals: the captured output is the
+	// sandbox's, and a result may be pasted, sourced or printed.
+	b, err := policy.MarshalLine(r)
 	if err != nil {
 		return err
 	}
 	b = append(b, '\n')
 	switch {
-	case o.jsonOut != "":
-		return os.WriteFile(o.jsonOut, b, 0o600)
+	case o.jsonOutFile != nil:
+		return o.jsonOutFile.Write(b)
 	case o.capture:
 		_, err = stdout.Write(b)
 	default:
