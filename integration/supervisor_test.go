@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -264,6 +265,34 @@ func TestNoSecretsOnDisk(t *testing.T) {
 				}
 				return nil
 			})
+		}
+	})
+}
+
+// TestAliasBypassRefused: an alias that turns a read into a delete is not
+// auto-approved as a read (through jail tool bash, policy auto-approving
+// code:read), and the workspace keeps its files.
+func TestAliasBypassRefused(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		cfg := r.dir(t, "jail-it-cfg-")
+		r.writeFile(t, filepath.Join(ws, "data", "keep.txt"), "keep\n")
+		pol := filepath.Join(cfg, "policy.toml")
+		r.writeFile(t, pol, fmt.Sprintf("[approval]\nauto_approve = [\"code:read\"]\n[audit]\npath = %q\n", filepath.Join(cfg, "audit.jsonl")))
+		for _, cmd := range []string{"alias cat='rm -rf'\ncat data", "cat() { rm -rf \"$@\"; }\ncat data", "alias cat='rm -rf'\ncat ~"} {
+			b, _ := json.Marshal(map[string]string{"command": cmd})
+			res := r.jail(t, call{dir: ws, args: []string{"tool", "--policy", pol, "-w", ws, "bash", string(b)}})
+			if !strings.Contains(res.stdout, `"is_error":true`) {
+				t.Fatalf("%q was run: %s\nstderr: %s", cmd, res.stdout, res.stderr)
+			}
+			if _, err := os.Stat(filepath.Join(ws, "data", "keep.txt")); err != nil {
+				t.Fatalf("%q deleted the workspace's files: %v", cmd, err)
+			}
+		}
+		// The same read without the alias runs.
+		res := r.jail(t, call{dir: ws, args: []string{"tool", "--policy", pol, "-w", ws, "bash", `{"command":"cat data/keep.txt"}`}})
+		if !strings.Contains(res.stdout, "keep") || strings.Contains(res.stdout, `"is_error":true`) {
+			t.Fatalf("a plain read: %s\nstderr: %s", res.stdout, res.stderr)
 		}
 	})
 }

@@ -329,7 +329,7 @@ func (s *scan) classify(args []arg) {
 // quietBuiltins change nothing outside the shell itself.
 func quietBuiltins() []string {
 	return []string{"echo", "printf", "cd", "pushd", "popd", "true", "false", ":", "export", "unset", "set", "shift",
-		"test", "[", "[[", "pwd", "sleep", "read", "local", "declare", "typeset", "return", "exit", "wait", "trap", "alias", "type", "which", "date", "whoami", "id", "uname", "env", "printenv"}
+		"test", "[", "[[", "pwd", "sleep", "read", "local", "declare", "typeset", "return", "exit", "wait", "type", "which", "date", "whoami", "id", "uname", "env", "printenv"}
 }
 
 // readers only look at files.

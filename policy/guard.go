@@ -166,6 +166,7 @@ type scan struct {
 	vars    map[string]string
 	pending string // here-document text for the next simple command
 	actions []Action
+	rb      rebinds // names the command may rebind (rebind.go)
 }
 
 func (s *scan) hit(id, cmd, reason string) {
@@ -190,6 +191,7 @@ func (s *scan) script(src string, depth int) {
 		s.hit(GuardUnparseable, src, "command does not parse as shell: "+err.Error())
 		return
 	}
+	s.collectRebinds(f)
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.Stmt:
@@ -525,8 +527,28 @@ func (s *scan) command(args []arg, depth int) {
 	if len(args) == 0 {
 		return
 	}
-	s.classify(args)
+	why := "command name is not known until run time"
 	text := joinArgs(args)
+	if !args[0].dyn {
+		switch name := path.Base(args[0].v); name {
+		case "alias", "hash", "enable", "source", ".":
+			s.act(ActProcRun) // a rebinding runs, or makes run, code of its own
+		case "trap":
+			// The action is shell code run later; check it as such.
+			if rest := skipOptions(args[1:], ""); len(rest) > 0 && rest[0].v != "-" {
+				s.reparse(rest[:1], depth)
+			}
+		}
+		if r, ok := s.rebound(path.Base(args[0].v)); ok {
+			// A rebound name runs whatever it was bound to: unknown,
+			// and a literal alias is checked as expanded.
+			s.expandAlias(path.Base(args[0].v), args, depth)
+			args = slices.Clone(args)
+			args[0].dyn = true
+			why = "command name may be rebound: " + r
+		}
+	}
+	s.classify(args)
 	if args[0].dyn {
 		// An unknown command name might be anything; if reading it as rm would be a hard block,
 		// it is one.
@@ -537,7 +559,7 @@ func (s *scan) command(args []arg, depth int) {
 				s.hit(h.ID, text, h.Reason+" (through a command name not known until run time)")
 			}
 		}
-		s.hit(GuardDynamic, text, "command name is not known until run time")
+		s.hit(GuardDynamic, text, why)
 		return
 	}
 	name := path.Base(args[0].v)

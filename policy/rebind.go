@@ -1,0 +1,178 @@
+package policy
+
+import (
+	"path"
+	"slices"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Names the shell can rebind. A guard that reads `cat ~` as a read after
+// `alias cat='rm -rf'` (or `cat() { rm -rf "$@"; }`, or a PATH pointing at
+// a directory of the sandbox's) would wave through what the line really
+// runs. So before a script is walked, every way it rebinds a command name
+// is collected:
+//
+//   - a name defined as an alias, a function (`f()`, `function f`), by
+//     `hash -p`, `enable`, or `declare/typeset/export -f`: every word of
+//     that name anywhere in the script is a command whose name is not
+//     known until run time (the dynamic-command guard asks, its action is
+//     process:run, and it is read as rm would be for the hard guards); a
+//     literal alias is also expanded and the result checked as a command;
+//   - what can rebind any name with content the guard cannot see:
+//     `source`/`.` of a file, an assignment to PATH, BASH_ENV, ENV or
+//     BASH_FUNC_*, `enable -f`, an alias or `hash` with a word known only
+//     at run time, `eval` of such a word: every command of the script is
+//     then of unknown name.
+//
+// The collection ignores order: a rebinding inside a loop applies to
+// commands before it in the text too, as it may on the second pass.
+type rebinds struct {
+	names   map[string]bool
+	aliases map[string]string // literal alias values
+	all     string            // non-empty: why every name is unknown
+	active  map[string]bool   // aliases being expanded (the shell expands one once per word)
+}
+
+// rebindingVars are variables whose assignment changes which program a
+// name runs, or makes a later shell run code first.
+func rebindingVar(name string) bool {
+	return name == "PATH" || name == "BASH_ENV" || name == "ENV" || strings.HasPrefix(name, "BASH_FUNC_")
+}
+
+// collectRebinds records the rebindings of f (see rebinds).
+func (s *scan) collectRebinds(f *syntax.File) {
+	r := &s.rb
+	if r.names == nil {
+		r.names, r.aliases, r.active = map[string]bool{}, map[string]string{}, map[string]bool{}
+	}
+	some := func(why string) {
+		if r.all == "" {
+			r.all = why
+		}
+	}
+	assigns := func(as []*syntax.Assign) {
+		for _, a := range as {
+			if a.Name != nil && rebindingVar(a.Name.Value) {
+				some("the line assigns " + a.Name.Value)
+			}
+		}
+	}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.FuncDecl:
+			if n.Name != nil {
+				r.names[n.Name.Value] = true
+			}
+			for _, l := range n.Names {
+				r.names[l.Value] = true
+			}
+		case *syntax.DeclClause:
+			assigns(n.Args)
+			funcs := false
+			for _, a := range n.Args {
+				if a.Naked && a.Name == nil && a.Value != nil {
+					if v, _ := s.word(a.Value); strings.HasPrefix(v, "-") && strings.Contains(v, "f") {
+						funcs = true
+					}
+				}
+				if funcs && a.Naked && a.Name != nil {
+					r.names[a.Name.Value] = true
+				}
+			}
+		case *syntax.CallExpr:
+			assigns(n.Assigns)
+			if len(n.Args) == 0 {
+				return true
+			}
+			args := s.argv(n.Args)
+			for len(args) > 0 && !args[0].dyn && path.Base(args[0].v) == "env" {
+				args = args[1:]
+				for len(args) > 0 && (strings.HasPrefix(args[0].v, "-") || strings.Contains(args[0].v, "=")) {
+					if k, _, ok := strings.Cut(args[0].v, "="); ok && rebindingVar(k) {
+						some("the line sets " + k + " with env")
+					}
+					args = args[1:]
+				}
+			}
+			if len(args) == 0 || args[0].dyn {
+				return true
+			}
+			rest := args[1:]
+			switch path.Base(args[0].v) {
+			case "alias":
+				for _, a := range rest {
+					k, v, ok := strings.Cut(a.v, "=")
+					switch {
+					case a.dyn:
+						some("an alias is defined from a word known only at run time")
+					case ok:
+						r.names[k] = true
+						r.aliases[k] = v
+					}
+				}
+			case "source", ".":
+				some("the line sources a file the guard cannot read")
+			case "enable":
+				for _, a := range rest {
+					switch {
+					case a.dyn || a.v == "-f" || strings.HasPrefix(a.v, "-") && strings.Contains(a.v, "f"):
+						some("enable loads or rebinds builtins")
+					case !strings.HasPrefix(a.v, "-"):
+						r.names[a.v] = true
+					}
+				}
+			case "hash":
+				if slices.ContainsFunc(rest, func(a arg) bool { return a.v == "-p" || a.dyn }) {
+					for _, a := range rest {
+						if a.dyn {
+							some("hash binds a name known only at run time")
+						}
+					}
+					if len(rest) > 0 {
+						r.names[rest[len(rest)-1].v] = true
+					}
+				}
+			case "eval":
+				if !literal(rest) {
+					some("eval runs text known only at run time")
+				}
+			}
+		}
+		return true
+	})
+}
+
+// rebound reports whether the command name is one the script may have
+// rebound, and why.
+func (s *scan) rebound(name string) (string, bool) {
+	if s.rb.all != "" {
+		return s.rb.all, true
+	}
+	if s.rb.names[name] {
+		return name + " is redefined in the line (alias, function, hash or enable)", true
+	}
+	return "", false
+}
+
+// expandAlias checks what a literal alias makes of a command: its value
+// followed by the command's arguments, parsed again.
+func (s *scan) expandAlias(name string, args []arg, depth int) {
+	v, ok := s.rb.aliases[name]
+	if !ok || s.rb.active[name] || !literal(args[1:]) {
+		return
+	}
+	s.rb.active[name] = true
+	defer delete(s.rb.active, name)
+	text := v
+	for _, a := range args[1:] {
+		q, err := syntax.Quote(a.v, syntax.LangBash)
+		if err != nil {
+			s.hit(GuardDynamic, joinArgs(args), "an argument of the alias "+name+" cannot be quoted to check it")
+			return
+		}
+		text += " " + q
+	}
+	s.script(text, depth+1)
+}
