@@ -73,6 +73,14 @@ func (c *Capture) String() string {
 	return fmt.Sprintf("%s... [%d chars truncated]", c.buf, c.dropped)
 }
 
+// Bytes is a copy of the kept bytes, without the truncation marker: the
+// exact output when it is not valid UTF-8.
+func (c *Capture) Bytes() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]byte(nil), c.buf...)
+}
+
 // Truncated is the number of characters dropped.
 func (c *Capture) Truncated() int {
 	c.mu.Lock()

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"cmp"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jail-sandbox/jail/confine"
 	"github.com/jail-sandbox/jail/policy"
@@ -42,6 +45,7 @@ type runOptions struct {
 	asRoot                   bool
 	outputLimitSet           bool
 	policyHash               func() string // the effective policy's SHA-256
+	started                  time.Time     // when jail run began, for a failure's duration_ms
 	hash                     string
 	argv                     []string
 }
@@ -59,7 +63,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 	memory := fs.String("memory", "", "memory limit `SIZE` (e.g. 512M, 2G)")
 	fs.Int64Var(&o.pids, "pids", 0, "limit the number of processes to `N`")
 	fs.BoolVar(&o.json, "json", false, "print a JSON result object at the end (see README: Result)")
-	fs.StringVar(&o.jsonOut, "json-out", "", "write the JSON result to `FILE` instead of stdout/stderr")
+	fs.StringVar(&o.jsonOut, "json-out", "", "write the JSON result to `FILE` instead of stdout/stderr (implies --json)")
 	fs.BoolVar(&o.capture, "capture", false, "capture stdout and stderr into the JSON result (implies --json)")
 	fs.IntVar(&o.outputLimit, "output-limit", 0, "characters of each captured stream to keep (default: the policy's [limits] output_chars, 100000)")
 	fs.StringVar(&o.policyFile, "policy", "", "policy `FILE` (see policy.toml.example)")
@@ -99,8 +103,8 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 	if o.outputLimit < 0 {
 		return nil, fmt.Errorf("--output-limit %d: must be positive", o.outputLimit)
 	}
-	if o.capture {
-		o.json = true
+	if o.capture || o.jsonOut != "" {
+		o.json = true // both say where the JSON result goes
 	}
 	if err := checkDegraded(o.degraded); err != nil {
 		return nil, err
@@ -217,27 +221,29 @@ func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	// instead. A caught signal is reset at execve, so the command still
 	// gets the default action.
 	signal.Notify(make(chan os.Signal, 1), unix.SIGPIPE)
+	started := time.Now()
 	o, err := parseRunFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "jail run:", err)
-		return 2
+		return jsonWanted(args).fail(2, stageFlags, err, stdout, stderr)
 	}
+	o.started = started
 	// The same loader as `jail policy explain`: what an operator reads
 	// there is what this run gets.
 	penv, err := policyEnv(o.workdir)
 	if err != nil {
 		fmt.Fprintln(stderr, "jail run:", err)
-		return 2
+		return o.fail(2, stagePolicy, err, stdout, stderr)
 	}
 	pfacts := policyFacts(o, penv)
 	p, widenings, err := policy.LoadEffective(o.policyFile, penv)
 	if err != nil {
 		printPolicyErrors(stderr, err)
 		fmt.Fprintln(stderr, "jail run: refusing to run with a policy that does not load")
-		return 2
+		return o.fail(2, stagePolicy, err, stdout, stderr)
 	}
 	for _, w := range widenings {
 		fmt.Fprintln(stderr, "jail: warning:", w)
@@ -245,14 +251,14 @@ func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	layout, pass, sc, err := applyPolicy(o, p, penv)
 	if err != nil {
 		fmt.Fprintln(stderr, "jail run:", err)
-		return 2
+		return o.fail(2, stagePolicy, err, stdout, stderr)
 	}
 	if o.jsonOut != "" {
 		// Held before any sandbox exists; Build refuses it inside a
 		// writable bind (confine.Output).
 		if o.jsonOutFile, err = confine.OpenOutput("--json-out", o.jsonOut); err != nil {
 			fmt.Fprintln(stderr, "jail run:", err)
-			return 2
+			return o.fail(2, stagePrepare, err, stdout, stderr)
 		}
 		defer o.jsonOutFile.Close()
 		layout.Outputs = append(layout.Outputs, o.jsonOutFile)
@@ -279,7 +285,7 @@ func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	nr, err := prepareNet(o.net, p, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "jail run:", err)
-		return 2
+		return o.fail(2, stageNetwork, err, stdout, stderr)
 	}
 	defer nr.close()
 	nr.applyTo(o, layout)
@@ -389,7 +395,7 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 			r, w, err := os.Pipe()
 			if err != nil {
 				fmt.Fprintln(stderr, "jail run: capture pipe:", err)
-				return 2
+				return o.fail(2, stagePrepare, err, stdout, stderr)
 			}
 			*p.dst = w
 			copies.Add(1)
@@ -411,12 +417,18 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 	if err != nil {
 		var se *startError
 		errors.As(err, &se)
-		if se.code == 2 {
+		stage := stageSandbox
+		switch {
+		case se.code == 2:
 			fmt.Fprintln(stderr, "jail run:", se.err)
-		} else {
+			stage = stagePrepare
+		case se.code == 126 || se.code == 127:
+			fmt.Fprintf(stderr, "jail: %s\n", se)
+			stage = stageExec
+		default:
 			fmt.Fprintf(stderr, "jail: %s\n", se)
 		}
-		return se.code
+		return o.fail(se.code, stage, se, stdout, stderr)
 	}
 	cache.store(o, cmd, layout, pass, o.env, ph, stderr)
 	stopNet := nr.serve(cmd.Sockets(), stderr)
@@ -442,7 +454,7 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 	copies.Wait()
 	if err != nil {
 		fmt.Fprintln(stderr, "jail:", err)
-		return 125
+		return o.fail(125, stageWait, err, stdout, stderr)
 	}
 	if res.TimedOut {
 		fmt.Fprint(stderr, timeoutNote(o.timeout))
@@ -455,6 +467,7 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 		if o.capture {
 			s1, s2 := outCap.String(), errCap.String()
 			out.Stdout, out.Stderr = &s1, &s2
+			out.StdoutBase64, out.StderrBase64 = exactBytes(outCap), exactBytes(errCap)
 			out.StdoutTruncated, out.StderrTruncated = outCap.Truncated(), errCap.Truncated()
 		}
 		if err := writeJSON(o, out, stdout, stderr); err != nil {
@@ -480,6 +493,100 @@ type jsonResult struct {
 	Stderr          *string `json:"stderr,omitempty"`
 	StdoutTruncated int     `json:"stdout_truncated_chars,omitempty"`
 	StderrTruncated int     `json:"stderr_truncated_chars,omitempty"`
+	// StdoutBase64 and StderrBase64 hold the kept bytes exactly when they
+	// are not valid UTF-8; Stdout and Stderr are then only a rendering
+	// (each invalid byte as U+FFFD), since a JSON string cannot carry them.
+	StdoutBase64 *string `json:"stdout_base64,omitempty"`
+	StderrBase64 *string `json:"stderr_base64,omitempty"`
+	// Error and Stage are set when the run ended before the command did:
+	// jail refused (exit 2), could not build the sandbox (125) or could not
+	// start the command (126, 127). Stage is one of the stage* names.
+	Error string `json:"error,omitempty"`
+	Stage string `json:"stage,omitempty"`
+}
+
+// The stages a run can fail at, as a --json result's "stage" names them
+// (README: Result).
+const (
+	stageFlags   = "flags"   // the command line (exit 2)
+	stagePolicy  = "policy"  // loading or applying the policy (exit 2)
+	stageNetwork = "network" // the policy's network: rules, resolver, proxy (exit 2)
+	stagePrepare = "prepare" // the layout, environment or seccomp filter, before any process (exit 2)
+	stageSandbox = "sandbox" // creating the sandbox: namespaces, mounts, Landlock, seccomp (exit 125)
+	stageExec    = "exec"    // starting the command: not found (127) or not executable (126)
+	stageWait    = "wait"    // waiting for the sandbox (exit 125)
+)
+
+// fail writes the --json result of a run that ended at stage with code,
+// when one was asked for, and returns code: a harness reading --json gets
+// one object for every run, not only for those whose command ran. The
+// message has already gone to stderr.
+func (o *runOptions) fail(code int, stage string, err error, stdout, stderr io.Writer) int {
+	if o == nil || !o.json {
+		return code
+	}
+	res := &confine.Result{ExitCode: code, Limits: confine.LimitNone}
+	if !o.started.IsZero() {
+		res.DurationMS = time.Since(o.started).Milliseconds()
+	}
+	out := jsonResult{Result: res, Error: err.Error(), Stage: stage}
+	if o.policyHash != nil {
+		out.PolicySHA256 = o.policyHash()
+	}
+	if o.jsonOut != "" && o.jsonOutFile == nil && stage != stagePrepare {
+		// Refused before the file was opened, and no sandbox will exist
+		// to swap it: open it now. One that cannot be opened (the
+		// prepare stage) leaves the object on stderr.
+		if f, oerr := confine.OpenOutput("--json-out", o.jsonOut); oerr == nil {
+			defer f.Close()
+			o.jsonOutFile = f
+		}
+	}
+	if werr := writeJSON(o, out, stdout, stderr); werr != nil {
+		fmt.Fprintln(stderr, "jail: write result:", werr)
+	}
+	return code
+}
+
+// jsonWanted reads, from a command line the flag parser refused, whether
+// a JSON result was asked for and where it goes, so a refusal of the
+// flags is reported in JSON too. Flags after the one refused are read as
+// well: the parser stopped, but the caller still asked.
+func jsonWanted(args []string) *runOptions {
+	o := &runOptions{}
+	for i := 0; i < len(args) && args[i] != "--"; i++ {
+		name, val, hasVal := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		if !strings.HasPrefix(args[i], "-") {
+			continue
+		}
+		switch name {
+		case "json", "capture":
+			b, err := strconv.ParseBool(cmp.Or(val, "true"))
+			o.json = o.json || (err == nil && b)
+			o.capture = o.capture || (name == "capture" && err == nil && b)
+		case "json-out":
+			if !hasVal && i+1 < len(args) {
+				i++
+				val = args[i]
+			}
+			o.jsonOut, o.json = val, true
+		}
+	}
+	if o.jsonOut == "" && !o.json {
+		return nil
+	}
+	return o
+}
+
+// exactBytes is the base64 form of what c kept when it is not valid
+// UTF-8, else nil.
+func exactBytes(c *confine.Capture) *string {
+	b := c.Bytes()
+	if utf8.Valid(b) {
+		return nil
+	}
+	s := base64.StdEncoding.EncodeToString(b)
+	return &s
 }
 
 // writeJSON puts the result where it cannot mix with the command's output:
