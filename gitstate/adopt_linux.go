@@ -47,6 +47,8 @@ type adopter struct {
 	skipLogs map[string]bool
 	// deleted are refs whose deletion was applied.
 	deleted map[string]bool
+	// headLast leaves HEAD to the caller (AdoptNew writes it last).
+	headLast bool
 }
 
 func newAdopter(gitdirFD, hexLen int, opt Options, rep *Report) (*adopter, error) {
@@ -110,6 +112,7 @@ func Adopt(gitdirFD, upperFD int, base *Snapshot, opt Options) (*Report, error) 
 	a.adoptReflogs(up)
 	a.adoptMessages(up)
 	a.adoptConfig(up, base)
+	a.adoptIndex(up, base)
 	up.rest(rep)
 	return rep, nil
 }
@@ -170,7 +173,7 @@ func (a *adopter) sandboxRefs(up *upperTree, base *Snapshot) map[string]string {
 	pseudo := map[string]string{}
 	for _, n := range pseudoRefs {
 		e := up.get(n)
-		if e == nil {
+		if e == nil || n == "HEAD" && a.headLast {
 			continue
 		}
 		e.used = true

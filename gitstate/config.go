@@ -456,7 +456,23 @@ func (c *Config) rewrite(settings []setting) []byte {
 		seq        int
 	}
 	var edits []edit
-	var tail strings.Builder
+	// New sections at the end, one header per section however many keys
+	// land in it.
+	type group struct {
+		key   keyID
+		lines strings.Builder
+	}
+	var tail []*group
+	tailFor := func(k keyID) *strings.Builder {
+		for _, g := range tail {
+			if g.key.Section == k.Section && g.key.HasSub == k.HasSub && g.key.Subsection == k.Subsection {
+				return &g.lines
+			}
+		}
+		g := &group{key: k}
+		tail = append(tail, g)
+		return &g.lines
+	}
 	for i, s := range settings {
 		var lines strings.Builder
 		for _, v := range s.Values {
@@ -498,7 +514,7 @@ func (c *Config) rewrite(settings []setting) []byte {
 			edits = append(edits, edit{at, at, text, i})
 			continue
 		}
-		tail.WriteString(formatHeader(s.Key) + lines.String())
+		tailFor(s.Key).WriteString(lines.String())
 	}
 	sort.SliceStable(edits, func(i, j int) bool {
 		if edits[i].start != edits[j].start {
@@ -517,11 +533,12 @@ func (c *Config) rewrite(settings []setting) []byte {
 		pos = e.end
 	}
 	out = append(out, c.src[pos:]...)
-	if tail.Len() > 0 {
-		if len(out) > 0 && out[len(out)-1] != '\n' {
-			out = append(out, '\n')
-		}
-		out = append(out, tail.String()...)
+	if len(tail) > 0 && len(out) > 0 && out[len(out)-1] != '\n' {
+		out = append(out, '\n')
+	}
+	for _, g := range tail {
+		out = append(out, formatHeader(g.key)...)
+		out = append(out, g.lines.String()...)
 	}
 	return out
 }

@@ -91,6 +91,31 @@
 // ParseConfig is a complete parser of git's syntax, checked against the
 // real git and fuzzed.
 //
+// # Index
+//
+// The sandbox's index is adopted only when the host's index is unchanged
+// since the Snapshot (same content; checked again under index.lock), and
+// only when ParseIndex accepts it: versions 2, 3 and 4, the checksum
+// verified, entries in git's order with modes git writes, every path one
+// git's verify_path accepts on any platform (no ".git" component in any
+// spelling), extensions skipped by signature except a split index ("link",
+// and sharedindex.* files) and a sparse index ("sdir"), which are refused.
+// An index that stages a gitlink (mode 160000) the host's index did not
+// have is refused unless Options.Submodules names its path: the host's git
+// status would descend into that repository and run its core.fsmonitor.
+//
+// # New repositories
+//
+// AdoptNew takes a whole repository the sandbox made in a private
+// directory (git init, git clone) into the host's empty .git: loose
+// objects and pack files (names checked; hard links when the file has one
+// link and the file system allows, else copies), refs, packed-refs,
+// reflogs, shallow, the message files, the index (same gitlink rule), and
+// a config jail writes itself with only the repository-format keys
+// (core.repositoryformatversion, core.filemode, core.bare = false,
+// core.logallrefupdates, extensions.objectformat for SHA-256) and the
+// allowlisted keys. HEAD is written last. No hooks, no info/, nothing else.
+//
 // # Never adopted
 //
 // hooks/, info/, commondir, gitdir, config.worktree, worktrees/, modules/,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -101,6 +102,26 @@ func parsePackedRefs(data []byte, hexLen int) ([]packedRef, error) {
 		}
 	}
 	return out, nil
+}
+
+// formatPackedRefs writes entries in git's sorted packed-refs format. Peel
+// lines are kept only when every entry's peel was known to be complete, so
+// the file never claims more than it holds; git peels on demand otherwise.
+func formatPackedRefs(refs []packedRef, peeled bool) []byte {
+	sort.Slice(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
+	var b bytes.Buffer
+	if peeled {
+		b.WriteString("# pack-refs with: peeled fully-peeled sorted \n")
+	} else {
+		b.WriteString("# pack-refs with: sorted \n")
+	}
+	for _, r := range refs {
+		fmt.Fprintf(&b, "%s %s\n", r.OID, r.Name)
+		if peeled && r.Peeled != "" {
+			fmt.Fprintf(&b, "^%s\n", r.Peeled)
+		}
+	}
+	return b.Bytes()
 }
 
 // dropPacked removes the entry name (and its peel line) from a packed-refs

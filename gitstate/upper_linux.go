@@ -264,6 +264,9 @@ func notAdoptedWhy(p string) string {
 	case "shallow":
 		return "the shallow list is not adopted into an existing repository"
 	}
+	if strings.HasPrefix(p, "sharedindex.") {
+		return "split index files are not adopted"
+	}
 	if strings.HasSuffix(p, ".lock") {
 		return "a lock file left by an interrupted git"
 	}

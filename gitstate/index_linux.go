@@ -1,0 +1,96 @@
+package gitstate
+
+import (
+	"crypto/sha256"
+	"errors"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// adoptIndex adopts the sandbox's index when the host's did not change
+// during the run (its content is the Snapshot's), the file parses (see
+// ParseIndex), and it stages no gitlink the host's index did not have
+// unless Options.Submodules names the path: a gitlink makes the host's
+// git status descend into that repository and run its core.fsmonitor.
+func (a *adopter) adoptIndex(up *upperTree, base *Snapshot) {
+	e := up.get("index")
+	if e == nil || (e.kind != kindFile && e.kind != kindWhiteout) {
+		return
+	}
+	e.used = true
+	if e.kind == kindWhiteout {
+		a.rep.dropped("index: deletion not adopted")
+		return
+	}
+	data, err := up.read("index", maxIndexFile)
+	if err != nil {
+		a.rep.dropped("index: %v", err)
+		return
+	}
+	ix, err := ParseIndex(data, a.hexLen/2)
+	if err != nil {
+		a.rep.dropped("index: %v", err)
+		return
+	}
+	host, fi, err := readFile(a.gitfd, "index", maxIndexFile, false)
+	present := err == nil
+	if err != nil && !errors.Is(err, unix.ENOENT) {
+		a.rep.dropped("index: the host's index: %v", err)
+		return
+	}
+	if present != base.Index.Present || present && sha256.Sum256(host) != base.Index.Hash {
+		a.rep.conflict("index: changed on the host during the run; the host's kept")
+		return
+	}
+	var hostIx *Index
+	if present {
+		if hostIx, err = ParseIndex(host, a.hexLen/2); err != nil {
+			a.rep.dropped("index: the host's index: %v", err)
+			return
+		}
+	}
+	if bad := newGitlinks(ix, hostIx, a.opt.Submodules); len(bad) > 0 {
+		a.rep.dropped("index: stages new gitlinks (nested repositories) %s; the host's kept", strings.Join(bad, ", "))
+		return
+	}
+	mode := uint32(0o644)
+	if present {
+		mode = fi.Mode & 0o7777
+	}
+	lk, err := lock(a.gitfd, "index", mode)
+	if err != nil {
+		a.rep.dropped("index: lock: %v", err)
+		return
+	}
+	now, _, err := readFile(a.gitfd, "index", maxIndexFile, false)
+	if present != (err == nil) || present && sha256.Sum256(now) != base.Index.Hash {
+		lk.release()
+		a.rep.conflict("index: changed on the host while being adopted; the host's kept")
+		return
+	}
+	if err := lk.commit(data); err != nil {
+		a.rep.dropped("index: write: %v", err)
+		return
+	}
+	a.rep.applied("index")
+}
+
+// newGitlinks lists (escaped, sorted) the gitlinks ix stages that old does
+// not and allowed does not name.
+func newGitlinks(ix, old *Index, allowed []string) []string {
+	had := old.gitlinks()
+	ok := map[string]bool{}
+	for _, p := range allowed {
+		ok[p] = true
+	}
+	var bad []string
+	for p := range ix.gitlinks() {
+		if !had[p] && !ok[p] {
+			bad = append(bad, esc(p))
+		}
+	}
+	sort.Strings(bad)
+	return bad
+}

@@ -1,0 +1,173 @@
+package gitstate
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// lsFiles is git ls-files -s in our terms: "mode oid stage\tpath".
+func lsFiles(ix *Index) string {
+	var b strings.Builder
+	for _, e := range ix.Entries {
+		fmt.Fprintf(&b, "%06o %s %d\t%s\n", e.Mode, e.OID, e.Stage, e.Path)
+	}
+	return b.String()
+}
+
+func TestParseIndexMatchesGit(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		init    []string
+		version string
+		hashLen int
+	}{
+		{"v2", nil, "2", 20},
+		{"v3", nil, "3", 20},
+		{"v4", nil, "4", 20},
+		{"v4-sha256", []string{"--object-format=sha256"}, "4", 32},
+		{"v2-sha256", []string{"--object-format=sha256"}, "2", 32},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRepo(t, tc.init...)
+			for i := 0; i < 30; i++ {
+				r.write(fmt.Sprintf("dir%d/sub/file-%03d.txt", i%4, i), strconv.Itoa(i))
+			}
+			r.write("exec.sh", "#!/bin/sh\n")
+			os.Chmod(filepath.Join(r.dir, "exec.sh"), 0o755)
+			os.Symlink("README", filepath.Join(r.dir, "link"))
+			r.git("add", "-A")
+			r.write("intent", "x")
+			r.git("add", "-N", "intent") // an extended flag (v3 and up)
+			if tc.version != "2" {
+				r.git("update-index", "--index-version", tc.version)
+			} else {
+				r.git("rm", "-q", "--cached", "intent")
+				r.git("update-index", "--index-version", "2")
+			}
+			data, err := os.ReadFile(filepath.Join(r.gitdir(), "index"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ix, err := ParseIndex(data, tc.hashLen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := strconv.Itoa(int(ix.Version)); v != tc.version {
+				t.Errorf("version %s, want %s", v, tc.version)
+			}
+			if got, want := lsFiles(ix), r.git("ls-files", "-s"); got != want {
+				t.Errorf("entries differ\nours:\n%s\ngit:\n%s", got, want)
+			}
+			// Any flipped byte is refused (the checksum), never a panic.
+			for i := 0; i < len(data); i += 7 {
+				bad := append([]byte{}, data...)
+				bad[i] ^= 0x40
+				if _, err := ParseIndex(bad, tc.hashLen); err == nil {
+					t.Fatalf("a corrupted index (byte %d) was accepted", i)
+				}
+			}
+		})
+	}
+}
+
+func TestVerifyIndexPath(t *testing.T) {
+	for _, p := range []string{".git/hooks/pre-commit", "a/.GIT/config", "a/.git./x", "a/.git  /x", "git~1/hooks/x", "/abs", "a//b", "a/../b", "./a", "a/", ".g\u200cit/config", `a\b`} {
+		if verifyIndexPath(p, modeFile) == nil {
+			t.Errorf("%q accepted", p)
+		}
+	}
+	if verifyIndexPath(".gitmodules", modeSymlink) == nil {
+		t.Error("a symlinked .gitmodules accepted")
+	}
+	for _, p := range []string{"a", ".gitignore", "dir/.github/x", "a.git/b", ".gitx", "ü/ñ"} {
+		if err := verifyIndexPath(p, modeFile); err != nil {
+			t.Errorf("%q refused: %v", p, err)
+		}
+	}
+}
+
+func TestAdoptIndexStagedFile(t *testing.T) {
+	r := newRepo(t)
+	base := r.take()
+	o := r.overlay()
+	o.run(`echo new > staged && git add staged && echo changed >> README && git add README`)
+	rep := o.adopt(base, Options{RunID: "i1"})
+	if !contains(rep.Applied, "index") {
+		t.Fatalf("index not applied: %+v", rep)
+	}
+	if got := r.git("status", "--porcelain"); got != "M  README\nA  staged\n" {
+		t.Fatalf("host status: %q", got)
+	}
+	r.fsck()
+}
+
+func TestAdoptIndexChangedOnHost(t *testing.T) {
+	r := newRepo(t)
+	base := r.take()
+	o := r.overlay()
+	o.run(`echo new > staged && git add staged`)
+	r.write("hostfile", "h")
+	r.git("add", "hostfile")
+	rep := o.adopt(base, Options{RunID: "i2"})
+	if !contains(rep.Conflicts, "index: changed on the host") {
+		t.Fatalf("no index conflict: %+v", rep)
+	}
+	if got := r.git("diff", "--cached", "--name-only"); got != "hostfile\n" {
+		t.Fatalf("host index: %q", got)
+	}
+}
+
+// A nested repository the sandbox made, staged as a gitlink: the host's
+// git status would run its core.fsmonitor. The index is refused, unless
+// the caller says jail adopted that repository (the control).
+func TestAdoptIndexRefusesNewGitlink(t *testing.T) {
+	for _, allowed := range []bool{false, true} {
+		t.Run(fmt.Sprint("allowed=", allowed), func(t *testing.T) {
+			r := newRepo(t)
+			base := r.take()
+			o := r.overlay()
+			marker := filepath.Join(t.TempDir(), "ran")
+			o.run(`git init -q sub && cd sub && echo x > x && git add x && git commit -q -m sub
+git config core.fsmonitor 'touch ` + marker + `; false'
+cd .. && git add sub`)
+			opt := Options{RunID: "g"}
+			if allowed {
+				opt.Submodules = []string{"sub"}
+			}
+			rep := o.adopt(base, opt)
+			r.git("status")
+			_, err := os.Stat(marker)
+			ran := err == nil
+			if allowed {
+				if !contains(rep.Applied, "index") || !ran {
+					t.Fatalf("control: index applied %v, fsmonitor ran %v: %+v", contains(rep.Applied, "index"), ran, rep)
+				}
+				return
+			}
+			if !contains(rep.Dropped, "index: stages new gitlinks (nested repositories) sub") {
+				t.Errorf("not dropped: %+v", rep)
+			}
+			if ran {
+				t.Fatal("the planted repository's fsmonitor ran on the host")
+			}
+		})
+	}
+}
+
+func TestAdoptIndexSplitIndexDropped(t *testing.T) {
+	r := newRepo(t)
+	base := r.take()
+	o := r.overlay()
+	o.run(`echo new > staged && git add staged && git update-index --split-index && ls .git/sharedindex.* >/dev/null`)
+	rep := o.adopt(base, Options{RunID: "i3"})
+	if !contains(rep.Dropped, "split index") || !contains(rep.Dropped, "sharedindex.") {
+		t.Fatalf("split index not dropped: %+v", rep)
+	}
+	if got := r.git("status", "--porcelain"); got != "?? staged\n" {
+		t.Fatalf("host status: %q", got)
+	}
+}

@@ -1,0 +1,399 @@
+package gitstate
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// AdoptNew brings a repository the sandbox made from nothing (git init,
+// git clone) in a private directory srcFD into the host's empty git
+// directory gitdirFD. It copies objects (loose objects and pack files with
+// valid names, hard-linked where the file system allows, else copied),
+// refs, packed-refs, HEAD, reflogs, shallow, the message files and the
+// index (with the gitlink rule of Adopt: a gitlink only for a path in
+// Options.Submodules), and writes a config of its own: the repository
+// format keys (core.repositoryformatversion, core.filemode, core.bare =
+// false, core.logallrefupdates, extensions.objectformat for SHA-256) plus
+// the sandbox's allowlisted keys. Hooks, info/, description and every
+// other file are dropped and reported. HEAD is written last, so the host's
+// git sees a repository only once everything else is in place.
+func AdoptNew(gitdirFD, srcFD int, opt Options) (*Report, error) {
+	rep := &Report{}
+	ents, err := readDir(gitdirFD, 16)
+	if err != nil {
+		return nil, fmt.Errorf("gitstate: adopt new: list the host's git directory: %w", err)
+	}
+	if len(ents) != 0 {
+		return nil, errors.New("gitstate: adopt new: the host's git directory is not empty")
+	}
+	src := walkUpper(srcFD, opt.Limits.withDefaults(), rep)
+	if src.truncated != "" {
+		rep.dropped("everything: the new repository was not adopted: %s", src.truncated)
+		return rep, nil
+	}
+	var srcCfg *Config
+	if e := src.get("config"); e != nil && e.kind == kindFile {
+		e.used = true
+		data, err := src.read("config", maxConfigFile)
+		if err == nil {
+			srcCfg, err = ParseConfig(data)
+		}
+		if err != nil {
+			rep.dropped("config: %v; only the format keys written", err)
+			srcCfg = nil
+		}
+	}
+	format, hexLen, err := objectFormat(srcCfg)
+	if err != nil {
+		return nil, fmt.Errorf("gitstate: adopt new: %w", err)
+	}
+	if v, ok := srcConfigGet(srcCfg, "core.repositoryformatversion"); ok && v != "0" && v != "1" {
+		return nil, fmt.Errorf("gitstate: adopt new: core.repositoryformatversion %s", esc(v))
+	}
+	for _, e := range srcConfigEntries(srcCfg) {
+		if e.Section == "extensions" && e.Name != "objectformat" {
+			return nil, fmt.Errorf("gitstate: adopt new: the repository uses extensions.%s, which jail does not adopt", esc(e.Name))
+		}
+	}
+	// The skeleton git needs, then objects.
+	for _, d := range []string{"objects/pack", "objects/info", "refs/heads", "refs/tags"} {
+		fd, err := mkdirAll(gitdirFD, d, 0o755)
+		if err != nil {
+			return nil, fmt.Errorf("gitstate: adopt new: mkdir %s: %w", d, err)
+		}
+		unix.Close(fd)
+	}
+	if err := copyObjects(gitdirFD, src, hexLen, rep); err != nil {
+		return rep, fmt.Errorf("gitstate: adopt new: %w", err)
+	}
+	if err := writeFile(gitdirFD, "config", newConfig(srcCfg, format, rep), 0o644); err != nil {
+		return rep, fmt.Errorf("gitstate: adopt new: write config: %w", err)
+	}
+	a, err := newAdopter(gitdirFD, hexLen, opt, rep)
+	if err != nil {
+		return rep, err
+	}
+	defer a.close()
+	// Everything the sandbox wrote is new: an empty base makes every ref,
+	// reflog line and the index "changed by the sandbox only".
+	base := &Snapshot{ObjectFormat: format, Loose: map[string]string{}, Packed: map[string]string{}}
+	head := ""
+	if e := src.get("HEAD"); e != nil && e.kind == kindFile {
+		data, err := src.read("HEAD", maxRefFile)
+		if err == nil {
+			head, err = parseRefValue("HEAD", data, hexLen)
+		}
+		if err != nil {
+			rep.dropped("HEAD: %v; wrote ref: refs/heads/main", err)
+			head = ""
+		}
+	}
+	if e := src.get("HEAD"); e != nil {
+		e.used = true
+	}
+	a.headLast = true
+	// packed-refs is written whole (a clone may have thousands of tags),
+	// with the entries whose objects are present; they are then the base,
+	// so adoptRefs writes only the loose refs.
+	if e := src.get("packed-refs"); e != nil && e.kind == kindFile {
+		e.used = true
+		data, err := src.read("packed-refs", maxPackedRefs)
+		var list []packedRef
+		if err == nil {
+			list, err = parsePackedRefs(data, hexLen)
+		}
+		if err != nil {
+			rep.dropped("packed-refs: %v", err)
+		} else {
+			var keep []packedRef
+			for _, r := range list {
+				switch {
+				case strings.HasPrefix(r.Name, "refs/jail/"):
+					rep.dropped("%s: refs/jail/ is jail's own namespace", esc(r.Name))
+				case !a.objects.has(r.OID):
+					rep.dropped("%s: points to %s, which is not in the objects", esc(r.Name), r.OID)
+				default:
+					keep = append(keep, packedRef{Name: r.Name, OID: r.OID})
+					base.Packed[r.Name] = r.OID
+				}
+			}
+			if err := writeFile(gitdirFD, "packed-refs", formatPackedRefs(keep, false), 0o644); err != nil {
+				return rep, fmt.Errorf("gitstate: adopt new: write packed-refs: %w", err)
+			}
+			rep.applied("packed-refs (%d refs)", len(keep))
+		}
+	}
+	if err := a.adoptRefs(src, base); err != nil {
+		return rep, err
+	}
+	a.adoptReflogs(src)
+	a.adoptMessages(src)
+	a.adoptShallow(src)
+	a.adoptIndex(src, base)
+	if e := src.get("objects"); e != nil {
+		for _, p := range src.under("objects") {
+			if src.get(p).kind == kindDir {
+				src.get(p).used = true
+			}
+		}
+	}
+	for _, p := range []string{"description", "hooks", "info", "branches"} {
+		if e := src.get(p); e != nil && (p == "description" || len(src.under(p)) == 1) {
+			e.used = true // git init's own skeleton, nothing the sandbox chose
+		}
+	}
+	for _, p := range src.under("hooks") {
+		if strings.HasSuffix(p, ".sample") {
+			src.get(p).used = true // git init's sample hooks, never run
+		}
+	}
+	if e := src.get("info/exclude"); e != nil && e.kind == kindFile {
+		// git init's template holds only comments; anything more is
+		// the sandbox's and is reported.
+		e.used = true
+		data, err := src.read("info/exclude", maxMessageFile)
+		if err != nil || !onlyComments(data) {
+			rep.dropped("info/exclude: not adopted (info/ is not adopted)")
+		}
+	}
+	if head == "" {
+		head = "ref: refs/heads/main"
+	}
+	for _, id := range oids(head) {
+		if !a.objects.has(id) {
+			rep.dropped("HEAD: points to %s, which is not in the objects; wrote ref: refs/heads/main", id)
+			head = "ref: refs/heads/main"
+		}
+	}
+	if err := a.refs.update("HEAD", "", head); err != nil {
+		return rep, fmt.Errorf("gitstate: adopt new: write HEAD: %w", err)
+	}
+	rep.applied("HEAD")
+	src.rest(rep)
+	return rep, nil
+}
+
+func srcConfigGet(c *Config, key string) (string, bool) {
+	if c == nil {
+		return "", false
+	}
+	return c.Get(key)
+}
+
+func srcConfigEntries(c *Config) []Entry {
+	if c == nil {
+		return nil
+	}
+	return c.Entries
+}
+
+// newConfig is the config jail writes for an adopted new repository.
+func newConfig(src *Config, format string, rep *Report) []byte {
+	version := "0"
+	if format == "sha256" {
+		version = "1"
+	}
+	filemode := "true"
+	if v, ok := srcConfigGet(src, "core.filemode"); ok && boolean(v) {
+		filemode = strings.ToLower(v)
+	}
+	fresh, _ := ParseConfig(nil)
+	settings := []setting{
+		{Key: keyID{Section: "core", Name: "repositoryformatversion"}, Values: []string{version}},
+		{Key: keyID{Section: "core", Name: "filemode"}, Values: []string{filemode}},
+		{Key: keyID{Section: "core", Name: "bare"}, Values: []string{"false"}},
+		{Key: keyID{Section: "core", Name: "logallrefupdates"}, Values: []string{"true"}},
+	}
+	if format == "sha256" {
+		settings = append(settings, setting{Key: keyID{Section: "extensions", Name: "objectformat"}, Values: []string{"sha256"}})
+	}
+	if src != nil {
+		m, order := src.valueMap()
+		for _, k := range order {
+			switch k.String() {
+			case "core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates", "extensions.objectformat":
+				continue
+			}
+			if why := configVerdict(k, m[k]); why != "" {
+				rep.dropped("config %s: %s", esc(k.String()), why)
+				continue
+			}
+			settings = append(settings, setting{Key: k, Values: m[k]})
+			rep.applied("config %s", esc(k.String()))
+		}
+	}
+	return fresh.rewrite(settings)
+}
+
+// copyObjects brings objects/ across: objects/<2 hex>/<rest hex> and
+// objects/pack/pack-<hex>.{pack,idx,rev,bitmap,keep,promisor,mtimes}.
+// Nothing else under objects/ is adopted (info/alternates would point the
+// repository's object lookups elsewhere; commit-graph files are caches).
+func copyObjects(gitdirFD int, src *upperTree, hexLen int, rep *Report) error {
+	dst, err := openDir(gitdirFD, "objects")
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dst)
+	n := 0
+	for _, p := range src.under("objects") {
+		e := src.get(p)
+		if e.kind != kindFile {
+			continue
+		}
+		e.used = true
+		rel := strings.TrimPrefix(p, "objects/")
+		dir, base := splitName(rel)
+		switch {
+		case len(dir) == 2 && isHex(dir, 2) && isHex(base, hexLen-2):
+		case dir == "pack" && validPackFile(base, hexLen):
+		default:
+			rep.dropped("%s: not adopted (only loose objects and pack files are)", esc(p))
+			continue
+		}
+		if err := linkOrCopy(src, p, dst, rel); err != nil {
+			rep.dropped("%s: %v", esc(p), err)
+			continue
+		}
+		n++
+	}
+	if n > 0 {
+		rep.applied("objects (%d files)", n)
+	}
+	return nil
+}
+
+func validPackFile(name string, hexLen int) bool {
+	dot := strings.IndexByte(name, '.')
+	if dot < 0 || !validPackBase(name[:dot], hexLen) {
+		return false
+	}
+	switch name[dot+1:] {
+	case "pack", "idx", "rev", "bitmap", "keep", "promisor", "mtimes":
+		return true
+	}
+	return false
+}
+
+// linkOrCopy makes dstDir/rel the same content as src's p: a hard link when
+// the file has one link and the file system allows it (objects are
+// immutable, named by their hash), else a copy read from a descriptor. The
+// new file is made read-only, as git makes its objects.
+func linkOrCopy(src *upperTree, p string, dstDir int, rel string) error {
+	dir, base := splitName(rel)
+	dfd, err := mkdirAll(dstDir, dir, 0o755)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	sdir, sbase := splitName(p)
+	sfd, err := openDir(src.fd, sdir)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(sfd)
+	fd, err := openBeneath(sfd, sbase, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	in := os.NewFile(uintptr(fd), sbase)
+	defer in.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return errNotRegular
+	}
+	if st.Size > src.limits.FileBytes {
+		return errTooLarge
+	}
+	if st.Nlink == 1 {
+		// linkat on the held source directory and one name: no path is
+		// resolved, and linkat never follows a symlink without
+		// AT_SYMLINK_FOLLOW (the name was checked regular just above
+		// through the same directory).
+		if err := unix.Linkat(sfd, sbase, dfd, base, 0); err == nil {
+			var lst unix.Stat_t
+			if err := unix.Fstatat(dfd, base, &lst, unix.AT_SYMLINK_NOFOLLOW); err == nil && lst.Ino == st.Ino && lst.Dev == st.Dev {
+				return nil
+			}
+			unix.Unlinkat(dfd, base, 0)
+		}
+	}
+	// A file with several links (git clone --local makes them) is copied:
+	// its other names are not ours to share an inode with.
+	out, err := openBeneath(dfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o444)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(out), base)
+	if src.bytesRead+st.Size > src.limits.Bytes {
+		f.Close()
+		unix.Unlinkat(dfd, base, 0)
+		return fmt.Errorf("the total read limit of %d bytes is used up", src.limits.Bytes)
+	}
+	nb, err := io.Copy(f, io.LimitReader(in, st.Size+1))
+	src.bytesRead += nb
+	if err == nil && nb != st.Size {
+		err = errors.New("changed size while being copied")
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		unix.Unlinkat(dfd, base, 0)
+	}
+	return err
+}
+
+// adoptShallow adopts the shallow file of a new repository (a shallow
+// clone is broken without it): object ids, one a line, each present.
+func (a *adopter) adoptShallow(src *upperTree) {
+	e := src.get("shallow")
+	if e == nil || e.kind != kindFile {
+		return
+	}
+	e.used = true
+	data, err := src.read("shallow", maxPackedRefs)
+	if err == nil {
+		lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+		sort.Strings(lines)
+		for _, l := range lines {
+			if !isHex(l, a.hexLen) {
+				err = fmt.Errorf("line %s is not an object id", esc(l))
+				break
+			}
+			if !a.objects.has(l) {
+				err = fmt.Errorf("%s is not in the objects", l)
+				break
+			}
+		}
+	}
+	if err == nil {
+		err = writeFile(a.gitfd, "shallow", data, 0o644)
+	}
+	if err != nil {
+		a.rep.dropped("shallow: %v", err)
+		return
+	}
+	a.rep.applied("shallow")
+}
+
+func onlyComments(data []byte) bool {
+	for _, l := range strings.Split(string(data), "\n") {
+		if l = strings.TrimSpace(l); l != "" && l[0] != '#' {
+			return false
+		}
+	}
+	return true
+}
