@@ -1,8 +1,12 @@
 // Package fence holds the repository's structural tests and nothing else:
 // the dependency fences between packages (confine never imports policy,
-// netns or the tool packages; policy never imports confinement, Docker or
-// browser code; netns stays independent of both) and the rule that every
-// package has exactly one doc comment. They run with `go test ./...` and
-// shell out to `go list`, so they see the build exactly as the go command
-// does, build tags and all.
+// netns, tools or gitstate; policy never imports confinement, Docker or
+// browser code, and nothing outside TOML and shell parsing; netns stays
+// independent of both; tools and gitstate reach no command, Docker or
+// browser code; the integration tests import nothing of the module but
+// internal/testutil, which imports nothing of it), the rule that every
+// fenced package exists, and the rule that every package has exactly one
+// doc comment. They run with `go test ./...` and shell out to `go list`,
+// so they see the build exactly as the go command does, build tags and
+// all. ARCHITECTURE.md draws the same map.
 package fence
