@@ -191,8 +191,6 @@ func (a *adopter) sandboxRefs(up *upperTree, base *Snapshot) map[string]string {
 			}
 			a.rep.dropped("%s: %v", n, err)
 			a.skipLogs[n] = true
-		default:
-			e.used = false
 		}
 	}
 	var upperPacked map[string]string
@@ -218,8 +216,6 @@ func (a *adopter) sandboxRefs(up *upperTree, base *Snapshot) map[string]string {
 				}
 				upperPacked[r.Name] = r.OID
 			}
-		default:
-			e.used = false
 		}
 	}
 	baseRefs := base.Refs()

@@ -11,35 +11,36 @@ type configRule struct {
 	section, name string
 	sub           func(string) bool // nil: the key has no subsection
 	value         func(string) bool
-	why           string // what the key is for (docs and tests)
+	values        string // the values value admits, for the docs
+	why           string // what the key is for
 }
 
 // configAllow is the complete list of keys adopted from a sandbox's
 // config. Anything else it added, changed or removed is dropped and named.
 var configAllow = []configRule{
-	{"user", "name", nil, identity, "author and committer name"},
-	{"user", "email", nil, identity, "author and committer email"},
-	{"remote", "url", validRemoteName, remoteURL, "fetch URL (no ext::, fd::, local paths or leading -)"},
-	{"remote", "pushurl", validRemoteName, remoteURL, "push URL (same rule as url)"},
-	{"remote", "fetch", validRemoteName, refspec, "fetch refspec"},
-	{"remote", "push", validRemoteName, refspec, "push refspec"},
-	{"remote", "tagopt", validRemoteName, oneOf("--tags", "--no-tags"), "tag following"},
-	{"remote", "prune", validRemoteName, boolean, "prune on fetch"},
-	{"remote", "prunetags", validRemoteName, boolean, "prune tags on fetch"},
-	{"branch", "remote", validBranchName, remoteOrDot, "upstream remote"},
-	{"branch", "pushremote", validBranchName, validRemoteName, "push remote"},
-	{"branch", "merge", validBranchName, validRefName, "upstream ref"},
-	{"branch", "rebase", validBranchName, boolean, "pull rebases (booleans only: interactive would open an editor)"},
-	{"core", "autocrlf", nil, oneOf("true", "false", "input"), "line-ending conversion"},
-	{"core", "eol", nil, oneOf("lf", "crlf", "native"), "line ending of the work tree"},
-	{"core", "safecrlf", nil, orBool("warn"), "line-ending conversion checks"},
-	{"init", "defaultbranch", nil, validBranchName, "name of the first branch"},
-	{"pull", "rebase", nil, boolean, "pull rebases (booleans only)"},
-	{"pull", "ff", nil, orBool("only"), "pull fast-forward mode"},
-	{"merge", "ff", nil, orBool("only"), "merge fast-forward mode"},
-	{"fetch", "prune", nil, boolean, "prune on fetch"},
-	{"push", "default", nil, oneOf("nothing", "current", "upstream", "tracking", "simple", "matching"), "push mode"},
-	{"push", "autosetupremote", nil, boolean, "set upstream on first push"},
+	{"user", "name", nil, identity, "printable text without `<` `>`", "author and committer name"},
+	{"user", "email", nil, identity, "printable text without `<` `>`", "author and committer email"},
+	{"remote", "url", validRemoteName, remoteURL, "https, http, ssh, git URLs and scp-like `host:path`", "fetch URL (no ext::, fd::, local paths or leading -)"},
+	{"remote", "pushurl", validRemoteName, remoteURL, "https, http, ssh, git URLs and scp-like `host:path`", "push URL (same rule as url)"},
+	{"remote", "fetch", validRemoteName, refspec, "a refspec", "fetch refspec"},
+	{"remote", "push", validRemoteName, refspec, "a refspec", "push refspec"},
+	{"remote", "tagopt", validRemoteName, oneOf("--tags", "--no-tags"), "`--tags`, `--no-tags`", "tag following"},
+	{"remote", "prune", validRemoteName, boolean, "boolean", "prune on fetch"},
+	{"remote", "prunetags", validRemoteName, boolean, "boolean", "prune tags on fetch"},
+	{"branch", "remote", validBranchName, remoteOrDot, "a remote name or `.`", "upstream remote"},
+	{"branch", "pushremote", validBranchName, validRemoteName, "a remote name", "push remote"},
+	{"branch", "merge", validBranchName, validRefName, "a ref name", "upstream ref"},
+	{"branch", "rebase", validBranchName, boolean, "boolean", "pull rebases (booleans only: interactive would open an editor)"},
+	{"core", "autocrlf", nil, oneOf("true", "false", "input"), "`true`, `false`, `input`", "line-ending conversion"},
+	{"core", "eol", nil, oneOf("lf", "crlf", "native"), "`lf`, `crlf`, `native`", "line ending of the work tree"},
+	{"core", "safecrlf", nil, orBool("warn"), "boolean or `warn`", "line-ending conversion checks"},
+	{"init", "defaultbranch", nil, validBranchName, "a branch name", "name of the first branch"},
+	{"pull", "rebase", nil, boolean, "boolean", "pull rebases (booleans only)"},
+	{"pull", "ff", nil, orBool("only"), "boolean or `only`", "pull fast-forward mode"},
+	{"merge", "ff", nil, orBool("only"), "boolean or `only`", "merge fast-forward mode"},
+	{"fetch", "prune", nil, boolean, "boolean", "prune on fetch"},
+	{"push", "default", nil, oneOf("nothing", "current", "upstream", "tracking", "simple", "matching"), "`nothing`, `current`, `upstream`, `tracking`, `simple`, `matching`", "push mode"},
+	{"push", "autosetupremote", nil, boolean, "boolean", "set upstream on first push"},
 }
 
 // dangerousConfig are key patterns known to make git run a program, read

@@ -1,0 +1,92 @@
+package gitstate
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+var updateDocs = flag.Bool("update-docs", false, "rewrite docs/git-adoption.md from the tables")
+
+// adoptionDoc renders docs/git-adoption.md from the allowlist itself, so
+// the document is the code's own list.
+func adoptionDoc() string {
+	var b strings.Builder
+	b.WriteString(`# What jail adopts from a sandbox's git directory
+
+Generated from ` + "`gitstate/allow.go`" + ` by ` + "`go test ./gitstate -run TestAdoptionDoc -update-docs`" + `;
+a test fails when this file and the code disagree. The package doc of ` + "`gitstate`" + ` has the details.
+
+Inside the sandbox a git directory is an overlay: the host's ` + "`.git`" + ` read-only below, a private
+directory on top, ` + "`objects/`" + ` shared live. Nothing the sandbox writes there reaches the host's
+` + "`.git`" + ` while it runs. When it ends, jail copies back an allowlist of validated state and names
+everything else it dropped, so that nothing the sandbox wrote can make the host's git run a
+program later. Repositories made inside from nothing (` + "`git init`" + `, ` + "`git clone`" + `) are adopted the
+same way into the host's empty ` + "`.git`" + `, with a config jail writes itself.
+
+## Adopted
+
+- **Refs**: ` + "`refs/**`" + ` (loose and ` + "`packed-refs`" + `), ` + "`HEAD`" + `, ` + "`ORIG_HEAD`" + `, ` + "`MERGE_HEAD`" + `,
+  ` + "`CHERRY_PICK_HEAD`" + `, ` + "`REVERT_HEAD`" + `: valid ref names, values an object id the host has or
+  ` + "`ref: refs/...`" + `. Three-way against the state at launch: a ref only the sandbox changed is
+  applied; one only the host changed keeps the host's value; one both changed keeps the host's,
+  and the sandbox's is saved as ` + "`refs/jail/<run>/<ref>`" + ` and reported as a conflict. Written with
+  git's lock protocol, so a git running at the same time is safe.
+- **Reflogs** (` + "`logs/**`" + `): new lines in git's reflog format, appended.
+- **Messages**: ` + "`COMMIT_EDITMSG`" + `, ` + "`MERGE_MSG`" + `, ` + "`SQUASH_MSG`" + `, ` + "`TAG_EDITMSG`" + ` (text),
+  ` + "`MERGE_MODE`" + `.
+- **Index**: when the host's index did not change during the run, and it parses (versions 2-4,
+  checksum, paths git accepts), and it stages no new gitlink (a nested repository whose
+  ` + "`core.fsmonitor`" + ` the host's ` + "`git status`" + ` would run) except for submodules jail adopted.
+  Split and sparse indexes are refused.
+- **Config**: only the keys below, with the values shown; every other key the sandbox added,
+  changed or removed is dropped and named. The host's file is rewritten under ` + "`config.lock`" + `, the
+  rest of it byte for byte.
+
+| key | values | what for |
+|---|---|---|
+`)
+	for _, r := range configAllow {
+		key := r.section + "."
+		if r.sub != nil {
+			key += "<name>."
+		}
+		key += r.name
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", key, r.values, r.why)
+	}
+	b.WriteString(`
+## Never adopted
+
+` + "`hooks/`" + `, ` + "`info/`" + `, ` + "`commondir`" + `, ` + "`gitdir`" + `, ` + "`config.worktree`" + `, ` + "`worktrees/`" + `,
+` + "`modules/`" + `, ` + "`rebase-merge/`" + `, ` + "`rebase-apply/`" + `, ` + "`sequencer/`" + ` (todo lists hold ` + "`exec`" + `
+lines), ` + "`FETCH_HEAD`" + `, ` + "`shallow`" + ` (except in a new repository), ` + "`sharedindex.*`" + `, lock files,
+symlinks, FIFOs, devices, hard-linked and oversized files, and any other name. When the sandbox's
+side holds more than the limits (100000 names, 2 GiB read, 1 GiB per file by default), nothing is
+adopted.
+
+These config keys are named with a sharper reason when dropped (they make git run a program, or
+read another file or repository); like every key not in the table, they are never adopted:
+
+`)
+	b.WriteString("`" + strings.Join(dangerousConfig, "`, `") + "`\n")
+	return b.String()
+}
+
+func TestAdoptionDoc(t *testing.T) {
+	const path = "../docs/git-adoption.md"
+	want := adoptionDoc()
+	if *updateDocs {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./gitstate -run TestAdoptionDoc -update-docs)", err)
+	}
+	if string(got) != want {
+		t.Fatalf("%s is out of date: run go test ./gitstate -run TestAdoptionDoc -update-docs", path)
+	}
+}
