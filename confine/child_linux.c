@@ -35,6 +35,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -111,6 +112,7 @@ enum {
 	OP_LOCK = 23,
 	OP_HOLD = 24,
 	OP_PIN = 25,
+	OP_DNS = 26,
 };
 
 #define MAX_SOURCES 256
@@ -127,6 +129,8 @@ struct child {
 	int empty;  // the empty read-only file used to cover paths
 	const char *stage;
 	const char *layer;
+	int dns;           // OP_DNS: the name server socket pid 1 answers on, or -1
+	char *dns_notice;  // its notice template; NULL once reported
 };
 
 // ---- reporting ----------------------------------------------------------
@@ -340,6 +344,98 @@ static void op_loopback(struct child *c) {
 	ifr.ifr_flags |= IFF_UP;
 	CHECK(c, ioctl(s, SIOCSIFFLAGS, &ifr), "set lo up");
 	close(s);
+}
+
+// op_dns opens the name server socket of a sandbox without network
+// (Spec.OffDNS): pid 1 answers on it while the command runs (dns_answer).
+// It is bound before the command exists, so the command cannot take the
+// port, and moved above the descriptors the command's stdio may take.
+static void op_dns(struct child *c) {
+	const char *notice = get_str(c);
+	if (*notice) {
+		c->dns_notice = strdup(notice);
+		if (!c->dns_notice) fail(c, ENOMEM, "notice", 125);
+	}
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	CHECK(c, s, "socket");
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(53), .sin_addr = {.s_addr = htonl(INADDR_LOOPBACK)}};
+	CHECK(c, bind(s, (struct sockaddr *)&sa, sizeof(sa)), "bind 127.0.0.1:53");
+	c->dns = fcntl(s, F_DUPFD_CLOEXEC, 10);
+	CHECK(c, c->dns, "move the name server socket");
+	close(s);
+}
+
+// dns_notice reports the notice for name once: the supervisor prints it.
+// name holds only [a-z0-9._-] and the template no '"' or '\' (both
+// checked), so the line needs no escaping on either side.
+static void dns_notice(struct child *c, const char *name) {
+	char line[2048];
+	size_t n = 0;
+	const char *t = c->dns_notice, *pre = "{\"stage\":\"notice\",\"text\":\"";
+	c->dns_notice = NULL;
+	size_t lname = strlen(name);
+	memcpy(line, pre, strlen(pre));
+	n = strlen(pre);
+	for (const char *p = t; *p && n + lname + 8 < sizeof(line); p++) {
+		if (!strncmp(p, "{name}", 6)) {
+			memcpy(line + n, name, lname);
+			n += lname;
+			p += 5;
+		} else {
+			line[n++] = *p;
+		}
+	}
+	memcpy(line + n, "\"}\n", 3);
+	report_line(line, n + 3);
+	free((void *)t);
+}
+
+// dns_answer answers one query on the name server socket: NXDOMAIN for a
+// standard query with one question (the question echoed), NOTIMP for
+// other opcodes, FORMERR for what does not parse; responses are never
+// answered, so two such servers cannot loop. Only the header and the
+// question are read, within the datagram.
+static void dns_answer(struct child *c) {
+	uint8_t q[512], r[512];
+	struct sockaddr_storage from;
+	socklen_t fl = sizeof(from);
+	ssize_t n = recvfrom(c->dns, q, sizeof(q), MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
+	if (n < 12 || (q[2] & 0x80)) return;
+	int opcode = (q[2] >> 3) & 0xf;
+	int ok = opcode == 0 && q[4] == 0 && q[5] == 1;
+	size_t off = 12, len = 0;
+	char name[256];
+	int plain = 1, dots = 0;
+	while (ok) {
+		if (off >= (size_t)n) { ok = 0; break; }
+		uint8_t l = q[off++];
+		if (l == 0) break;
+		// A compression pointer (0xc0) or an extended label type is not
+		// a question a stub resolver sends.
+		if (l > 63 || off + l > (size_t)n || len + l + 1 > 253) { ok = 0; break; }
+		if (len) { name[len++] = '.'; dots++; }
+		for (uint8_t i = 0; i < l; i++) {
+			char ch = (char)q[off + i];
+			if (ch >= 'A' && ch <= 'Z') ch += 'a' - 'A';
+			if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_')) plain = 0;
+			name[len++] = ch;
+		}
+		off += l;
+	}
+	if (ok && off + 4 > (size_t)n) ok = 0;
+	size_t rl = ok ? off + 4 : 12;
+	memcpy(r, q, rl);
+	r[2] = 0x80 | 0x04 | (q[2] & 0x79); // QR, AA; the opcode and RD as asked
+	r[3] = 0x80 | (ok ? 3 : opcode ? 4 : 1); // RA; NXDOMAIN, NOTIMP or FORMERR
+	r[4] = 0;
+	r[5] = ok ? 1 : 0;
+	memset(r + 6, 0, 6); // no answer, authority or additional records
+	sendto(c->dns, r, rl, MSG_DONTWAIT, (struct sockaddr *)&from, fl);
+	if (!ok || !c->dns_notice || !plain || !dots) return;
+	int qtype = q[off] << 8 | q[off + 1];
+	if (qtype != 1 && qtype != 28) return; // A, AAAA: a program about to connect
+	name[len] = 0;
+	dns_notice(c, name);
 }
 
 // op_sockets opens listening sockets in this (the sandbox's) network
@@ -761,6 +857,18 @@ static void __attribute__((noreturn)) op_exec(struct child *c) {
 	}
 	report_line("{\"stage\":\"started\"}\n", 20);
 
+	// With a name server socket, signals are read from a signalfd so that
+	// one poll waits for both; without one (or if signalfd is refused, when
+	// lookups then meet a closed port and fail at once all the same),
+	// sigwaitinfo as ever.
+	int sfd = -1;
+	if (c->dns >= 0) {
+		sfd = signalfd(-1, &set, SFD_CLOEXEC);
+		if (sfd < 0) {
+			close(c->dns);
+			c->dns = -1;
+		}
+	}
 	for (;;) {
 		int status;
 		struct rusage ru;
@@ -792,8 +900,19 @@ static void __attribute__((noreturn)) op_exec(struct child *c) {
 			report_line(buf, n);
 			_exit(code);
 		}
-		siginfo_t si;
-		int sig = sigwaitinfo(&set, &si);
+		int sig;
+		if (sfd >= 0) {
+			// pid 1 also answers the sandbox's name lookups (OP_DNS).
+			struct pollfd pf[2] = {{.fd = sfd, .events = POLLIN}, {.fd = c->dns, .events = POLLIN}};
+			if (poll(pf, 2, -1) < 0) continue;
+			if (pf[1].revents & POLLIN) dns_answer(c);
+			struct signalfd_siginfo ssi;
+			if (!(pf[0].revents & POLLIN) || read(sfd, &ssi, sizeof(ssi)) != sizeof(ssi)) continue;
+			sig = (int)ssi.ssi_signo;
+		} else {
+			siginfo_t si;
+			sig = sigwaitinfo(&set, &si);
+		}
 		if (sig == SIGCONT) {
 			// Resumed: give the terminal back to the command's group and
 			// wake the whole group, as a shell's fg does. SIGTTOU is
@@ -1019,6 +1138,7 @@ static void run_plan(struct child *c) {
 		}
 		case OP_LOOPBACK: c->layer = "network"; c->stage = "bring loopback up"; op_loopback(c); break;
 		case OP_SOCKETS: c->layer = "network"; c->stage = "open proxy sockets"; op_sockets(c); break;
+		case OP_DNS: c->layer = "network"; c->stage = "open the name server socket"; op_dns(c); break;
 		case OP_PRIVATE:
 			c->layer = "mount"; c->stage = "build the file-system view";
 			CHECK(c, mount("", "/", NULL, MS_REC | MS_PRIVATE, NULL), "make / private");
@@ -1078,7 +1198,7 @@ static void __attribute__((noreturn)) run_body(struct child *c) {
 }
 
 static void init_child(struct child *c) {
-	*c = (struct child){.cmd_fds = 3, .root = -1, .empty = -1, .stage = "read plan", .layer = "mount"};
+	*c = (struct child){.cmd_fds = 3, .root = -1, .empty = -1, .stage = "read plan", .layer = "mount", .dns = -1};
 	for (int i = 0; i < MAX_SOURCES; i++) c->src[i] = -1;
 }
 

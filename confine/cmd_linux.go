@@ -29,6 +29,10 @@ type Cmd struct {
 	Timeout time.Duration
 	// Limits bound memory and processes; see LimitMethod.
 	Limits Limits
+	// Notice receives the lines the sandbox's init reports for a person
+	// while the command runs (Spec.OffDNS), from the goroutine that calls
+	// Wait. Nil: they are dropped.
+	Notice func(line string)
 
 	pre       prestart
 	proc      *initProc // outside the sandbox; waits for pid 1
@@ -460,6 +464,12 @@ func (c *Cmd) next() (report, error) {
 			c.mu.Lock()
 			c.pid1 = r.Pid
 			c.mu.Unlock()
+			continue
+		}
+		if r.Stage == "notice" {
+			if c.Notice != nil {
+				c.Notice(r.Text)
+			}
 			continue
 		}
 		return r, nil

@@ -675,6 +675,26 @@ static int json_int(const char *line, const char *key, int *v) {
 	return 1;
 }
 
+// print_notice puts a notice of the sandbox's init (Spec.OffDNS) on
+// stderr, as Cmd.Notice does on the Go path. Its text holds no '"' or
+// '\' (pid 1 builds it from a checked template and a checked name), so
+// it ends at the next quote; anything else is not printed.
+static void print_notice(const char *line) {
+	const char *k = "\"text\":\"", *p = strstr(line, k);
+	if (!p) return;
+	p += strlen(k);
+	const char *q = strchr(p, '"');
+	if (!q) return;
+	for (const char *x = p; x < q; x++)
+		if (*x < ' ' || *x > '~' || *x == '\\') return;
+	char out[2048];
+	size_t n = (size_t)(q - p);
+	if (n + 1 > sizeof(out)) return;
+	memcpy(out, p, n);
+	out[n] = '\n';
+	jail_write_all(2, out, n + 1);
+}
+
 static const int forwarded_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGUSR1, SIGUSR2};
 
 // The saved state a fallback restores before it executes the binary again.
@@ -841,6 +861,8 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 				waitpid(e->pid, &st, 0);
 				if (nheld > 0) finish(f, foreground, 128 + held[0]);
 				fall_back(f, argv, envp, sv, !strstr(line, "\"layer\":\"exec\""));
+			} else if (strstr(line, "\"stage\":\"notice\"")) {
+				print_notice(line);
 			} else if (strstr(line, "\"stage\":\"stopped\"") && foreground) {
 				reclaim_terminal();
 				kill(0, SIGSTOP);

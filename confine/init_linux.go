@@ -41,7 +41,8 @@ type report struct {
 	Status   int         `json:"status,omitempty"`
 	Signal   int         `json:"signal,omitempty"`
 	MaxRSSKB int64       `json:"max_rss_kb,omitempty"`
-	Pid      int         `json:"pid,omitempty"` // of pid 1, in a "pid1" report
+	Pid      int         `json:"pid,omitempty"`  // of pid 1, in a "pid1" report
+	Text     string      `json:"text,omitempty"` // of a "notice" report (Spec.OffDNS)
 }
 
 const (

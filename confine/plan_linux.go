@@ -40,6 +40,7 @@ const (
 	opLock     = 23
 	opHold     = 24
 	opPin      = 25
+	opDNS      = 26
 )
 
 // Mount attributes (linux/mount.h).
@@ -131,6 +132,10 @@ func compileSetup(s *Spec, abi int) ([]byte, error) {
 	p.str(s.Hostname)
 	if s.Net != NetHost {
 		p.op(opLoopback)
+	}
+	if s.OffDNS != nil {
+		p.op(opDNS)
+		p.str(s.OffDNS.Notice)
 	}
 	if len(s.Sockets) > 0 {
 		p.op(opSockets)
@@ -239,6 +244,12 @@ func compileSetup(s *Spec, abi int) ([]byte, error) {
 				p.u32(devBase + uint32(j))
 			}
 		}
+	}
+	if s.OffDNS != nil {
+		// Last, over whatever the mounts put there: with no nameserver
+		// line, every resolver asks 127.0.0.1, where pid 1 answers.
+		p.op(opHide)
+		p.str("/etc/resolv.conf")
 	}
 	p.op(opPivot)
 	p.op(opLock)

@@ -104,6 +104,10 @@ type Spec struct {
 	Mounts []Mount `json:"mounts"`
 	// Net is the network mode; anything but NetHost gets a fresh namespace.
 	Net NetMode `json:"net"`
+	// OffDNS, when set, answers the command's name lookups at once in a
+	// sandbox without network (see OffDNS). It needs Net NetNone and no
+	// socket of Sockets on 127.0.0.1:53.
+	OffDNS *OffDNS `json:"off_dns,omitempty"`
 	// ConnectPorts, when not nil, limits TCP connect to these ports with
 	// Landlock (ABI >= 4); the proxy modes use it.
 	ConnectPorts []uint16 `json:"connect_ports"` // nil and empty differ: empty allows no port
@@ -155,6 +159,23 @@ func programFromBytes(raw []byte) (Program, error) {
 		p[i] = SockFilter{Code: binary.NativeEndian.Uint16(b[0:]), Jt: b[2], Jf: b[3], K: binary.NativeEndian.Uint32(b[4:])}
 	}
 	return p, nil
+}
+
+// OffDNS is the name service of a sandbox without network. Without it a
+// lookup fails with a temporary error (the host's name server has no route
+// from the sandbox), which tools such as npm retry for minutes. With it,
+// the sandbox's pid 1 answers every query on 127.0.0.1:53 at once with
+// NXDOMAIN, a final answer, and /etc/resolv.conf is covered by an empty
+// file so that every resolver asks there (no nameserver line means
+// 127.0.0.1 to glibc, musl and Go alike).
+type OffDNS struct {
+	// Notice, if set, is reported once per sandbox, for the first A or
+	// AAAA query of a name with a dot, with every "{name}" replaced by the
+	// name (lower-cased; only letters, digits, '-', '_' and '.'; other
+	// names are not reported). Printable ASCII without '"' or '\', at
+	// most 400 bytes. The caller gets it through Cmd.Notice; the plan
+	// cache prints it on stderr.
+	Notice string `json:"notice,omitempty"`
 }
 
 // Socket is one listening socket of Spec.Sockets.
@@ -224,7 +245,23 @@ func (s *Spec) Validate() error {
 	default:
 		return fmt.Errorf("spec: unknown network mode %q (want none or host)", s.Net)
 	}
+	if d := s.OffDNS; d != nil {
+		if s.Net != NetNone {
+			return fmt.Errorf("spec: OffDNS needs the sandbox's own network namespace")
+		}
+		if len(d.Notice) > 400 {
+			return fmt.Errorf("spec: OffDNS notice longer than 400 bytes")
+		}
+		for i := 0; i < len(d.Notice); i++ {
+			if c := d.Notice[i]; c < ' ' || c >= 0x7f || c == '"' || c == '\\' {
+				return fmt.Errorf("spec: OffDNS notice %q: printable ASCII without quotes or backslashes only", d.Notice)
+			}
+		}
+	}
 	for _, so := range s.Sockets {
+		if s.OffDNS != nil && so.Network == "udp" && strings.HasSuffix(so.Addr, ":53") {
+			return fmt.Errorf("spec: socket %s: OffDNS answers on port 53 itself", so.Addr)
+		}
 		if so.Network != "tcp" && so.Network != "udp" {
 			return fmt.Errorf("spec: socket %s: network %q (want tcp or udp)", so.Addr, so.Network)
 		}

@@ -81,6 +81,14 @@ func TestValidate(t *testing.T) {
 		{"socket off loopback", func(s *Spec) { s.Sockets = []Socket{{Network: "tcp", Addr: "0.0.0.0:3128"}} }, "loopback address"},
 		{"socket without a port", func(s *Spec) { s.Sockets = []Socket{{Network: "tcp", Addr: "127.0.0.1:0"}} }, "fixed port"},
 		{"socket by name", func(s *Spec) { s.Sockets = []Socket{{Network: "tcp", Addr: "localhost:80"}} }, "loopback address"},
+		{"off dns", func(s *Spec) { s.OffDNS = &OffDNS{Notice: "jail: {name} is off (--allow {name})"} }, ""},
+		{"off dns in the host's namespace", func(s *Spec) { s.Net = NetHost; s.OffDNS = &OffDNS{} }, "own network namespace"},
+		{"off dns notice with a quote", func(s *Spec) { s.OffDNS = &OffDNS{Notice: `a "b"`} }, "without quotes"},
+		{"off dns notice with a control byte", func(s *Spec) { s.OffDNS = &OffDNS{Notice: "a\x1b[2J"} }, "printable ASCII"},
+		{"off dns and a dns socket", func(s *Spec) {
+			s.OffDNS = &OffDNS{}
+			s.Sockets = []Socket{{Network: "udp", Addr: "127.0.0.1:53"}}
+		}, "answers on port 53 itself"},
 		{"socket in the host's namespace", func(s *Spec) {
 			s.Net = NetHost
 			s.Sockets = []Socket{{Network: "tcp", Addr: "127.0.0.1:3128"}}
@@ -131,6 +139,7 @@ func TestEveryFieldReachesThePlan(t *testing.T) {
 	s.RLimits = []RLimit{{Resource: 9, Cur: 1 << 20, Max: ^uint64(0)}}
 	s.AllowDegraded = []Layer{LayerLandlock}
 	s.Foreground = true
+	s.OffDNS = &OffDNS{Notice: "jail: {name}"}
 
 	// Compiled for ABI 7 and for a kernel without Landlock (where the plan
 	// depends on AllowDegraded: without it the compiler refuses).

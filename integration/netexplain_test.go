@@ -262,3 +262,79 @@ func TestNetworkSummaryNotOnTerminal(t *testing.T) {
 		}
 	})
 }
+
+// TestNetworkOffLookupsFailAtOnce: with the network off (the default), real npm fails at once
+// instead of retrying for 70 seconds, jail says once why and how to open the network, and a
+// run that looks nothing up prints nothing. pid 1's name server answers every query with
+// NXDOMAIN and survives what a hostile command sends it. Both launch paths.
+func TestNetworkOffLookupsFailAtOnce(t *testing.T) {
+	registry := npmRegistryHost(t)
+	registryName, _, _ := strings.Cut(registry, ":")
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-off-")
+		cache := r.dir(t, "jail-it-cache-")
+		env := []string{"XDG_CACHE_HOME=" + cache}
+		res := r.jail(t, call{dir: ws, env: env, limit: 90 * time.Second, args: []string{"run", "--", "npm", "ping", "--no-update-notifier"}})
+		if res.code == 0 {
+			t.Fatalf("npm ping succeeded with the network off")
+		}
+		if res.elapsed > 10*time.Second {
+			t.Errorf("npm took %s to fail with the network off, want a fast failure", res.elapsed)
+		}
+		if !strings.Contains(res.stderr, "ENOTFOUND") {
+			t.Errorf("npm did not fail on the lookup:\n%s", res.stderr)
+		}
+		want := "jail: network: " + registryName + ": the network is off, so no name resolves (open it with --allow " + registryName + ", or --net proxy)"
+		if n := strings.Count(res.stderr, want); n != 1 {
+			t.Errorf("the network-off line appears %d times, want once (%q):\n%s", n, want, res.stderr)
+		}
+
+		r.writeFile(t, filepath.Join(ws, "dns.py"), `
+import socket, time
+def q(name, qtype=1, flags=b"\x01\x00", qd=b"\x00\x01"):
+    labels = b"".join(bytes([len(l)]) + l for l in name.split(b".")) + b"\x00"
+    return b"\x12\x34" + flags + qd + b"\x00\x00\x00\x00\x00\x00" + labels + bytes([0, qtype]) + b"\x00\x01"
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(2)
+def ask(label, pkt):
+    s.sendto(pkt, ("127.0.0.1", 53))
+    try:
+        r = s.recv(600)
+        print(label, "rcode", r[3] & 15, "id", r[:2].hex(), "qr", r[2] >> 7)
+    except socket.timeout:
+        print(label, "no answer")
+ask("plain", q(b"first.example"))
+ask("second", q(b"second.example"))
+ask("control", q(b"\x1b]0;x\x07.example"))
+ask("response", b"\x12\x34\x81\x80" + q(b"r.example")[4:])
+ask("garbage", b"\x00\x01\x02")
+ask("short-name", q(b"first.example")[:20])
+ask("compressed", b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\xc0\x0c\x00\x01\x00\x01")
+ask("opcode", q(b"x.example", flags=b"\x28\x00"))
+ask("after", q(b"after.example"))
+t = time.time()
+try:
+    socket.getaddrinfo("third.example", 443)
+except socket.gaierror as e:
+    print("getaddrinfo", e.errno, round(time.time() - t, 1))
+`)
+		res = r.jail(t, call{dir: ws, env: env, args: []string{"run", "--", "python3", "dns.py"}})
+		mustExit(t, res, 0)
+		for _, w := range []string{"plain rcode 3 id 1234 qr 1", "second rcode 3", "control rcode 3", "response no answer",
+			"short-name rcode 1", "compressed rcode 1", "opcode rcode 4", "after rcode 3", "getaddrinfo -2 0.0"} {
+			wantLine(t, res, w)
+		}
+		if n := strings.Count(res.stderr, "the network is off"); n != 1 || !strings.Contains(res.stderr, "jail: network: first.example:") {
+			t.Errorf("want one line, for first.example:\n%q", res.stderr)
+		}
+		if strings.ContainsAny(res.stderr, "\x1b\x07") {
+			t.Errorf("a control byte reached jail's stderr: %q", res.stderr)
+		}
+
+		res = r.jail(t, call{dir: ws, env: env, args: []string{"run", "--", "/bin/sh", "-c", "cat /etc/resolv.conf; echo end"}})
+		mustExit(t, res, 0)
+		if strings.TrimSpace(res.stdout) != "end" || strings.Contains(res.stderr, "jail: network") {
+			t.Errorf("resolv.conf inside is not empty, or a run that looked nothing up printed a line:\nstdout %q\nstderr %q", res.stdout, res.stderr)
+		}
+	})
+}

@@ -48,3 +48,14 @@ func ProxyEnv(httpAddr, socksAddr string) []string {
 	}
 	return env
 }
+
+// OffNotice is the line jail prints when a command without network looks a name up (once per
+// run; confine.OffDNS replaces "{name}" with the name).
+const OffNotice = "jail: network: {name}: the network is off, so no name resolves (open it with --allow {name}, or --net proxy)"
+
+// OffEnv returns the variables of a run without network. Every lookup fails at once there
+// (confine.OffDNS), but npm retries every failed request twice, 10 and 60 seconds apart: with
+// the network off for the whole run a retry cannot succeed, so it is turned off.
+func OffEnv() []string {
+	return []string{"npm_config_fetch_retries=0"}
+}

@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jail-sandbox/jail/confine"
+	"github.com/jail-sandbox/jail/netns"
 	"github.com/jail-sandbox/jail/policy"
 	"golang.org/x/sys/unix"
 )
@@ -351,6 +352,10 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 	if o.net == "" {
 		o.net = policy.NetNone
 	}
+	var offEnv []string
+	if o.net == policy.NetNone {
+		offEnv = netns.OffEnv()
+	}
 	if o.timeout == 0 {
 		o.timeout = p.Limits.Timeout
 	}
@@ -372,7 +377,8 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 		extra = append(extra, k+"="+v)
 	}
 	sort.Strings(extra)
-	o.env = append(extra, o.env...)
+	// The policy's env_set and then --env come last, so they win.
+	o.env = append(append(offEnv, extra...), o.env...)
 	return layout, pass, confine.SeccompOptions{Deny: p.Seccomp.Deny, Allow: p.Seccomp.Allow}, nil
 }
 
@@ -380,7 +386,8 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.SeccompOptions, nr *netRun, cache *planCache, stdin *os.File, stdout, stderr io.Writer) int {
 	spec := newSpec(o, o.argv, stderr)
 	spec.Foreground = isForeground(stdin)
-	cmd := &confine.Cmd{Spec: spec, Stdin: stdin, Timeout: o.timeout, Limits: confine.Limits{MemoryBytes: o.memory, Pids: o.pids}}
+	cmd := &confine.Cmd{Spec: spec, Stdin: stdin, Timeout: o.timeout, Limits: confine.Limits{MemoryBytes: o.memory, Pids: o.pids},
+		Notice: func(line string) { fmt.Fprintln(stderr, line) }}
 	cmd.Stdout, cmd.Stderr = asFile(stdout), asFile(stderr)
 
 	var outCap, errCap *confine.Capture

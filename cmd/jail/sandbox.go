@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/jail-sandbox/jail/confine"
+	"github.com/jail-sandbox/jail/netns"
+	"github.com/jail-sandbox/jail/policy"
 )
 
 // newSpec is the part of a sandbox's Spec that `jail run` and the tool
@@ -29,7 +31,12 @@ func newSpec(o *runOptions, argv []string, warn io.Writer) *confine.Spec {
 	if o.asRoot {
 		uid, gid = 0, 0
 	}
-	return &confine.Spec{Argv: argv, UID: uid, GID: gid, Hostname: "jail", Net: specNet(o.net), AllowDegraded: degraded}
+	spec := &confine.Spec{Argv: argv, UID: uid, GID: gid, Hostname: "jail", Net: specNet(o.net), AllowDegraded: degraded}
+	if o.net == policy.NetNone {
+		// Lookups fail at once, and the first one is explained (docs/network.md).
+		spec.OffDNS = &confine.OffDNS{Notice: netns.OffNotice}
+	}
+	return spec
 }
 
 // filterFunc compiles the seccomp filter of a sandbox.

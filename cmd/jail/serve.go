@@ -163,7 +163,8 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 		}
 		spec := newSpec(&o.run, nil, io.Discard)
 		spec.Hold = true
-		cmd := &confine.Cmd{Spec: spec, Stderr: errFile, Limits: confine.Limits{MemoryBytes: o.run.memory, Pids: o.run.pids}}
+		cmd := &confine.Cmd{Spec: spec, Stderr: errFile, Limits: confine.Limits{MemoryBytes: o.run.memory, Pids: o.run.pids},
+			Notice: func(line string) { fmt.Fprintln(stderr, line) }}
 		ph, err := startSandbox(cmd, l, pass, o.run.env, filter, nr)
 		if err != nil {
 			ph.Release()
