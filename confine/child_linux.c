@@ -863,7 +863,13 @@ static void __attribute__((noreturn)) op_exec(struct child *c) {
 	// sigwaitinfo as ever.
 	int sfd = -1;
 	if (c->dns >= 0) {
-		sfd = signalfd(-1, &set, SFD_CLOEXEC);
+		// Above the descriptors closed just now: fd 0 is the terminal
+		// a foreground pid 1 hands back, and must not be reused.
+		int fd = signalfd(-1, &set, SFD_CLOEXEC);
+		if (fd >= 0) {
+			sfd = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+			close(fd);
+		}
 		if (sfd < 0) {
 			close(c->dns);
 			c->dns = -1;
