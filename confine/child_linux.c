@@ -69,7 +69,9 @@
 #define J_MOUNT_ATTR_RDONLY 0x1
 #define J_FSOPEN_CLOEXEC 0x1
 #define J_FSMOUNT_CLOEXEC 0x1
+#define J_FSCONFIG_SET_FLAG 0
 #define J_FSCONFIG_SET_STRING 1
+#define J_FSCONFIG_SET_FD 5
 #define J_FSCONFIG_CMD_CREATE 6
 #define J_RESOLVE_NO_MAGICLINKS 0x02
 #define J_RESOLVE_NO_SYMLINKS 0x04
@@ -113,6 +115,7 @@ enum {
 	OP_HOLD = 24,
 	OP_PIN = 25,
 	OP_DNS = 26,
+	OP_OVERLAY = 27,
 };
 
 #define MAX_SOURCES 256
@@ -556,6 +559,49 @@ static void op_pin(struct child *c) {
 	CHECK(c, fd, dest);
 	CHECK(c, attach_tree(fd, fd, 0), dest);
 	close(fd);
+}
+
+// overlay_layer hands one layer to the overlay being configured: by
+// descriptor (Linux 6.13 and later), or else through the descriptor's
+// /proc entry, so the directory op_source opened and checked is the one
+// used either way.
+static int overlay_layer(int fs, const char *key, const char *legacy, int fd) {
+	int dir = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0) return -1;
+	int r = syscall(NR_fsconfig, fs, J_FSCONFIG_SET_FD, key, NULL, dir);
+	if (r < 0 && errno == EINVAL) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", dir);
+		r = syscall(NR_fsconfig, fs, J_FSCONFIG_SET_STRING, legacy, path, 0);
+	}
+	int e = errno;
+	close(dir);
+	errno = e;
+	return r;
+}
+
+// op_overlay mounts an overlay at dest: the lower layer read-only, the
+// sandbox's changes in the upper, a directory of jail's own that no
+// sandbox sees. userxattr: in a user namespace overlayfs keeps its
+// whiteouts and opaque marks in user.overlay.* xattrs.
+static void op_overlay(struct child *c) {
+	int lower = get_src(c), upper = get_src(c), work = get_src(c);
+	const char *dest = get_str(c);
+	int fs = syscall(NR_fsopen, "overlay", J_FSOPEN_CLOEXEC);
+	CHECK(c, fs, "overlayfs (needs Linux 5.11 or later for a mount in a user namespace)");
+	CHECK(c, syscall(NR_fsconfig, fs, J_FSCONFIG_SET_FLAG, "userxattr", NULL, 0), "overlay userxattr");
+	CHECK(c, overlay_layer(fs, "lowerdir+", "lowerdir", lower), "overlay lower layer");
+	CHECK(c, overlay_layer(fs, "upperdir", "upperdir", upper), "overlay upper layer");
+	CHECK(c, overlay_layer(fs, "workdir", "workdir", work), "overlay work directory");
+	CHECK(c, syscall(NR_fsconfig, fs, J_FSCONFIG_CMD_CREATE, NULL, NULL, 0), dest);
+	int m = syscall(NR_fsmount, fs, J_FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	CHECK(c, m, dest);
+	close(fs);
+	int dst = open_in(c->root, rel(dest));
+	CHECK(c, dst, dest);
+	CHECK(c, syscall(NR_move_mount, m, "", dst, "", J_MOVE_MOUNT_F_EMPTY_PATH | J_MOVE_MOUNT_T_EMPTY_PATH), dest);
+	close(m);
+	close(dst);
 }
 
 static void op_symlink(struct child *c) {
@@ -1156,6 +1202,7 @@ static void run_plan(struct child *c) {
 		case OP_HIDE: op_hide(c); break;
 		case OP_PROTECT: op_protect(c); break;
 		case OP_PIN: op_pin(c); break;
+		case OP_OVERLAY: op_overlay(c); break;
 		case OP_SYMLINK: op_symlink(c); break;
 		case OP_PROC: op_proc(c); break;
 		case OP_DEV: op_dev(c); break;

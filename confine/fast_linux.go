@@ -69,6 +69,10 @@ func (f *Facts) fileType(path string, mode uint32) {
 	f.add(fact{kind: factType, path: path, typ: (mode & unix.S_IFMT) >> 12})
 }
 
+// Type records that the plan depends on the file type of path, from an
+// lstat (mode 0: absent), for a planner outside this package.
+func (f *Facts) Type(path string, mode uint32) { f.fileType(path, mode) }
+
 func (f *Facts) link(path, target string) {
 	f.add(fact{kind: factLink, path: path, value: target})
 }

@@ -50,7 +50,7 @@ func landlockRules(s *Spec) []landlockRule {
 	for _, m := range s.Mounts {
 		var a uint64
 		switch m.Kind {
-		case Bind, Tmpfs:
+		case Bind, Tmpfs, Overlay:
 			a = llRead
 			if m.Writable {
 				a |= llWrite

@@ -92,10 +92,10 @@ func DefaultSecrets() []string {
 }
 
 // DefaultProtected are workspace paths that would run code on the host
-// later (git hooks and config, direnv, editor tasks, shell rc files) or
-// change jail's own policy.
+// later (direnv, editor tasks, shell rc files) or change jail's own
+// policy. Git directories are the git view's (package gitview).
 func DefaultProtected() []string {
-	return []string{".git/hooks", ".git/config", ".envrc", ".vscode", ".idea", ".github/hooks", ".jail",
+	return []string{".envrc", ".vscode", ".idea", ".github/hooks", ".jail",
 		".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin"}
 }
 
@@ -249,13 +249,20 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 		ms = append(ms, Mount{Kind: Hide, Dest: filepath.Clean(p)})
 	}
 	for _, m := range l.Extra {
-		if m.Kind == Bind {
-			src, err := ResolvePath(m.Source, "/", "")
+		layers := []*string{}
+		switch m.Kind {
+		case Bind:
+			layers = append(layers, &m.Source)
+		case Overlay:
+			layers = append(layers, &m.Source, &m.Upper, &m.Work)
+		}
+		for _, p := range layers {
+			src, err := ResolvePath(*p, "/", "")
 			if err != nil {
 				return nil, ph, fmt.Errorf("mount %s: %w", m.Dest, err)
 			}
-			l.Facts.realpath(m.Source, src)
-			m.Source = src
+			l.Facts.realpath(*p, src)
+			*p = src
 		}
 		ms = append(ms, m)
 	}

@@ -41,6 +41,7 @@ const (
 	opHold     = 24
 	opPin      = 25
 	opDNS      = 26
+	opOverlay  = 27
 )
 
 // Mount attributes (linux/mount.h).
@@ -161,12 +162,22 @@ func compileSetup(s *Spec, abi int) ([]byte, error) {
 	src := map[int]uint32{}
 	next := uint32(0)
 	for i, m := range s.Mounts {
-		if m.Kind == Bind {
+		switch m.Kind {
+		case Bind:
 			p.op(opSource)
 			p.u32(next)
 			p.str(m.Source)
 			src[i] = next
 			next++
+		case Overlay:
+			// Three sources in a row: lower, upper, work.
+			src[i] = next
+			for _, path := range []string{m.Source, m.Upper, m.Work} {
+				p.op(opSource)
+				p.u32(next)
+				p.str(path)
+				next++
+			}
 		}
 	}
 	devBase := next
@@ -227,6 +238,16 @@ func compileSetup(s *Spec, abi int) ([]byte, error) {
 		case Pin:
 			p.op(opPin)
 			p.str(m.Dest)
+		case Overlay:
+			if !insideHost(m.Dest) {
+				return nil, fmt.Errorf("spec: overlay at %s outside a bound host tree", m.Dest)
+			}
+			p.op(opOverlay)
+			p.u32(src[i])
+			p.u32(src[i] + 1)
+			p.u32(src[i] + 2)
+			p.str(m.Dest)
+			hostTrees = append(hostTrees, m.Dest)
 		case Symlink:
 			if insideHost(m.Dest) {
 				return nil, fmt.Errorf("spec: symlink at %s inside a bound host tree", m.Dest)

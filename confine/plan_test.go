@@ -3,6 +3,7 @@
 package confine
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"regexp"
@@ -52,7 +53,7 @@ func TestPlanOpcodesMatchC(t *testing.T) {
 		"OP_SOCKETS": opSockets, "OP_PRIVATE": opPrivate, "OP_SOURCE": opSource, "OP_NEWROOT": opNewRoot, "OP_BIND": opBind,
 		"OP_TMPFS": opTmpfs, "OP_HIDE": opHide, "OP_PROTECT": opProtect, "OP_SYMLINK": opSymlink, "OP_PROC": opProc,
 		"OP_DEV": opDev, "OP_PIVOT": opPivot, "OP_NNP": opNNP, "OP_LANDLOCK": opLandlock, "OP_CLOEXEC": opCloexec,
-		"OP_CAPS": opCaps, "OP_SECCOMP": opSeccomp, "OP_EXEC": opExec, "OP_UNSHARE": opUnshare, "OP_LOCK": opLock, "OP_HOLD": opHold, "OP_PIN": opPin, "OP_DNS": opDNS}
+		"OP_CAPS": opCaps, "OP_SECCOMP": opSeccomp, "OP_EXEC": opExec, "OP_UNSHARE": opUnshare, "OP_LOCK": opLock, "OP_HOLD": opHold, "OP_PIN": opPin, "OP_DNS": opDNS, "OP_OVERLAY": opOverlay}
 	for name, v := range want {
 		m := regexp.MustCompile(`\b` + name + ` = ([0-9]+),`).FindSubmatch(src)
 		if m == nil {
@@ -103,6 +104,12 @@ func TestPlanRefuses(t *testing.T) {
 	}
 
 	s = base()
+	s.Mounts = append(s.Mounts, Mount{Kind: Overlay, Source: "/w/.git", Upper: "/s/u", Work: "/s/w", Dest: "/elsewhere"})
+	if _, err := compilePlanBody(s, 7); err == nil || !strings.Contains(err.Error(), "outside a bound host tree") {
+		t.Errorf("overlay outside every bind: got %v", err)
+	}
+
+	s = base()
 	s.Argv = []string{"echo", "a\x00b"}
 	if _, err := compilePlanBody(s, 7); err == nil || !strings.Contains(err.Error(), "NUL") {
 		t.Errorf("NUL in argv: got %v", err)
@@ -112,5 +119,42 @@ func TestPlanRefuses(t *testing.T) {
 	s.Sockets = []Socket{{Network: "tcp", Addr: "[::1]:80"}}
 	if _, err := compilePlanBody(s, 7); err == nil {
 		t.Error("an IPv6 socket address was accepted")
+	}
+}
+
+// TestPlanOverlay: an overlay's three layers are opened as sources in
+// order (lower, upper, work) and the overlay operation names them.
+func TestPlanOverlay(t *testing.T) {
+	s := &Spec{Argv: []string{"true"}, Dir: "/w", Hostname: "jail", Net: NetNone, Seccomp: []Program{{{Code: 6, K: 0x7fff0000}}},
+		Mounts: []Mount{{Kind: Bind, Source: "/w", Dest: "/w", Writable: true},
+			{Kind: Overlay, Source: "/w/.git", Upper: "/s/up", Work: "/s/wk", Dest: "/w/.git", Writable: true}}}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	body, err := compilePlanBody(s, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &plan{}
+	for i, p := range []string{"/w", "/w/.git", "/s/up", "/s/wk"} {
+		want.op(opSource)
+		want.u32(uint32(i))
+		want.str(p)
+	}
+	if !bytes.Contains(body, want.b) {
+		t.Error("the overlay's layers are not sources 1, 2 and 3 in order")
+	}
+	op := &plan{}
+	op.op(opOverlay)
+	op.u32(1)
+	op.u32(2)
+	op.u32(3)
+	op.str("/w/.git")
+	if !bytes.Contains(body, op.b) {
+		t.Error("the overlay operation does not name its three sources")
+	}
+	s.Mounts[1].Upper = "relative"
+	if err := s.Validate(); err == nil {
+		t.Error("a relative upper passed Validate")
 	}
 }

@@ -38,14 +38,24 @@ const (
 	// Dev mounts a minimal /dev: null, zero, full, random, urandom, tty,
 	// a private devpts with ptmx, and a private /dev/shm.
 	Dev MountKind = "dev"
+	// Overlay mounts an overlay at Dest whose lower layer is the host
+	// directory Source (read-only) and whose upper and work directories
+	// are Upper and Work: the sandbox's changes land in Upper, never in
+	// Source (a git directory, which jail adopts from Upper afterwards).
+	Overlay MountKind = "overlay"
 )
 
 // Mount is one entry of the sandbox's file-system view.
 type Mount struct {
 	Kind MountKind `json:"kind"`
-	// Source is the host path for Bind (absolute, no symlink in any
-	// component) and the link target for Symlink.
+	// Source is the host path for Bind and the lower layer of Overlay
+	// (absolute, no symlink in any component) and the link target for
+	// Symlink.
 	Source string `json:"source,omitempty"`
+	// Upper and Work are an Overlay's upper and work directories: host
+	// paths on one file system, outside every sandbox's view.
+	Upper string `json:"upper,omitempty"`
+	Work  string `json:"work,omitempty"`
 	// Dest is the absolute path inside the sandbox.
 	Dest string `json:"dest"`
 	// Writable makes a Bind or Tmpfs writable; everything else is read-only.
@@ -223,6 +233,12 @@ func (s *Spec) Validate() error {
 		case Bind:
 			if !isCleanAbs(m.Source) {
 				return fmt.Errorf("spec: mount %d: bind source %q must be an absolute clean path", i, m.Source)
+			}
+		case Overlay:
+			for _, p := range []string{m.Source, m.Upper, m.Work} {
+				if !isCleanAbs(p) {
+					return fmt.Errorf("spec: mount %d: overlay layer %q must be an absolute clean path", i, p)
+				}
 			}
 		case Symlink:
 			if m.Source == "" {

@@ -51,7 +51,8 @@ func TestValidate(t *testing.T) {
 		{"unclean bind source", func(s *Spec) { s.Mounts[0].Source = "/usr/../etc" }, "bind source"},
 		{"symlink without target", func(s *Spec) { s.Mounts[1].Source = "" }, "no target"},
 		{"relative symlink target is fine", func(s *Spec) { s.Mounts[1].Source = "../usr/bin" }, ""},
-		{"unknown kind", func(s *Spec) { s.Mounts[0].Kind = "overlay" }, `unknown kind "overlay"`},
+		{"unknown kind", func(s *Spec) { s.Mounts[0].Kind = "aufs" }, `unknown kind "aufs"`},
+		{"overlay without layers", func(s *Spec) { s.Mounts[0].Kind = Overlay }, `overlay layer "" must be an absolute clean path`},
 		{"empty kind", func(s *Spec) { s.Mounts[0].Kind = "" }, "unknown kind"},
 		{"child before parent", func(s *Spec) {
 			s.Mounts = []Mount{{Kind: Bind, Source: "/usr/lib", Dest: "/usr/lib"}, {Kind: Bind, Source: "/usr", Dest: "/usr"}}

@@ -26,10 +26,10 @@ func DefaultRO() []string {
 }
 
 // DefaultProtected returns the workspace paths kept read-only even in a writable workspace:
-// what runs code on the host later (git hooks and config, direnv, editor tasks, shell rc files)
-// and jail's own project policy.
+// what runs code on the host later (direnv, editor tasks, shell rc files) and jail's own
+// project policy. Git directories are not listed: the sandbox never writes them (docs/git.md).
 func DefaultProtected() []string {
-	return []string{".git/hooks", ".git/config", ".envrc", ".vscode", ".idea", ".github/hooks",
+	return []string{".envrc", ".vscode", ".idea", ".github/hooks",
 		".bashrc", ".bash_profile", ".profile", ".zshrc", ".zprofile", ".bash_login", ".zshenv", ".zlogin", ".jail"}
 }
 

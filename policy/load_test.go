@@ -181,7 +181,7 @@ func TestDefaultsAndHomeExpansion(t *testing.T) {
 	d := Default(testEnv(t))
 	if d.Sandbox.Workspace != "/work/proj" || d.Network.Mode != NetNone || d.Limits.Timeout != DefaultTimeout ||
 		!slices.Contains(d.Sandbox.Hide, "/home/alice") || d.Sandbox.EnvSet["TMPDIR"] != "/tmp" ||
-		slices.Contains(d.Sandbox.Env, "TMPDIR") || !slices.Contains(d.Sandbox.Protected, ".git/hooks") ||
+		slices.Contains(d.Sandbox.Env, "TMPDIR") || !slices.Contains(d.Sandbox.Protected, ".envrc") ||
 		d.Audit.Path != "/home/alice/.local/state/jail/audit.jsonl" {
 		t.Errorf("default policy: %+v", d)
 	}

@@ -419,7 +419,7 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGWINCH, unix.SIGUSR1, unix.SIGUSR2)
 	defer signal.Stop(sigs)
 
-	ph, err := startSandbox(cmd, layout, pass, o.env, func() ([]confine.Program, error) { return confine.CompileSeccomp(sc) }, nr)
+	ph, err := startSandbox(cmd, layout, pass, o.env, func() ([]confine.Program, error) { return confine.CompileSeccomp(sc) }, nr, stderr)
 	defer ph.Release()
 	if err != nil {
 		var se *startError
@@ -437,7 +437,7 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 		}
 		return o.fail(se.code, stage, se, stdout, stderr)
 	}
-	cache.store(o, cmd, layout, pass, o.env, ph, stderr)
+	cache.store(o, cmd, layout, pass, o.env, ph.ph, stderr)
 	stopNet := nr.serve(cmd.Sockets(), stderr)
 	if o.capture {
 		cmd.Stdout.Close()
@@ -459,6 +459,9 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 	stopNet()
 	close(done)
 	copies.Wait()
+	// The sandbox has ended: its git changes are adopted (and reported)
+	// before the result, which is the last line jail prints.
+	ph.Release()
 	if err != nil {
 		fmt.Fprintln(stderr, "jail:", err)
 		return o.fail(125, stageWait, err, stdout, stderr)

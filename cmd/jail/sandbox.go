@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/jail-sandbox/jail/confine"
+	"github.com/jail-sandbox/jail/gitview"
 	"github.com/jail-sandbox/jail/netns"
 	"github.com/jail-sandbox/jail/policy"
 )
@@ -60,16 +62,34 @@ type startError struct {
 func (e *startError) Error() string { return e.prefix + e.err.Error() }
 func (e *startError) Unwrap() error { return e.err }
 
+// held is what a sandbox holds on the host until it has ended: its
+// placeholders and its git view, whose changes are adopted then.
+type held struct {
+	ph  *confine.Placeholders
+	git *gitview.Run
+}
+
+// Release adopts what the sandbox changed in the workspace's git
+// directories and removes its placeholders. The sandbox must have ended.
+func (h *held) Release() {
+	if h == nil {
+		return
+	}
+	h.git.Finish()
+	h.ph.Release()
+}
+
 // startSandbox starts cmd, whose Spec has its command, ids, network and
 // stdio set: the child is prestarted and creates its namespaces while this
 // process resolves the layout and compiles the seccomp filter, then the
 // environment, working directory, mounts and filter complete the Spec.
-// The returned placeholders must be released after the sandbox exited,
-// also after an error.
-func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []string, compile filterFunc, nr *netRun) (*confine.Placeholders, error) {
+// What it returns must be released after the sandbox exited, also after
+// an error; report takes what the git view says (gitview).
+func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []string, compile filterFunc, nr *netRun, report io.Writer) (*held, error) {
 	spec := cmd.Spec
+	h := &held{}
 	if err := cmd.Prestart(); err != nil {
-		return nil, &startError{125, "cannot start the sandbox: ", err}
+		return h, &startError{125, "cannot start the sandbox: ", err}
 	}
 	type compiled struct {
 		prog []confine.Program
@@ -81,7 +101,23 @@ func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []str
 		prog, err := compile()
 		filter <- compiled{prog, err}
 	}()
-	mounts, ph, err := layout.Build()
+	ws, err := confine.ResolvePath(layout.Workspace, "/", "")
+	if err == nil {
+		h.git, err = gitview.Prepare(gitview.Options{Workspace: ws, StateDir: gitview.StateDir(layout.Home, os.Getenv("XDG_STATE_HOME")),
+			ReadOnly: layout.WorkspaceReadOnly, Facts: layout.Facts, Report: report})
+	}
+	if err != nil {
+		<-filter
+		cmd.Abort()
+		return h, &startError{2, "", err}
+	}
+	// The layout may be shared by many sandboxes (jail serve): the git
+	// view is this one's.
+	l := *layout
+	l.Extra = append(slices.Clip(layout.Extra), h.git.Mounts()...)
+	l.Protected = append(slices.Clip(layout.Protected), h.git.Protected()...)
+	mounts, ph, err := l.Build()
+	h.ph = ph
 	f := <-filter
 	if err == nil {
 		err = f.err
@@ -92,10 +128,9 @@ func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []str
 	}
 	if err != nil {
 		cmd.Abort()
-		return ph, &startError{2, "", err}
+		return h, &startError{2, "", err}
 	}
 	ph.LockExisting(mounts)
-	ws, _ := confine.ResolvePath(layout.Workspace, "/", "")
 	spec.Env, spec.Dir, spec.Mounts, spec.Seccomp = env, ws, mounts, f.prog
 	if nr != nil {
 		// No Landlock port rule (Spec.ConnectPorts): the namespace has only loopback, so the
@@ -105,9 +140,9 @@ func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []str
 	if err := cmd.Start(); err != nil {
 		var ee *confine.ExecError
 		if errors.As(err, &ee) {
-			return ph, &startError{ee.ExitCode(), "", err}
+			return h, &startError{ee.ExitCode(), "", err}
 		}
-		return ph, &startError{125, "cannot start the sandbox: ", err}
+		return h, &startError{125, "cannot start the sandbox: ", err}
 	}
-	return ph, nil
+	return h, nil
 }

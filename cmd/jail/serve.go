@@ -115,7 +115,7 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 			// own, enforced inside the worker and again by the supervisor.
 			cmd := &confine.Cmd{Spec: spec, Stdin: inR, Stdout: outW, Stderr: errFile,
 				Limits: confine.Limits{MemoryBytes: o.run.memory, Pids: o.run.pids}}
-			ph, err := startSandbox(cmd, layout, pass, o.run.env, filter, nr)
+			ph, err := startSandbox(cmd, layout, pass, o.run.env, filter, nr, stderr)
 			inR.Close()
 			outW.Close()
 			if err != nil {
@@ -165,7 +165,7 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 		spec.Hold = true
 		cmd := &confine.Cmd{Spec: spec, Stderr: errFile, Limits: confine.Limits{MemoryBytes: o.run.memory, Pids: o.run.pids},
 			Notice: func(line string) { fmt.Fprintln(stderr, line) }}
-		ph, err := startSandbox(cmd, l, pass, o.run.env, filter, nr)
+		ph, err := startSandbox(cmd, l, pass, o.run.env, filter, nr, stderr)
 		if err != nil {
 			ph.Release()
 			return nil, err

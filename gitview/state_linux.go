@@ -1,0 +1,174 @@
+//go:build linux
+
+package gitview
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The state directory holds the uppers of running and unfinished runs:
+//
+//	STATE/jail/git/WSKEY/RUN/meta         what the run was made from (meta.go)
+//	STATE/jail/git/WSKEY/RUN/gN/upper     the overlay's upper of repository N
+//	STATE/jail/git/WSKEY/RUN/gN/work      its work directory
+//
+// WSKEY names the workspace (a hash of its resolved path), RUN the run (16
+// random hex digits). A live run holds an exclusive flock on its RUN
+// directory from before its sandbox starts until its upper is adopted and
+// removed; a RUN directory nobody holds was left by a run that ended
+// early, and the next run in the workspace adopts it.
+
+// StateDir is where jail keeps git state between the launch of a sandbox
+// and the adoption of its changes: $XDG_STATE_HOME/jail/git, or
+// ~/.local/state/jail/git. Empty when neither is an absolute path.
+func StateDir(home, xdgState string) string {
+	base := xdgState
+	if !filepath.IsAbs(base) {
+		if !filepath.IsAbs(home) {
+			return ""
+		}
+		base = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(base, "jail", "git")
+}
+
+// openStateDir opens dir (BASE/jail/git), creating what is missing: BASE
+// itself only as ~/.local/state beneath an existing home, jail and git
+// always as private directories, without following a symlink at either.
+// Both must be the user's own with no access for anyone else; jail never
+// changes the mode of what it finds.
+func openStateDir(dir string) (int, error) {
+	base := filepath.Dir(filepath.Dir(dir))
+	fd, err := unix.Open(base, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) && strings.HasSuffix(base, "/.local/state") {
+		// The home exists (or open fails below): ~/.local and
+		// ~/.local/state are made as a desktop's first program would.
+		for _, d := range []string{filepath.Dir(base), base} {
+			if err := unix.Mkdir(d, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+				return -1, fmt.Errorf("git state: %w", err)
+			}
+		}
+		fd, err = unix.Open(base, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return -1, fmt.Errorf("git state: %s: %w", base, err)
+	}
+	for _, name := range []string{"jail", "git"} {
+		next, err := privateSubdir(fd, name)
+		unix.Close(fd)
+		if err != nil {
+			return -1, fmt.Errorf("git state: %s: %w", filepath.Join(base, "jail", name), err)
+		}
+		fd = next
+	}
+	return fd, nil
+}
+
+// privateSubdir creates (if missing) and opens the directory name beneath
+// dirfd, refusing a symlink and anything but a private directory of the
+// user's.
+func privateSubdir(dirfd int, name string) (int, error) {
+	if err := unix.Mkdirat(dirfd, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+		return -1, err
+	}
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || int(st.Uid) != os.Getuid() || st.Mode&0o077 != 0 {
+		unix.Close(fd)
+		return -1, errors.New("not a private directory of this user (mode 0700); not used")
+	}
+	return fd, nil
+}
+
+// workspaceKey names a workspace's directory in the state directory.
+func workspaceKey(ws string) string {
+	h := sha256.Sum256([]byte(ws))
+	return hex.EncodeToString(h[:8])
+}
+
+// newRunName is a fresh RUN name.
+func newRunName() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// isRunName reports whether name is one newRunName could have made.
+func isRunName(name string) bool {
+	if len(name) != 16 {
+		return false
+	}
+	_, err := hex.DecodeString(name)
+	return err == nil
+}
+
+// openDir opens the directory name beneath dirfd without following a
+// symlink.
+func openDir(dirfd int, name string) (int, error) {
+	return unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+}
+
+// removeAll removes name beneath dirfd and everything in it, by
+// descriptor: no symlink is followed, and a directory the sandbox made
+// unreadable (an upper keeps the modes the sandbox set) is opened up first.
+func removeAll(dirfd int, name string) error {
+	err := unix.Unlinkat(dirfd, name, 0)
+	if err == nil || errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EPERM) {
+		return err
+	}
+	// A directory, whose own mode may deny listing it (0, say): it is
+	// opened without following a symlink and its mode set through the
+	// descriptor, so nothing else can be chmod'ed in its place.
+	pfd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", pfd), 0o700)
+	fd, err := unix.Openat(pfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	unix.Close(pfd)
+	if err != nil {
+		return err
+	}
+	names, err := readNames(fd)
+	if err == nil {
+		for _, n := range names {
+			if err = removeAll(fd, n); err != nil {
+				break
+			}
+		}
+	}
+	unix.Close(fd)
+	if err != nil {
+		return err
+	}
+	return unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
+}
+
+// readNames lists the directory fd (not "." and "..").
+func readNames(fd int) ([]string, error) {
+	d, err := unix.Dup(fd)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(d), "dir")
+	defer f.Close()
+	if _, err := f.Seek(0, 0); err != nil {
+		return nil, err
+	}
+	return f.Readdirnames(-1)
+}

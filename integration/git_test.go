@@ -1,0 +1,205 @@
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The git tests plant code the way an attacker in the sandbox would and
+// judge on the host: the planted code writes a marker file when anything
+// runs it, and the host's own git (status, diff, log -p, commit) runs in
+// the workspace afterwards. docs/git.md has the threat model.
+
+// needGit skips a test on a host without git.
+func needGit(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("requires git: not installed")
+	}
+}
+
+// hostGit runs git as r on the host in dir, with a home of its own (no
+// global config) and the identity a commit needs.
+func (r runner) hostGit(t *testing.T, dir string, args ...string) (string, error) {
+	t.Helper()
+	home := r.dir(t, "jail-it-githome-")
+	cmd := exec.Command("git", append([]string{"-c", "safe.directory=*"}, args...)...)
+	cmd.Dir = dir
+	r.prepare(cmd, "GIT_AUTHOR_NAME=host", "GIT_AUTHOR_EMAIL=host@example.com", "GIT_COMMITTER_NAME=host",
+		"GIT_COMMITTER_EMAIL=host@example.com", "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0")
+	cmd.Env = append(cmd.Env, "HOME="+home)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// gitRepo makes ws a repository with one commit, as r, on the host.
+func (r runner) gitRepo(t *testing.T, ws string) {
+	t.Helper()
+	r.writeFile(t, filepath.Join(ws, "file.txt"), "one\n")
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "file.txt"}, {"commit", "-qm", "first"}} {
+		if out, err := r.hostGit(t, ws, args...); err != nil {
+			t.Fatalf("host git %v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// marker is a host path outside every sandbox's view that planted code
+// creates when it runs; payload is a script in ws that does it.
+func (r runner) marker(t *testing.T, ws string) (marker, payload string) {
+	t.Helper()
+	marker = filepath.Join(r.dir(t, "jail-it-marker-"), "ran")
+	return marker, "printf '#!/bin/sh\\necho ran >>" + marker + "\\n' >" + ws + "/.payload; chmod +x " + ws + "/.payload"
+}
+
+// judge runs the host's git as a user would after the run and fails the
+// test if anything the sandbox planted ran.
+func (r runner) judge(t *testing.T, ws, marker string) {
+	t.Helper()
+	r.writeFile(t, filepath.Join(ws, "file.txt"), "two\n")
+	for _, args := range [][]string{{"status"}, {"diff"}, {"log", "-p", "-2"}, {"add", "file.txt"},
+		{"commit", "-qm", "host commit"}, {"checkout", "-q", "-b", "judge"}, {"status", "--porcelain"}} {
+		out, err := r.hostGit(t, ws, args...)
+		if err != nil {
+			t.Errorf("host git %v after the run: %v\n%s", args, err, out)
+		}
+	}
+	if b, err := os.ReadFile(marker); err == nil {
+		t.Fatalf("code planted by the sandbox ran on the host: %q", b)
+	}
+}
+
+// hooksOf lists the host's hooks directory.
+func hooksOf(t *testing.T, ws string) []string {
+	ents, _ := os.ReadDir(filepath.Join(ws, ".git", "hooks"))
+	var names []string
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".sample") {
+			names = append(names, e.Name())
+		}
+	}
+	return names
+}
+
+// TestGitDirCannotBeReplaced: .git cannot be moved aside, copied back and
+// filled with hooks; the hooks and config the sandbox writes into the git
+// directory it sees never reach the host's.
+func TestGitDirCannotBeReplaced(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		r.gitRepo(t, ws)
+		marker, plant := r.marker(t, ws)
+		res := r.sh(t, ws, plant+`
+mv .git .g && echo MOVED
+cp -a .git .g2 && rm -rf .git && echo REMOVED
+cp -a .g2/. .git/ 2>/dev/null
+for h in pre-commit post-commit post-checkout pre-auto-gc reference-transaction post-index-change; do
+  cp .payload .git/hooks/$h
+done
+git config core.fsmonitor "$PWD/.payload"
+git config core.hooksPath "$PWD/.g2/hooks"
+mkdir -p .g2/hooks && cp .payload .g2/hooks/pre-commit
+git config diff.external "$PWD/.payload"
+git config alias.status '!'"$PWD/.payload"
+echo '* filter=evil' > .git/info/attributes
+git config filter.evil.clean "$PWD/.payload"
+echo SANDBOX-DONE`)
+		mustExit(t, res, 0)
+		if strings.Contains(res.stdout, "MOVED") || strings.Contains(res.stdout, "REMOVED") {
+			t.Fatalf("the sandbox moved or removed .git:\n%s", res.stdout)
+		}
+		if !strings.Contains(res.stdout, "SANDBOX-DONE") {
+			t.Fatalf("script did not finish:\n%s\n%s", res.stdout, res.stderr)
+		}
+		if hs := hooksOf(t, ws); len(hs) > 0 {
+			t.Errorf("hooks reached the host: %v", hs)
+		}
+		cfg, _ := os.ReadFile(filepath.Join(ws, ".git", "config"))
+		for _, k := range []string{"fsmonitor", "hooksPath", "external", "alias", "filter"} {
+			if strings.Contains(string(cfg), k) {
+				t.Errorf("config key %s reached the host's .git/config:\n%s", k, cfg)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(ws, ".git", "info", "attributes")); err == nil {
+			t.Error(".git/info/attributes reached the host")
+		}
+		r.judge(t, ws, marker)
+	})
+}
+
+// TestGitCommondirDropped: a commondir naming a directory the sandbox
+// wrote (which would give git its config and hooks) never reaches the
+// host, nor does a config.worktree.
+func TestGitCommondirDropped(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		r.gitRepo(t, ws)
+		marker, plant := r.marker(t, ws)
+		res := r.sh(t, ws, plant+`
+mkdir -p evil && cp -a .git/. evil/
+printf '[core]\n\tfsmonitor = %s/.payload\n\trepositoryformatversion = 1\n[extensions]\n\tworktreeConfig = true\n' "$PWD" > evil/config
+mkdir -p evil/hooks && cp .payload evil/hooks/pre-commit
+echo "$PWD/evil" > .git/commondir
+printf '[core]\n\tfsmonitor = %s/.payload\n' "$PWD" > .git/config.worktree
+echo SANDBOX-DONE`)
+		mustExit(t, res, 0)
+		for _, f := range []string{"commondir", "config.worktree"} {
+			if _, err := os.Lstat(filepath.Join(ws, ".git", f)); err == nil {
+				t.Errorf(".git/%s reached the host", f)
+			}
+		}
+		// The planted directory stays: it is ordinary workspace content,
+		// which git on the host must simply not use.
+		r.judge(t, ws, marker)
+	})
+}
+
+// TestGitWorksInside: everyday git works inside, and what it does to
+// refs, the index and harmless config reaches the host when the run ends.
+func TestGitWorksInside(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		r.gitRepo(t, ws)
+		before, _ := r.hostGit(t, ws, "status", "--porcelain")
+		res := r.sh(t, ws, `set -e
+export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b
+git config --global --add safe.directory '*' 2>/dev/null || true
+git config user.email inside@example.com
+git remote add origin https://example.com/x.git
+echo two > file.txt && echo new > new.txt
+git add file.txt new.txt && git commit -qm inside
+git checkout -qb feature
+echo three > file.txt && git commit -qam feature
+git checkout -q main
+git log --oneline | wc -l`)
+		mustExit(t, res, 0)
+		if strings.TrimSpace(res.stdout) != "2" {
+			t.Fatalf("git in the sandbox:\n%s\n%s", res.stdout, res.stderr)
+		}
+		out, err := r.hostGit(t, ws, "log", "--oneline", "main")
+		if err != nil || !strings.Contains(out, "inside") {
+			t.Fatalf("the sandbox's commit is not on the host's main: %v\n%s\n%s", err, out, res.stderr)
+		}
+		out, _ = r.hostGit(t, ws, "log", "--oneline", "feature")
+		if !strings.Contains(out, "feature") {
+			t.Errorf("the sandbox's branch is not on the host: %s", out)
+		}
+		out, _ = r.hostGit(t, ws, "config", "user.email")
+		if strings.TrimSpace(out) != "inside@example.com" {
+			t.Errorf("user.email set inside is %q on the host", out)
+		}
+		out, _ = r.hostGit(t, ws, "remote", "get-url", "origin")
+		if strings.TrimSpace(out) != "https://example.com/x.git" {
+			t.Errorf("the remote added inside is %q on the host", out)
+		}
+		after, _ := r.hostGit(t, ws, "status", "--porcelain")
+		if after != before {
+			t.Errorf("host git status changed: before %q, after %q", before, after)
+		}
+	})
+}
