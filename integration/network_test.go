@@ -34,7 +34,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/net/dns/dnsmessage"
+	"github.com/jail-sandbox/jail/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -56,11 +56,11 @@ type testHosts struct {
 	web, internal netip.Addr
 	caPEM         []byte
 
-	mu      sync.Mutex
-	hits    map[netip.Addr]int // HTTP(S) requests served, by local address
-	udp     int                // UDP datagrams received
-	answers map[string]func(n int) []netip.Addr
-	queries map[string]int // A queries, by name
+	dns *testutil.DNS // the hosts' names, served on the web host's port 53
+
+	mu   sync.Mutex
+	hits map[netip.Addr]int // HTTP(S) requests served, by local address
+	udp  int                // UDP datagrams received
 }
 
 // requireTestHosts skips unless the test can build hosts in a network namespace.
@@ -134,11 +134,10 @@ func newTestHosts(t *testing.T) *testHosts {
 	rand.Read(tag)
 	suffix := hex.EncodeToString(tag)
 	h := &testHosts{
-		ns:      "jailit-" + suffix,
-		subnet:  freeSubnet(t),
-		hits:    map[netip.Addr]int{},
-		answers: map[string]func(int) []netip.Addr{},
-		queries: map[string]int{},
+		ns:     "jailit-" + suffix,
+		subnet: freeSubnet(t),
+		hits:   map[netip.Addr]int{},
+		dns:    testutil.NewDNS(),
 	}
 	base := h.subnet.Addr().As4()
 	gw := netip.AddrFrom4([4]byte{base[0], base[1], base[2], 1})
@@ -159,9 +158,9 @@ func newTestHosts(t *testing.T) *testHosts {
 
 	cert, caPEM := selfSigned(t, webName, otherName, insideName, rebindName)
 	h.caPEM = caPEM
-	h.static(webName, h.web)
-	h.static(otherName, h.web)
-	h.static(insideName, h.internal)
+	h.dns.Static(webName, h.web)
+	h.dns.Static(otherName, h.web)
+	h.dns.Static(insideName, h.internal)
 	h.rebind()
 
 	// The sockets are made inside the namespace and stay there; serving them needs no
@@ -200,7 +199,7 @@ func newTestHosts(t *testing.T) *testHosts {
 	wg.Add(3)
 	go func() { defer wg.Done(); serveEcho(echo) }()   // until echo is closed
 	go func() { defer wg.Done(); h.serveSink(sink) }() // until sink is closed
-	go func() { defer wg.Done(); h.serveDNS(dns) }()   // until dns is closed
+	go func() { defer wg.Done(); h.dns.Serve(dns) }()  // until dns is closed
 	t.Cleanup(func() {
 		srv.Close()
 		echo.Close()
@@ -298,82 +297,15 @@ func (h *testHosts) serveSink(pc net.PacketConn) {
 	}
 }
 
-func (h *testHosts) static(name string, a netip.Addr) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.answers[name] = func(int) []netip.Addr { return []netip.Addr{a} }
-}
-
 // rebind (re)arms rebindName: its first A answer is the web host, every later one the
 // internal host, the way a rebinding attacker's DNS server answers.
 func (h *testHosts) rebind() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.queries[rebindName] = 0
-	h.answers[rebindName] = func(n int) []netip.Addr {
+	h.dns.Set(rebindName, func(n int) []netip.Addr {
 		if n == 0 {
 			return []netip.Addr{h.web}
 		}
 		return []netip.Addr{h.internal}
-	}
-}
-
-func (h *testHosts) queryCount(name string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.queries[name]
-}
-
-// serveDNS answers A queries for the test names; other types get an empty answer, other
-// names NXDOMAIN.
-func (h *testHosts) serveDNS(pc net.PacketConn) {
-	buf := make([]byte, 1500)
-	for {
-		n, from, err := pc.ReadFrom(buf)
-		if err != nil {
-			return
-		}
-		if resp := h.dnsReply(buf[:n]); resp != nil {
-			pc.WriteTo(resp, from)
-		}
-	}
-}
-
-func (h *testHosts) dnsReply(pkt []byte) []byte {
-	var p dnsmessage.Parser
-	hdr, err := p.Start(pkt)
-	if err != nil {
-		return nil
-	}
-	q, err := p.Question()
-	if err != nil {
-		return nil
-	}
-	name := strings.TrimSuffix(strings.ToLower(q.Name.String()), ".")
-	h.mu.Lock()
-	answer, known := h.answers[name]
-	var addrs []netip.Addr
-	if known && q.Type == dnsmessage.TypeA {
-		addrs = answer(h.queries[name])
-		h.queries[name]++
-	}
-	h.mu.Unlock()
-	rh := dnsmessage.Header{ID: hdr.ID, Response: true, Authoritative: true, RecursionDesired: hdr.RecursionDesired}
-	if !known {
-		rh.RCode = dnsmessage.RCodeNameError
-	}
-	b := dnsmessage.NewBuilder(nil, rh)
-	b.StartQuestions()
-	b.Question(q)
-	b.StartAnswers()
-	for _, a := range addrs {
-		b.AResource(dnsmessage.ResourceHeader{Name: q.Name, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET}, dnsmessage.AResource{A: a.As4()})
-	}
-	msg, err := b.Finish()
-	if err != nil {
-		return nil
-	}
-	return msg
+	})
 }
 
 // selfSigned makes a CA-flagged certificate for names; curl trusts it with --cacert.
@@ -583,7 +515,7 @@ curl -sS -m 10 --socks5-hostname 127.0.0.1:1080 http://rebind.test/two >/dev/nul
 			}
 			// One lookup per connection: the name was not looked up again between the check
 			// and the dial.
-			if n := h.queryCount(rebindName); n != 2 {
+			if n := h.dns.Queries(rebindName); n != 2 {
 				t.Errorf("%s was looked up %d times for two connections, want 2", rebindName, n)
 			}
 		})

@@ -7,9 +7,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jail-sandbox/jail/internal/testutil"
 )
 
 // TestCloseEventCountsWhenServeStops: when the supervisor stops serving (the sandbox has
@@ -37,13 +40,13 @@ func TestCloseEventCountsWhenServeStops(t *testing.T) {
 	}()
 	upPort := portOf(t, up.Addr())
 
-	dns := startTestDNS(t)
-	dns.static("up.jail.test", "127.0.0.1")
+	dns, dnsAddr := testutil.StartDNS(t)
+	dns.Static("up.jail.test", netip.MustParseAddr("127.0.0.1"))
 	rules, err := NewRules(RulesConfig{Allow: []string{fmt.Sprintf("up.jail.test:%d", upPort)}, AllowPrivate: []string{"127.0.0.1/32"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := NewResolver(dns.addr)
+	res, err := NewResolver(dnsAddr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,115 +12,12 @@ import (
 	"net/netip"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"golang.org/x/net/dns/dnsmessage"
+	"github.com/jail-sandbox/jail/internal/testutil"
 )
-
-// testDNS is a DNS server on loopback for test names. answer gets the number of earlier A
-// queries for the name, so a test can change the answer between lookups (rebinding).
-type testDNS struct {
-	addr string
-
-	mu      sync.Mutex
-	answers map[string]func(n int) []netip.Addr
-	counts  map[string]int
-}
-
-func startTestDNS(t testing.TB) *testDNS {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &testDNS{addr: pc.LocalAddr().String(), answers: map[string]func(int) []netip.Addr{}, counts: map[string]int{}}
-	done := make(chan struct{})
-	go func() { // ends when pc is closed by the cleanup below
-		defer close(done)
-		buf := make([]byte, 1500)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			if resp := d.reply(buf[:n]); resp != nil {
-				pc.WriteTo(resp, from)
-			}
-		}
-	}()
-	t.Cleanup(func() { pc.Close(); <-done })
-	return d
-}
-
-func (d *testDNS) set(name string, f func(n int) []netip.Addr) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.answers[name] = f
-}
-
-func (d *testDNS) static(name string, addrs ...string) {
-	var as []netip.Addr
-	for _, a := range addrs {
-		as = append(as, netip.MustParseAddr(a))
-	}
-	d.set(name, func(int) []netip.Addr { return as })
-}
-
-// queries returns how many A queries name has had.
-func (d *testDNS) queries(name string) int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.counts[name]
-}
-
-func (d *testDNS) reply(pkt []byte) []byte {
-	var p dnsmessage.Parser
-	h, err := p.Start(pkt)
-	if err != nil {
-		return nil
-	}
-	q, err := p.Question()
-	if err != nil {
-		return nil
-	}
-	name := strings.TrimSuffix(strings.ToLower(q.Name.String()), ".")
-	d.mu.Lock()
-	f, ok := d.answers[name]
-	n := d.counts[name]
-	if q.Type == dnsmessage.TypeA {
-		d.counts[name]++
-	}
-	d.mu.Unlock()
-	rh := dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true, RecursionDesired: h.RecursionDesired}
-	if !ok {
-		rh.RCode = dnsmessage.RCodeNameError
-	}
-	b := dnsmessage.NewBuilder(nil, rh)
-	b.StartQuestions()
-	b.Question(q)
-	b.StartAnswers()
-	if ok {
-		for _, a := range f(n) {
-			hdr := dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 0}
-			switch {
-			case a.Is4() && q.Type == dnsmessage.TypeA:
-				hdr.Type = dnsmessage.TypeA
-				b.AResource(hdr, dnsmessage.AResource{A: a.As4()})
-			case a.Is6() && q.Type == dnsmessage.TypeAAAA:
-				hdr.Type = dnsmessage.TypeAAAA
-				b.AAAAResource(hdr, dnsmessage.AAAAResource{AAAA: a.As16()})
-			}
-		}
-	}
-	msg, err := b.Finish()
-	if err != nil {
-		return nil
-	}
-	return msg
-}
 
 // auditLog collects audit events.
 type auditLog struct {
@@ -182,7 +79,8 @@ func originHandler() http.Handler {
 // names served by a test DNS server.
 type testEnv struct {
 	t          testing.TB
-	dns        *testDNS
+	dns        *testutil.DNS
+	dnsAddr    string
 	audit      *auditLog
 	proxy      *Proxy
 	origin     *httptest.Server
@@ -218,7 +116,8 @@ func (h *hitCounter) count() int {
 // config, and serves the proxy until the test ends.
 func newTestEnv(t testing.TB, rules func(originPort, tlsPort int) RulesConfig, tweak func(*Config)) *testEnv {
 	t.Helper()
-	e := &testEnv{t: t, dns: startTestDNS(t), audit: &auditLog{}, hits: &hitCounter{}}
+	e := &testEnv{t: t, audit: &auditLog{}, hits: &hitCounter{}}
+	e.dns, e.dnsAddr = testutil.StartDNS(t)
 	e.origin = httptest.NewServer(e.hits.wrap(originHandler()))
 	t.Cleanup(e.origin.Close)
 	e.tlsOrigin = httptest.NewTLSServer(e.hits.wrap(originHandler()))
@@ -230,7 +129,7 @@ func newTestEnv(t testing.TB, rules func(originPort, tlsPort int) RulesConfig, t
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := NewResolver(e.dns.addr)
+	res, err := NewResolver(e.dnsAddr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jail-sandbox/jail/internal/testutil"
 	"golang.org/x/net/proxy"
 )
 
@@ -36,13 +37,13 @@ func loopbackRules(op, tp int) RulesConfig {
 
 func newLoopbackEnv(t testing.TB, tweak func(*Config)) *testEnv {
 	e := newTestEnv(t, loopbackRules, tweak)
-	e.dns.static("web.jail.test", "127.0.0.1")
-	e.dns.static("secure.jail.test", "127.0.0.1")
-	e.dns.static("a.wild.jail.test", "127.0.0.1")
-	e.dns.static("denied.jail.test", "127.0.0.1")
-	e.dns.static("other.jail.test", "127.0.0.1")
+	e.dns.Static("web.jail.test", netip.MustParseAddr("127.0.0.1"))
+	e.dns.Static("secure.jail.test", netip.MustParseAddr("127.0.0.1"))
+	e.dns.Static("a.wild.jail.test", netip.MustParseAddr("127.0.0.1"))
+	e.dns.Static("denied.jail.test", netip.MustParseAddr("127.0.0.1"))
+	e.dns.Static("other.jail.test", netip.MustParseAddr("127.0.0.1"))
 	// One loopback and one private answer: never dialed, since every address must pass.
-	e.dns.static("mixed.jail.test", "127.0.0.1", "10.0.0.1")
+	e.dns.Static("mixed.jail.test", netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("10.0.0.1"))
 	return e
 }
 
@@ -156,7 +157,7 @@ func TestPrivateAddressNeedsAllowPrivate(t *testing.T) {
 		return RulesConfig{Allow: []string{"web.jail.test:" + strconv.Itoa(op)}}
 	}
 	e := newTestEnv(t, rules, nil)
-	e.dns.static("web.jail.test", "127.0.0.1")
+	e.dns.Static("web.jail.test", netip.MustParseAddr("127.0.0.1"))
 	resp, _ := get(t, e.httpClient(), e.url("web.jail.test", e.originPort, "/hello"))
 	if resp.StatusCode != http.StatusForbidden || !strings.Contains(resp.Header.Get(DenyReasonHeader), "loopback address") {
 		t.Fatalf("got %d reason %q, want 403 loopback", resp.StatusCode, resp.Header.Get(DenyReasonHeader))
@@ -178,7 +179,7 @@ func TestPrivateAddressNeedsAllowPrivate(t *testing.T) {
 		r.AllowPrivate = []string{"127.0.0.1/32"}
 		return r
 	}, nil)
-	e2.dns.static("web.jail.test", "127.0.0.1")
+	e2.dns.Static("web.jail.test", netip.MustParseAddr("127.0.0.1"))
 	if resp, body := get(t, e2.httpClient(), e2.url("web.jail.test", e2.originPort, "/hello")); resp.StatusCode != 200 {
 		t.Fatalf("with allow_private: %d %q", resp.StatusCode, body)
 	}
@@ -192,7 +193,7 @@ func TestRebindingCannotSwitchTarget(t *testing.T) {
 		}
 	}
 	e := newTestEnv(t, rules, nil)
-	e.dns.set("rebind.jail.test", func(n int) []netip.Addr {
+	e.dns.Set("rebind.jail.test", func(n int) []netip.Addr {
 		if n == 0 {
 			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}
 		}
@@ -220,7 +221,7 @@ func TestRebindingCannotSwitchTarget(t *testing.T) {
 			t.Fatalf("request %d: %d", i, resp.StatusCode)
 		}
 	}
-	if n := e.dns.queries("rebind.jail.test"); n != 1 {
+	if n := e.dns.Queries("rebind.jail.test"); n != 1 {
 		t.Fatalf("%d lookups for one tunnel, want 1", n)
 	}
 	// A new connection looks the name up again and the private answer is refused, not dialed.
@@ -228,7 +229,7 @@ func TestRebindingCannotSwitchTarget(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden || !strings.Contains(resp.Header.Get(DenyReasonHeader), "127.0.0.2") {
 		t.Fatalf("after rebinding: %d %q", resp.StatusCode, resp.Header.Get(DenyReasonHeader))
 	}
-	if n := e.dns.queries("rebind.jail.test"); n != 2 {
+	if n := e.dns.Queries("rebind.jail.test"); n != 2 {
 		t.Fatalf("%d lookups for two connections, want 2", n)
 	}
 	if e.hits.count() != 3 {
@@ -289,7 +290,7 @@ func TestNestedConnectRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.proxy.cfg.Rules = r
-	e.dns.static("self.jail.test", "127.0.0.1")
+	e.dns.Static("self.jail.test", netip.MustParseAddr("127.0.0.1"))
 	for _, target := range []string{"self.jail.test", "127.0.0.1"} {
 		resp := e.rawProxy("CONNECT " + target + ":" + strconv.Itoa(proxyPort) + " HTTP/1.1\r\n\r\n")
 		if resp.StatusCode != 403 || !strings.Contains(resp.Header.Get(DenyReasonHeader), "nested proxy") {
@@ -402,13 +403,11 @@ func TestAuditByteCounts(t *testing.T) {
 
 func waitEvent(t testing.TB, l *auditLog, match func(Event) bool) Event {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if evs := l.find(match); len(evs) > 0 {
-			return evs[0]
-		}
+	var evs []Event
+	if !testutil.Eventually(5*time.Second, func() bool { evs = l.find(match); return len(evs) > 0 }) {
+		t.Fatalf("no matching audit event in %+v", l.all())
 	}
-	t.Fatalf("no matching audit event in %+v", l.all())
-	return Event{}
+	return evs[0]
 }
 
 func TestApprovalGate(t *testing.T) {
@@ -425,7 +424,7 @@ func TestApprovalGate(t *testing.T) {
 			return false, nil
 		}
 	})
-	e.dns.static("boom.jail.test", "127.0.0.1")
+	e.dns.Static("boom.jail.test", netip.MustParseAddr("127.0.0.1"))
 	c := e.httpClient()
 	for range 2 {
 		if resp, body := get(t, c, e.url("other.jail.test", e.originPort, "/hello")); resp.StatusCode != 200 {

@@ -7,14 +7,14 @@ import (
 )
 
 // Processes lists the host pids whose command line (/proc/PID/cmdline,
-// arguments separated by NUL) contains marker, zombies included: a zombie
-// is a process whose parent has not waited for it, which a test of
-// process-tree cleanup should see.
+// arguments separated by NUL) contains marker. A zombie has no command
+// line left, so it is not listed.
 func Processes(marker string) []int {
 	return processes(marker, false)
 }
 
-// LiveProcesses is [Processes] without the zombies.
+// LiveProcesses is [Processes] that also reads each process's state and
+// leaves out one that became a zombie between the two reads.
 func LiveProcesses(marker string) []int {
 	return processes(marker, true)
 }
