@@ -116,6 +116,7 @@ enum {
 	OP_PIN = 25,
 	OP_DNS = 26,
 	OP_OVERLAY = 27,
+	OP_FILE = 28,
 };
 
 #define MAX_SOURCES 256
@@ -615,6 +616,26 @@ static void op_symlink(struct child *c) {
 		CHECK(c, mkdir_all(c->root, parent, 0755), dest);
 	}
 	CHECK(c, symlinkat(target, c->root, rel(dest)), dest);
+}
+
+// op_file creates a file of jail's own (a sandbox-side git config) with
+// the given content in the new root's tmpfs: never in a bound host tree
+// (the supervisor refuses that), and never over something already there.
+static void op_file(struct child *c) {
+	const char *dest = get_str(c);
+	uint32_t n;
+	const uint8_t *content = get_bytes(c, &n);
+	char parent[4096];
+	snprintf(parent, sizeof(parent), "%s", rel(dest));
+	char *slash = strrchr(parent, '/');
+	if (slash) {
+		*slash = 0;
+		CHECK(c, mkdir_all(c->root, parent, 0755), dest);
+	}
+	int fd = openat(c->root, rel(dest), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	CHECK(c, fd, dest);
+	if (jail_write_all(fd, content, n) < 0) fail(c, errno, dest, 125);
+	close(fd);
 }
 
 static void op_proc(struct child *c) {
@@ -1204,6 +1225,7 @@ static void run_plan(struct child *c) {
 		case OP_PIN: op_pin(c); break;
 		case OP_OVERLAY: op_overlay(c); break;
 		case OP_SYMLINK: op_symlink(c); break;
+		case OP_FILE: op_file(c); break;
 		case OP_PROC: op_proc(c); break;
 		case OP_DEV: op_dev(c); break;
 		case OP_PIVOT: op_pivot(c); break;

@@ -125,11 +125,12 @@ func identity(st *unix.Stat_t) [5]uint64 {
 
 // cacheKeyEnv are the variables a plan is made from besides the files:
 // the workspace (PWD names the working directory as the shell sees it),
-// the home and the locations of the user's policy and of the cache.
+// the home, the locations of the user's policy and of the cache, and
+// PATH, whose entries under the home decide which tool roots are bound.
 // The command's environment is built afresh on every run, from the
 // pass-list the entry keeps.
 func cacheKeyEnv() []string {
-	return []string{"PWD", "HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"}
+	return []string{"PWD", "HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "PATH"}
 }
 
 // CacheEntry is one run's plan and what it was made from.

@@ -63,6 +63,16 @@ type Layout struct {
 	// Outputs are files jail writes for the user after the sandbox ran
 	// (--json-out); Build refuses one that a writable bind shows.
 	Outputs []*Output
+	// GitConfig shows the user's git config (~/.gitconfig,
+	// ~/.config/git/config) read-only in an empty home, and gives git a
+	// sandbox-side global config that includes it (gitconfig_linux.go).
+	GitConfig bool
+	// Env, set by Build, are variables the command needs for the view
+	// Build made (GIT_CONFIG_GLOBAL); the caller's --env wins over them.
+	Env []string
+	// Path is the command's PATH, as entries: those under Home get their
+	// tool roots bound read-only (toolpath_linux.go).
+	Path []string
 	// Facts, when not nil, records what Build observed of the host's file
 	// system, for the plan cache (fast_linux.go).
 	Facts *Facts
@@ -220,11 +230,13 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 		boundWhole = boundWhole || filepath.Clean(p) == home
 		boundParent = boundParent || filepath.IsAbs(p) && filepath.Clean(p) != home && pathWithin(home, filepath.Clean(p))
 	}
+	homeTmpfs := false
 	if l.Home != "" && filepath.IsAbs(home) && home != "/" && !pathWithin(home, ws) && !pathWithin(home, "/tmp") && !boundWhole {
 		kind := Tmpfs
 		if boundParent {
 			kind = Hide
 		}
+		homeTmpfs = kind == Tmpfs
 		ms = append(ms, Mount{Kind: kind, Dest: home, Writable: kind == Tmpfs, Exec: kind == Tmpfs})
 	}
 	ms = append(ms, Mount{Kind: Bind, Source: ws, Dest: ws, Writable: !l.WorkspaceReadOnly, Exec: true})
@@ -265,6 +277,17 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 			*p = src
 		}
 		ms = append(ms, m)
+	}
+	l.Env = nil
+	if homeTmpfs {
+		// The tool roots PATH needs in the home, after every mount the
+		// user asked for: one of those may show an entry already.
+		ms = append(ms, l.toolPaths(home, ms)...)
+		if l.GitConfig {
+			gm, env := l.gitConfig(home, ms)
+			ms = append(ms, gm...)
+			l.Env = append(l.Env, env...)
+		}
 	}
 	protected := l.Protected
 	guards, err := l.guard(ms)

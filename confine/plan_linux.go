@@ -42,6 +42,7 @@ const (
 	opPin      = 25
 	opDNS      = 26
 	opOverlay  = 27
+	opFile     = 28
 )
 
 // Mount attributes (linux/mount.h).
@@ -255,6 +256,13 @@ func compileSetup(s *Spec, abi int) ([]byte, error) {
 			p.op(opSymlink)
 			p.str(m.Source)
 			p.str(m.Dest)
+		case File:
+			if insideHost(m.Dest) {
+				return nil, fmt.Errorf("spec: file at %s inside a bound host tree", m.Dest)
+			}
+			p.op(opFile)
+			p.str(m.Dest)
+			p.bytes([]byte(m.Source))
 		case Proc:
 			p.op(opProc)
 			p.str(m.Dest)

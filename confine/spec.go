@@ -33,6 +33,10 @@ const (
 	// Symlink creates a symlink at Dest pointing to Source (merged /usr
 	// layouts: /bin -> usr/bin).
 	Symlink MountKind = "symlink"
+	// File creates a file of jail's own at Dest, in the sandbox's own
+	// tmpfs (the home), with Source as its content: the sandbox-side git
+	// config that includes the user's.
+	File MountKind = "file"
 	// Proc mounts a fresh /proc of the sandbox's pid namespace.
 	Proc MountKind = "proc"
 	// Dev mounts a minimal /dev: null, zero, full, random, urandom, tty,
@@ -244,7 +248,7 @@ func (s *Spec) Validate() error {
 			if m.Source == "" {
 				return fmt.Errorf("spec: mount %d: symlink %s has no target", i, m.Dest)
 			}
-		case Tmpfs, Hide, Protect, Pin, Proc, Dev:
+		case Tmpfs, Hide, Protect, Pin, Proc, Dev, File:
 		default:
 			return fmt.Errorf("spec: mount %d: unknown kind %q", i, m.Kind)
 		}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -308,7 +309,7 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 	for _, d := range confine.DefaultSystem() {
 		system[d] = true
 	}
-	layout := &confine.Layout{Workspace: ws, Home: penv.Home, Secrets: confine.DefaultSecrets(), SystemData: confine.DefaultSystemData(),
+	layout := &confine.Layout{Workspace: ws, Home: penv.Home, Secrets: confine.DefaultSecrets(), SystemData: confine.DefaultSystemData(), GitConfig: true,
 		WorkspaceReadOnly: p.Sandbox.WorkspaceRO}
 	layout.Guarded, layout.GuardedFiles, layout.HiddenState = guarded(penv, o.policyFile, p)
 	for _, d := range sb.RO {
@@ -435,9 +436,14 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 		default:
 			fmt.Fprintf(stderr, "jail: %s\n", se)
 		}
+		if se.hint != "" {
+			fmt.Fprintln(stderr, se.hint)
+		}
 		return o.fail(se.code, stage, se, stdout, stderr)
 	}
-	cache.store(o, cmd, layout, pass, o.env, ph.ph, stderr)
+	// The environment's recipe, as startSandbox built it: the layout's
+	// variables, then --env's.
+	cache.store(o, cmd, layout, pass, append(slices.Clone(ph.viewEnv), o.env...), ph.ph, stderr)
 	stopNet := nr.serve(cmd.Sockets(), stderr)
 	if o.capture {
 		cmd.Stdout.Close()

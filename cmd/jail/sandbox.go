@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/jail-sandbox/jail/confine"
 	"github.com/jail-sandbox/jail/gitview"
@@ -57,6 +59,8 @@ type startError struct {
 	code   int
 	prefix string
 	err    error
+	// hint is a line that says how to fix it, when jail can tell.
+	hint string
 }
 
 func (e *startError) Error() string { return e.prefix + e.err.Error() }
@@ -67,6 +71,9 @@ func (e *startError) Unwrap() error { return e.err }
 type held struct {
 	ph  *confine.Placeholders
 	git *gitview.Run
+	// viewEnv are the variables the layout gave the command
+	// (GIT_CONFIG_GLOBAL), before --env's.
+	viewEnv []string
 }
 
 // Release adopts what the sandbox changed in the workspace's git
@@ -87,9 +94,9 @@ func (h *held) Release() {
 // an error; report takes what the git view says (gitview).
 func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []string, compile filterFunc, nr *netRun, report io.Writer) (*held, error) {
 	spec := cmd.Spec
-	h := &held{}
+	h := &held{ph: &confine.Placeholders{}}
 	if err := cmd.Prestart(); err != nil {
-		return h, &startError{125, "cannot start the sandbox: ", err}
+		return h, &startError{125, "cannot start the sandbox: ", err, ""}
 	}
 	type compiled struct {
 		prog []confine.Program
@@ -109,28 +116,36 @@ func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []str
 	if err != nil {
 		<-filter
 		cmd.Abort()
-		return h, &startError{2, "", err}
+		return h, &startError{2, "", err, ""}
 	}
 	// The layout may be shared by many sandboxes (jail serve): the git
 	// view is this one's.
 	l := *layout
 	l.Extra = append(slices.Clip(layout.Extra), h.git.Mounts()...)
 	l.Protected = append(slices.Clip(layout.Protected), h.git.Protected()...)
-	mounts, ph, err := l.Build()
-	h.ph = ph
+	// The command's environment first: its PATH decides which tool roots
+	// in the home the layout binds.
+	env, err := buildEnv(os.Environ(), pass, extraEnv)
+	var mounts []confine.Mount
+	if err == nil {
+		l.Path = filepath.SplitList(envValue(env, "PATH"))
+		mounts, h.ph, err = l.Build()
+	}
+	if err == nil && len(l.Env) > 0 {
+		// What the view needs (GIT_CONFIG_GLOBAL), before --env, which
+		// wins over it.
+		h.viewEnv = l.Env
+		env, err = buildEnv(os.Environ(), pass, append(slices.Clone(l.Env), extraEnv...))
+	}
 	f := <-filter
 	if err == nil {
 		err = f.err
 	}
-	var env []string
-	if err == nil {
-		env, err = buildEnv(os.Environ(), pass, extraEnv)
-	}
 	if err != nil {
 		cmd.Abort()
-		return h, &startError{2, "", err}
+		return h, &startError{2, "", err, ""}
 	}
-	ph.LockExisting(mounts)
+	h.ph.LockExisting(mounts)
 	spec.Env, spec.Dir, spec.Mounts, spec.Seccomp = env, ws, mounts, f.prog
 	if nr != nil {
 		// No Landlock port rule (Spec.ConnectPorts): the namespace has only loopback, so the
@@ -140,9 +155,34 @@ func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []str
 	if err := cmd.Start(); err != nil {
 		var ee *confine.ExecError
 		if errors.As(err, &ee) {
-			return h, &startError{ee.ExitCode(), "", err}
+			se := &startError{ee.ExitCode(), "", err, ""}
+			if errors.Is(ee.Errno, syscall.ENOENT) && len(spec.Argv) > 0 {
+				se.hint = hiddenHint(spec.Argv[0], l.Path, ws, l.Home, mounts)
+			}
+			return h, se
 		}
-		return h, &startError{125, "cannot start the sandbox: ", err}
+		return h, &startError{125, "cannot start the sandbox: ", err, ""}
 	}
 	return h, nil
+}
+
+// envValue is the value of name in env (NAME=VALUE entries), or "".
+func envValue(env []string, name string) string {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
+
+// hiddenHint is the line that explains a command found on the host but
+// not inside, because it lives in a place the sandbox hides, and names
+// the flag that would show it (docs/commands.md).
+func hiddenHint(name string, path []string, dir, home string, mounts []confine.Mount) string {
+	found, bind, ok := confine.HiddenCommand(name, path, dir, home, mounts)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("jail: %s is %s, hidden in the sandbox; add --ro %s (or ro = [%q] in the policy's [sandbox]; docs/commands.md)", name, found, bind, bind)
 }

@@ -1,0 +1,276 @@
+//go:build linux
+
+package confine
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Toolchains under $HOME (docs/commands.md, "Toolchains in the home").
+// The home is an empty tmpfs inside the sandbox, yet the caller's PATH
+// often names directories in it: ~/.local/bin, ~/.cargo/bin, ~/go/bin,
+// pyenv's shims, nvm's versions. For each such PATH entry the tool's own
+// tree (its tool root) is bound read-only, with the symlinks the entry and
+// its commands resolve through; nothing else of the home is shown.
+
+// sharedHomeDirs hold many tools' files: a tool root is the first
+// directory below one of them (~/.local/share/mise), never the shared
+// directory itself. Longest first.
+var sharedHomeDirs = []string{".local/share", ".local/state", ".local", ".config", ".cache"}
+
+// HomeSecrets are places in a home that a tool root may neither be, lie
+// in, nor contain (relative to the home): keys and tokens, and jail's own
+// state. A tool root that would contain one is not bound: its PATH entry
+// stays hidden and jail says so when a command is not found there.
+func HomeSecrets() []string {
+	return []string{".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".password-store", ".pki",
+		".netrc", ".npmrc", ".pypirc", ".git-credentials", ".config/gh", ".config/gcloud", ".local/share/keyrings",
+		".config/jail", ".cache/jail", ".local/share/jail", ".local/state/jail"}
+}
+
+// toolSecrets are files inside tool roots that hold credentials: hidden
+// (covered by an empty file) where they exist.
+func toolSecrets() []string {
+	return []string{".cargo/credentials", ".cargo/credentials.toml", "go/pkg/mod/cache/download/sumdb", ".gem/credentials"}
+}
+
+// toolRoot is the tool's tree for a directory p under home: the first
+// directory below the home, or below a shared directory of it. ok is
+// false when p is the home or a shared directory itself, or when the root
+// is, lies in or contains one of HomeSecrets.
+func toolRoot(home, p string) (string, bool) {
+	if !pathWithin(p, home) || p == home {
+		return "", false
+	}
+	rel := strings.TrimPrefix(p, home+"/")
+	base := ""
+	for _, s := range sharedHomeDirs {
+		if rel == s {
+			return "", false
+		}
+		if strings.HasPrefix(rel, s+"/") {
+			base, rel = s, strings.TrimPrefix(rel, s+"/")
+			break
+		}
+	}
+	first, _, _ := strings.Cut(rel, "/")
+	root := filepath.Join(home, base, first)
+	for _, s := range HomeSecrets() {
+		sp := filepath.Join(home, s)
+		if pathWithin(sp, root) || pathWithin(root, sp) {
+			return "", false
+		}
+	}
+	return root, true
+}
+
+// toolPaths returns the mounts that make the caller's PATH entries under
+// the home usable inside: each tool root read-only and executable (and,
+// for ~/.local/bin, the user prefix's ~/.local/lib, where pip --user and
+// npm --prefix ~/.local keep what their commands load), the roots that
+// the entries' and their commands' symlinks resolve into, and those
+// symlinks themselves where they lie in the home's tmpfs outside every
+// root. ms are the mounts so far: an entry another mount already shows
+// (the workspace, a --ro) needs nothing.
+func (l *Layout) toolPaths(home string, ms []Mount) []Mount {
+	var roots []string
+	links := map[string]string{}
+	shown := func(p string) bool {
+		for _, m := range ms {
+			if m.Dest != home && pathWithin(p, m.Dest) && pathWithin(m.Dest, home) && m.Kind == Bind {
+				return true
+			}
+		}
+		return false
+	}
+	inRoots := func(p string) bool {
+		return slices.ContainsFunc(roots, func(r string) bool { return pathWithin(p, r) })
+	}
+	addRoot := func(p string) {
+		r, ok := toolRoot(home, p)
+		if !ok || inRoots(r) || shown(r) {
+			return
+		}
+		var st unix.Stat_t
+		if unix.Lstat(r, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return
+		}
+		l.Facts.fileType(r, st.Mode)
+		roots = slices.DeleteFunc(roots, func(o string) bool { return pathWithin(o, r) })
+		roots = append(roots, r)
+	}
+	// follow resolves p, noting every symlink met in the home: each must
+	// exist inside too, as a symlink of the tmpfs or inside a root.
+	follow := func(p string) (string, bool) {
+		r, objs, err := resolveWalk(p)
+		for _, o := range objs {
+			t, lerr := os.Readlink(o)
+			if lerr != nil {
+				l.Facts.Unsure()
+				continue
+			}
+			l.Facts.fileType(o, unix.S_IFLNK)
+			l.Facts.link(o, t)
+			if pathWithin(o, home) {
+				links[o] = t
+			}
+		}
+		resolved := resolvedOrNone(p)
+		l.Facts.realpath(p, resolved)
+		return r, err == nil && resolved == r
+	}
+	for _, d := range l.Path {
+		if !filepath.IsAbs(d) {
+			continue // the working directory's: the workspace shows it
+		}
+		d = filepath.Clean(d)
+		if !pathWithin(d, home) || d == home || shown(d) {
+			continue
+		}
+		r, ok := follow(d)
+		if !ok {
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(r, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			continue
+		}
+		if !pathWithin(r, home) {
+			continue // a system directory shows itself; anything else stays hidden
+		}
+		if _, ok := toolRoot(home, r); !ok {
+			continue
+		}
+		addRoot(r)
+		if r == filepath.Join(home, ".local", "bin") {
+			addRoot(filepath.Join(home, ".local", "lib"))
+		}
+		if pathWithin(r, filepath.Join(home, ".cargo")) {
+			// rustup's proxies (cargo, rustc) run the toolchains it
+			// keeps in ~/.rustup.
+			addRoot(filepath.Join(home, ".rustup"))
+		}
+		// Commands that are symlinks out of the entry (npm's
+		// ~/.local/bin/claude -> ../lib/node_modules/...): their targets'
+		// roots. The directory's identity is a fact, so a command added
+		// or removed later makes the plan be made again.
+		l.Facts.File(r)
+		ents, err := os.ReadDir(r)
+		if err != nil {
+			l.Facts.Unsure()
+			continue
+		}
+		for _, e := range ents {
+			if e.Type()&os.ModeSymlink == 0 {
+				continue
+			}
+			t, ok := follow(filepath.Join(r, e.Name()))
+			if ok && pathWithin(t, home) {
+				addRoot(t)
+			}
+		}
+	}
+	var out []Mount
+	slices.Sort(roots)
+	for _, r := range roots {
+		out = append(out, Mount{Kind: Bind, Source: r, Dest: r, Exec: true})
+		for _, s := range toolSecrets() {
+			if sp := filepath.Join(home, s); pathWithin(sp, r) {
+				out = append(out, Mount{Kind: Hide, Dest: sp})
+			}
+		}
+	}
+	var names []string
+	for o := range links {
+		names = append(names, o)
+	}
+	slices.Sort(names)
+	for _, o := range names {
+		// A symlink inside a root or another mount exists there already.
+		if !inRoots(o) && !shown(o) && !slices.ContainsFunc(names, func(p string) bool { return p != o && pathWithin(o, p) }) {
+			out = append(out, Mount{Kind: Symlink, Source: links[o], Dest: o})
+		}
+	}
+	return out
+}
+
+// HiddenCommand explains a command that was not found inside: where the
+// host has it, given the command's PATH and working directory, when the
+// sandbox (its mounts ms) does not show that place. It returns the host
+// path and what to bind read-only (--ro) to show it: the directory that
+// holds the hidden part, or the file itself when that directory is the
+// home, one of its shared directories or a secret place. ok is false when
+// the host has no such command either, or the sandbox shows it.
+func HiddenCommand(name string, path []string, dir, home string, ms []Mount) (found, bind string, ok bool) {
+	var candidates []string
+	if strings.Contains(name, "/") {
+		candidates = []string{name}
+	} else {
+		for _, d := range path {
+			if d == "" {
+				d = "."
+			}
+			candidates = append(candidates, filepath.Join(d, name))
+		}
+	}
+	for _, c := range candidates {
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(dir, c)
+		}
+		c = filepath.Clean(c)
+		var st unix.Stat_t
+		if unix.Stat(c, &st) != nil || st.Mode&unix.S_IFMT == unix.S_IFDIR || unix.Access(c, unix.X_OK) != nil {
+			continue
+		}
+		// The first place on the way that no mount shows: the command
+		// itself, or where a symlink on its path leads.
+		for _, p := range append([]string{c}, resolveChain(c)...) {
+			if !visible(ms, p) {
+				bind := filepath.Dir(p)
+				if _, ok := toolRoot(home, bind); pathWithin(bind, home) && !ok {
+					bind = p
+				}
+				return c, bind, true
+			}
+		}
+		return "", "", false // the sandbox shows it: not a hidden command
+	}
+	return "", "", false
+}
+
+// resolveChain is every path a lookup of p passes through: the targets of
+// the symlinks on its way, and its real path.
+func resolveChain(p string) []string {
+	r, objs, err := resolveWalk(p)
+	var out []string
+	for _, o := range objs {
+		if t, err := os.Readlink(o); err == nil {
+			if !filepath.IsAbs(t) {
+				t = filepath.Join(filepath.Dir(o), t)
+			}
+			out = append(out, filepath.Clean(t))
+		}
+	}
+	if err == nil {
+		out = append(out, r)
+	}
+	return out
+}
+
+// visible reports whether the sandbox shows the host path p at its own
+// name: the deepest mount covering it binds the host tree there.
+func visible(ms []Mount, p string) bool {
+	var best Mount
+	found := false
+	for _, m := range ms {
+		if pathWithin(p, m.Dest) && (!found || len(m.Dest) >= len(best.Dest)) {
+			best, found = m, true
+		}
+	}
+	return found && best.Kind == Bind && pathWithin(p, best.Source) && best.Source == best.Dest
+}
