@@ -39,6 +39,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -658,6 +659,37 @@ static void op_proc(struct child *c) {
 	}
 }
 
+// bind_terminal shows the caller's terminal, when the command's stdin is
+// one, as DEV/console, so ttyname() finds it (tty, ssh's and gpg's
+// prompts): the private devpts has none of the host's ptys, and the name
+// the host gives it (/dev/pts/N) lies in a mount the sandbox does not
+// have. The host's node is opened in the copy of the host's mounts this
+// namespace still has, and used only if it is the very device, inode and
+// file system of stdin (a terminal of another devpts instance, say in a
+// container, is left out). It shows nothing the command does not hold
+// already: the terminal is its stdin. Nothing else of the host's devpts
+// appears. A failure leaves the terminal unnamed, as before.
+#define PTY_SLAVE_MAJOR 136 // UNIX98_PTY_SLAVE_MAJOR; indexes go on into majors 137-143
+static void bind_terminal(struct child *c, const char *dev) {
+	struct stat in, host;
+	if (!isatty(0) || fstat(0, &in) < 0 || !S_ISCHR(in.st_mode)) return;
+	unsigned maj = major(in.st_rdev), min = minor(in.st_rdev);
+	if (maj < PTY_SLAVE_MAJOR || maj > PTY_SLAVE_MAJOR + 7) return;
+	char path[64], sub[4096];
+	snprintf(path, sizeof(path), "/dev/pts/%u", (maj - PTY_SLAVE_MAJOR) * 256 + min);
+	int fd = openat2_(AT_FDCWD, path, O_PATH | O_NOFOLLOW | O_CLOEXEC, J_RESOLVE_NO_SYMLINKS | J_RESOLVE_NO_MAGICLINKS);
+	if (fd < 0) return;
+	if (fstat(fd, &host) == 0 && host.st_rdev == in.st_rdev && host.st_ino == in.st_ino && host.st_dev == in.st_dev) {
+		snprintf(sub, sizeof(sub), "%s/console", dev);
+		int dst = dest_fd(c, sub, 1, 0);
+		if (dst >= 0) {
+			attach_tree(fd, dst, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
+			close(dst);
+		}
+	}
+	close(fd);
+}
+
 static void op_dev(struct child *c) {
 	const char *dest = get_str(c);
 	static const char *nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
@@ -684,6 +716,7 @@ static void op_dev(struct child *c) {
 	CHECK(c, mkdir_all(c->root, sub, 01777), sub);
 	snprintf(sub, sizeof(sub), "%s/shm", path);
 	CHECK(c, mount("tmpfs", sub, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777"), "mount /dev/shm");
+	bind_terminal(c, rel(dest));
 	static const char *links[][2] = {{"ptmx", "pts/ptmx"}, {"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"},
 					 {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}};
 	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {

@@ -118,3 +118,25 @@ exit 0`)
 		}
 	})
 }
+
+// TestTTYNamed: on a terminal, `tty` inside names the device (the
+// caller's terminal, shown as /dev/console), and no other pty of the host
+// is there: the sandbox's devpts is its own.
+func TestTTYNamed(t *testing.T) {
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		p, cmd := startOnTTY(t, r, ws, "/bin/sh", "-c", `tty && echo TTY-OK; ls /dev/pts | tr '\n' ' '; echo; stat -c 'DEV %t:%T' /dev/console "$(tty)"`)
+		p.expect(t, "/dev/console\r\nTTY-OK")
+		p.expect(t, "ptmx \r\n")
+		if code := waitExit(t, cmd); code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+		p.mu.Lock()
+		out := p.out.String()
+		p.mu.Unlock()
+		// A pty slave (major 136 = 0x88), the same node both times.
+		if strings.Count(out, "DEV 88:") != 2 {
+			t.Errorf("/dev/console is not the terminal's pty:\n%s", out)
+		}
+	})
+}
