@@ -94,13 +94,15 @@ func startOnTTY(t *testing.T, r runner, ws string, args ...string) (*pty, *exec.
 func startOnTTYStdin(t *testing.T, r runner, ws string, ttyStdin bool, args ...string) (*pty, *exec.Cmd) {
 	t.Helper()
 	p, slave := openPTY(t, r.uid, r.gid)
-	full := []string{"run", "-w", ws, "--env", "PS1=jail$ "}
+	// PS1 is passed from the environment, not given a value on the
+	// command line: a run with --env NAME=VALUE is never cached.
+	full := []string{"run", "-w", ws, "--env", "PS1"}
 	if len(args) == 0 || args[0] != "--policy" {
 		full = append(full, "--")
 	}
 	cmd := exec.Command(suite.bin, append(full, args...)...)
 	cmd.Dir = ws
-	cmd.Env = r.pathEnv(t, ws, cmd.Args[1:], "PATH=/usr/bin:/bin", "HOME=/nonexistent", "TERM=xterm")
+	cmd.Env = r.pathEnv(t, ws, cmd.Args[1:], "PATH=/usr/bin:/bin", "HOME=/nonexistent", "TERM=xterm", "PS1=jail$ ")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	if !ttyStdin {
