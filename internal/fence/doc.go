@@ -2,8 +2,8 @@
 // the dependency fences between packages (confine never imports policy,
 // netns, tools or gitstate; policy never imports confinement, Docker or
 // browser code, and nothing outside TOML and shell parsing; netns stays
-// independent of both; tools and gitstate reach no command, Docker or
-// browser code; the integration tests import nothing of the module but
+// independent of both; tools, gitstate and gitview reach no command,
+// Docker or browser code; the integration tests import nothing of the module but
 // internal/testutil, which imports nothing of it), the rule that every
 // fenced package exists, and the rule that every package has exactly one
 // doc comment. They run with `go test ./...` and shell out to `go list`,
