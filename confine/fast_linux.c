@@ -19,6 +19,7 @@
 //go:build linux && cgo
 
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -30,6 +31,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -234,6 +236,14 @@ struct fast {
 	ino_t ino;
 	int locks[MAX_LOCKS];
 	int nlocks;
+	// the git view's fresh private directory (CacheFresh), -1 when none
+	const char *ws;
+	const char *fresh_old; // the RUN name the plan was stored with
+	char fresh_run[17];    // this run's
+	int gkey, grun, ggit, gws;
+	const char *grel;
+	char **envp;
+	const sigset_t *mask; // the caller's signal mask, for the adopter
 };
 
 static void say(const char *s) { jail_write_all(2, s, strlen(s)); }
@@ -428,9 +438,190 @@ static int open_beneath(int dirfd, const char *path) {
 	return syscall(437 /* openat2 */, dirfd, path, &how, sizeof(how));
 }
 
+struct buf {
+	uint8_t *b;
+	size_t n, cap;
+	int oom;
+};
+
+static void put(struct buf *b, const void *p, size_t n);
+
+// ---- the git view's fresh directory (gitview, docs/git.md) ---------------
+
+#define ADOPT_COMMAND "__git-adopt" // AdoptCommand in fast_linux.go
+
+static int is_run_name(const char *n) {
+	if (strlen(n) != 16) return 0;
+	for (const char *p = n; *p; p++)
+		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return 0;
+	return 1;
+}
+
+// dir_empty reports whether the directory fd has no entries.
+static int dir_empty(int fd) {
+	int d = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d < 0) return 0;
+	DIR *dir = fdopendir(d);
+	if (!dir) {
+		close(d);
+		return 0;
+	}
+	int empty = 1;
+	struct dirent *e;
+	while (empty && (e = readdir(dir)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) empty = 0;
+	closedir(dir);
+	return empty;
+}
+
+static int same_file(int fd, int dirfd, const char *name) {
+	struct stat a, b;
+	return fstat(fd, &a) == 0 && fstatat(dirfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+// put_json is a JSON string of s.
+static void put_json(struct buf *b, const char *s);
+
+// fresh_needs_adoption reports whether the sandbox left a repository in
+// its private git directory.
+static int fresh_needs_adoption(struct fast *f) {
+	if (f->grun < 0) return 0;
+	int g = openat(f->grun, "g0", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (g < 0) return 0;
+	int empty = dir_empty(g);
+	close(g);
+	return !empty;
+}
+
+// fresh_release removes the RUN directory when its private git directory
+// is empty (a non-empty one stays for the next run to adopt), and the
+// host's .git when it is still empty, marked as jail's and no other run
+// holds it (removeFresh in gitview).
+static void fresh_release(struct fast *f) {
+	if (f->grun >= 0) {
+		int g = openat(f->grun, "g0", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int empty = g < 0 || dir_empty(g);
+		if (g >= 0) close(g);
+		if (empty) {
+			unlinkat(f->grun, "g0", AT_REMOVEDIR);
+			unlinkat(f->grun, "meta", 0);
+			unlinkat(f->gkey, f->fresh_run, AT_REMOVEDIR);
+		}
+		close(f->grun);
+		f->grun = -1;
+	}
+	if (f->ggit >= 0) {
+		char mark[8] = {0};
+		if (flock(f->ggit, LOCK_EX | LOCK_NB) == 0 && fgetxattr(f->ggit, "user.jail", mark, sizeof(mark) - 1) == 3 &&
+		    !strcmp(mark, "git") && dir_empty(f->ggit) && same_file(f->ggit, f->gws, f->grel))
+			unlinkat(f->gws, f->grel, AT_REMOVEDIR); // removes only an empty directory
+		close(f->ggit);
+		f->ggit = -1;
+	}
+	if (f->gkey >= 0) close(f->gkey);
+	if (f->gws >= 0) close(f->gws);
+	f->gkey = f->gws = -1;
+}
+
+// fresh_adopt hands a repository the sandbox made to the Go adopter
+// (gitview.AdoptMain) and waits for it. The RUN directory stays locked
+// meanwhile: the adopter inherits its descriptor. If it cannot run, the
+// RUN directory stays for the next run in the workspace to adopt.
+static void fresh_adopt(struct fast *f) {
+	if (f->ggit >= 0) {
+		close(f->ggit); // the adopter fills it; nothing else may remove it now
+		f->ggit = -1;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		char key[16], run[16];
+		snprintf(key, sizeof(key), "%d", f->gkey);
+		snprintf(run, sizeof(run), "%d", f->grun);
+		fcntl(f->gkey, F_SETFD, 0);
+		fcntl(f->grun, F_SETFD, 0);
+		char *argv[] = {"jail", ADOPT_COMMAND, key, run, f->fresh_run, NULL};
+		if (f->mask) sigprocmask(SIG_SETMASK, f->mask, NULL);
+		execve("/proc/self/exe", argv, f->envp);
+		say("jail: git: cannot execute /proc/self/exe to adopt the sandbox's repository; the next run in this workspace adopts it\n");
+		_exit(127);
+	}
+	int st;
+	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+}
+
+// make_fresh redoes the git view's fresh directory for this run: its own
+// locked RUN directory (after checking that no earlier run's changes wait
+// to be adopted, which only the Go path does), an empty marked .git on
+// the host held with a shared lock, and the RUN directory's meta.
+static int make_fresh(struct fast *f, struct cursor *c) {
+	uint32_t n = cur_u32(c);
+	if (c->bad || n > 1) return miss(f, "malformed entry", NULL);
+	if (n == 0) return 0;
+	const char *keydir = cur_str(c), *old = cur_str(c), *rel = cur_str(c);
+	if (c->bad || !is_run_name(old) || !rel[0] || strchr(rel, '/') || !f->ws) return miss(f, "malformed entry", NULL);
+	f->fresh_old = old;
+	f->grel = rel;
+	f->gkey = open(keydir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (f->gkey < 0 || !private_dir(f->gkey)) return miss(f, "the git state directory is missing or not private", keydir);
+	int d = openat(f->gkey, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dir = d >= 0 ? fdopendir(d) : NULL;
+	if (!dir) {
+		if (d >= 0) close(d);
+		return miss(f, "cannot list the git state directory", keydir);
+	}
+	struct dirent *e;
+	int pending = 0;
+	while (!pending && (e = readdir(dir))) {
+		if (!is_run_name(e->d_name)) continue;
+		int r = openat(f->gkey, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (r >= 0 && flock(r, LOCK_EX | LOCK_NB) == 0) pending = 1;
+		if (r >= 0) close(r);
+	}
+	closedir(dir);
+	if (pending) return miss(f, "an earlier run's git changes wait to be adopted", NULL);
+	uint8_t rnd[8];
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) return miss(f, "no random bytes", NULL);
+	for (int i = 0; i < 8; i++) snprintf(f->fresh_run + 2 * i, 3, "%02x", rnd[i]);
+	if (mkdirat(f->gkey, f->fresh_run, 0700) < 0) return miss(f, "cannot make the run's git state directory", keydir);
+	f->grun = openat(f->gkey, f->fresh_run, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (f->grun < 0 || flock(f->grun, LOCK_EX | LOCK_NB) < 0 || mkdirat(f->grun, "g0", 0700) < 0)
+		return miss(f, "cannot make the run's git state directory", keydir);
+	f->gws = open(f->ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (f->gws < 0) return miss(f, "cannot open the workspace", f->ws);
+	if (mkdirat(f->gws, rel, 0755) < 0) return miss(f, "a .git appeared in the workspace", NULL);
+	struct { uint64_t flags, mode, resolve; } how = {O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0, 0x08 | 0x04 | 0x02};
+	f->ggit = syscall(437 /* openat2 */, f->gws, rel, &how, sizeof(how));
+	if (f->ggit < 0) return miss(f, "cannot open the .git it made", NULL);
+	fsetxattr(f->ggit, "user.jail", "git", 3, 0); // without user xattrs, removed by this run only
+	if (flock(f->ggit, LOCK_SH) < 0 || !same_file(f->ggit, f->gws, rel)) return miss(f, ".git changed while it was made", NULL);
+	struct stat st;
+	if (fstat(f->ggit, &st) < 0) return miss(f, "cannot stat the .git it made", NULL);
+	struct buf m = {0};
+	char num[64];
+	put(&m, "{\"workspace\":", 13);
+	put_json(&m, f->ws);
+	put(&m, ",\"repos\":[{\"rel\":", 17);
+	put_json(&m, rel);
+	snprintf(num, sizeof(num), ",\"dev\":%llu,\"ino\":%llu,\"fresh\":true}]}", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+	put(&m, num, strlen(num));
+	int mfd = openat(f->grun, "meta", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int bad = m.oom || mfd < 0 || jail_write_all(mfd, m.b, m.n) < 0;
+	if (mfd >= 0) close(mfd);
+	free(m.b);
+	return bad ? miss(f, "cannot write the run's git state", NULL) : 0;
+}
+
 // release removes this run's placeholder links unless another run holds
 // the inode too, as Placeholders.Release does.
+static void release_placeholders(struct fast *f);
+
 static void release(struct fast *f) {
+	fresh_release(f);
+	release_placeholders(f);
+}
+
+static void release_placeholders(struct fast *f) {
 	if (f->inode >= 0 && flock(f->inode, LOCK_EX | LOCK_NB) == 0) {
 		for (int i = 0; i < f->nmade; i++) {
 			struct stat st;
@@ -449,6 +640,7 @@ static void release(struct fast *f) {
 // that exists now means the workspace changed: the cache is not used.
 static int make_placeholders(struct fast *f, struct cursor *c) {
 	const char *ws = cur_str(c);
+	f->ws = ws;
 	uint32_t n = cur_u32(c);
 	if (c->bad || n > MAX_PLACEHOLDERS) return miss(f, "malformed entry", NULL);
 	int wsfd = -1;
@@ -530,12 +722,6 @@ static int make_placeholders(struct fast *f, struct cursor *c) {
 
 // ---- the command ---------------------------------------------------------
 
-struct buf {
-	uint8_t *b;
-	size_t n, cap;
-	int oom;
-};
-
 static void put(struct buf *b, const void *p, size_t n) {
 	if (b->oom) return;
 	if (b->n + n > b->cap) {
@@ -556,6 +742,24 @@ static void put_str(struct buf *b, const char *s) {
 	uint32_t n = strlen(s);
 	put_u32(b, n);
 	put(b, s, n + 1);
+}
+
+static void put_json(struct buf *b, const char *s) {
+	put(b, "\"", 1);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		char esc[8];
+		if (ch == '"' || ch == '\\') {
+			esc[0] = '\\', esc[1] = ch;
+			put(b, esc, 2);
+		} else if (ch < 0x20 || ch == 0x7f) {
+			snprintf(esc, sizeof(esc), "\\u%04x", ch);
+			put(b, esc, 6);
+		} else {
+			put(b, s, 1);
+		}
+	}
+	put(b, "\"", 1);
 }
 
 // name_len is the length of an environment entry's name.
@@ -905,6 +1109,9 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 		}
 	}
 	if (foreground) reclaim_terminal();
+	// A repository the sandbox made is adopted before the result, which
+	// is the last line jail prints.
+	if (fresh_needs_adoption(f)) fresh_adopt(f);
 	report(res, code);
 	finish(f, 0, code);
 }
@@ -915,7 +1122,7 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	const char *mode = getenv("JAIL_PLAN_CACHE");
 	if (mode && !strcmp(mode, "off")) return;
 	if (argv[0] && !strcmp(argv[0], REPLAN_ARG0)) return;
-	struct fast f = {.trace = mode && !strcmp(mode, "trace"), .inode = -1};
+	struct fast f = {.trace = mode && !strcmp(mode, "trace"), .inode = -1, .gkey = -1, .grun = -1, .ggit = -1, .gws = -1, .envp = envp};
 	int dd = -1;
 	for (int i = 2; i < argc; i++)
 		if (!strcmp(argv[i], "--")) {
@@ -963,7 +1170,8 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	for (size_t i = 0; i < sizeof(forwarded_sigs) / sizeof(forwarded_sigs[0]); i++) sigaddset(&set, forwarded_sigs[i]);
 	sigprocmask(SIG_BLOCK, &set, &sv.mask);
 	blocked = 1;
-	if (make_placeholders(&f, &c) < 0) goto out;
+	f.mask = &sv.mask;
+	if (make_placeholders(&f, &c) < 0 || make_fresh(&f, &c) < 0) goto out;
 	char **lists[2] = {NULL, NULL};
 	uint32_t counts[2];
 	for (int l = 0; l < 2; l++) {
@@ -994,6 +1202,12 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	struct buf plan = {0};
 	put(&plan, header, hn);
 	put(&plan, setup, sn);
+	if (f.fresh_old && !plan.oom) {
+		// The plan names the RUN directory of the run that stored it:
+		// this run's own instead, wherever it appears.
+		for (uint8_t *p = plan.b + hn; p + 16 <= plan.b + plan.n; p++)
+			if (!memcmp(p, f.fresh_old, 16)) memcpy(p, f.fresh_run, 16);
+	}
 	put_u32(&plan, OP_EXEC);
 	put_u32(&plan, argc - dd - 1);
 	for (int i = dd + 1; i < argc; i++) put_str(&plan, argv[i]);

@@ -3,6 +3,7 @@
 package confine
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/hmac"
 	"crypto/rand"
@@ -156,7 +157,29 @@ type CacheEntry struct {
 	// command started; TimeoutNote is the line the Go path prints then.
 	Timeout     time.Duration
 	TimeoutNote string
+	// Fresh, when set, is a directory each cached run makes anew: the
+	// private git directory of a workspace without a repository
+	// (package gitview, docs/git.md).
+	Fresh *CacheFresh
 }
+
+// CacheFresh is what a cached run redoes of a git view with a fresh
+// private git directory: it makes its own RUN directory in KeyDir (16 hex
+// digits, locked for the run), an empty host directory Rel in the
+// workspace, marked user.jail=git and held with a shared flock, and
+// replaces Run, the RUN name of the run that stored the plan, with its
+// own wherever the plan names it. After the run it removes both when the
+// sandbox left the private directory empty, and otherwise hands them to
+// the Go adopter (the hidden command AdoptCommand).
+type CacheFresh struct {
+	KeyDir, Run, Rel string
+}
+
+// AdoptCommand is the hidden command a cached run executes, and waits
+// for, to adopt a repository its sandbox made: jail AdoptCommand KEYFD
+// RUNFD RUN, with the RUN directory locked on RUNFD (ADOPT_COMMAND in
+// fast_linux.c).
+const AdoptCommand = "__git-adopt"
 
 // PlanCacheDir is where plans are cached: $XDG_CACHE_HOME/jail/plans, or
 // ~/.cache/jail/plans. Empty when neither is an absolute path.
@@ -273,6 +296,17 @@ func (c *Cmd) CachePlan(dir string, e *CacheEntry) error {
 	p.u32(uint32(len(existing)))
 	for _, l := range existing {
 		p.str(l)
+	}
+	if f := e.Fresh; f != nil {
+		if len(f.Run) != 16 || !bytes.Contains(c.setup, []byte(f.Run)) {
+			return errors.New("plan cache: the plan does not name the run's git directory")
+		}
+		p.u32(1)
+		p.str(f.KeyDir)
+		p.str(f.Run)
+		p.str(f.Rel)
+	} else {
+		p.u32(0)
 	}
 	for _, list := range [][]string{e.Pass, e.Extra} {
 		p.u32(uint32(len(list)))

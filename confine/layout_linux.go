@@ -44,6 +44,11 @@ type Layout struct {
 	// Extra are further mounts made by jail itself (a resolv.conf for the
 	// transparent network mode); Bind sources are resolved like the rest.
 	Extra []Mount
+	// Made are mounts of directories jail made for this sandbox by
+	// descriptor (the git view's, package gitview), whose host paths are
+	// resolved already: they are neither resolved again nor facts of the
+	// plan, since each run makes its own.
+	Made []Mount
 	// Guarded are host directories of jail's own (the user's policy, the
 	// plan cache) that no sandbox may change. One that a writable bind
 	// would show is created if missing and mounted read-only.
@@ -278,6 +283,7 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 		}
 		ms = append(ms, m)
 	}
+	ms = append(ms, l.Made...)
 	l.Env = nil
 	if homeTmpfs {
 		// The tool roots PATH needs in the home, after every mount the

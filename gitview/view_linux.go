@@ -39,18 +39,29 @@ type Run struct {
 	opt     Options
 	mounts  []confine.Mount
 	protect []string
-	name    string // the RUN directory's name
+	ws      int    // the workspace, O_PATH
 	keyfd   int    // the workspace's directory in the state directory
+	keyDir  string // its path, resolved
+	name    string // the RUN directory's name
 	dirfd   int    // the RUN directory, flocked
 	repos   []*repo
 }
 
-// repo is one host git directory shown as an overlay.
+// repo is one host git directory the sandbox sees through the view.
 type repo struct {
-	Rel      string `json:"rel"` // beneath the workspace
-	Dev, Ino uint64
-	Base     []byte `json:"base"` // gitstate.Snapshot, binary
-	fd       int    // the host git directory, opened by descriptor
+	// Rel is the git directory's path beneath the workspace.
+	Rel string `json:"rel"`
+	// Dev and Ino identify the host directory at launch.
+	Dev uint64 `json:"dev"`
+	Ino uint64 `json:"ino"`
+	// Base is the launch state (gitstate.Snapshot) of an overlaid
+	// repository.
+	Base []byte `json:"base,omitempty"`
+	// Fresh marks a directory with no repository at launch: the sandbox
+	// gets an empty private git directory there, adopted as a repository
+	// made from nothing (gitstate.AdoptNew).
+	Fresh bool `json:"fresh,omitempty"`
+	fd    int  // the host directory, opened by descriptor
 }
 
 // meta is what the RUN directory records of the run, for a later run
@@ -60,75 +71,136 @@ type meta struct {
 	Repos     []*repo `json:"repos"`
 }
 
-// Prepare builds the git view of a sandbox in o.Workspace: a read-only
-// lower and a private upper for each git directory the host's git would
-// use there. Upper directories that earlier runs in the workspace left
-// unadopted are adopted first. The caller adds Mounts to the sandbox and
-// Protected to its protected paths, and calls Finish after the sandbox
-// has ended (also when it failed to start).
+// freshXattr marks a .git directory jail made for a run: whichever run
+// ends last removes it if it is still empty.
+const (
+	freshXattr = "user.jail"
+	freshValue = "git"
+)
+
+// Prepare builds the git view of a sandbox in o.Workspace (docs/git.md).
+// Upper directories that earlier runs in the workspace left unadopted
+// are adopted first. The caller adds Mounts to the sandbox and Protected
+// to its protected paths, and calls Finish after the sandbox has ended,
+// also when it failed to start.
 func Prepare(o Options) (*Run, error) {
-	r := &Run{opt: o, keyfd: -1, dirfd: -1}
 	if o.Report == nil {
-		r.opt.Report = io.Discard
+		o.Report = io.Discard
 	}
-	wsfd, err := unix.Open(o.Workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	r := &Run{opt: o, ws: -1, keyfd: -1, dirfd: -1}
+	var err error
+	r.ws, err = unix.Open(o.Workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("git view: open workspace: %w", err)
 	}
-	defer unix.Close(wsfd)
-	var st unix.Stat_t
-	err = unix.Fstatat(wsfd, ".git", &st, unix.AT_SYMLINK_NOFOLLOW)
-	switch {
-	case errors.Is(err, unix.ENOENT):
-		// No repository: .git may not be created in the sandbox.
-		o.Facts.Type(filepath.Join(o.Workspace, ".git"), 0)
-		r.protect = append(r.protect, ".git")
-		return r, nil
-	case err != nil:
-		return nil, fmt.Errorf("git view: %s/.git: %w", o.Workspace, err)
-	case st.Mode&unix.S_IFMT != unix.S_IFDIR || o.ReadOnly || !isGitDir(wsfd, ".git"):
-		// A gitfile or a symlink naming the git directory elsewhere:
-		// kept as it is, so it cannot be pointed at a directory the
-		// sandbox made. A directory git does not take for a repository
-		// is kept as it is too: filled in, it would become one. A
-		// read-only workspace covers .git already.
-		r.protect = append(r.protect, ".git")
-		return r, nil
+	if err := r.prepare(); err != nil {
+		r.Finish()
+		return nil, err
 	}
-	// A repository: the plan depends on the directory's identity and
-	// contents, which the plan cache cannot check yet.
-	o.Facts.Unsure()
-	sd, err := openStateDir(o.StateDir)
+	return r, nil
+}
+
+func (r *Run) prepare() error {
+	gitPath := filepath.Join(r.opt.Workspace, ".git")
+	for try := 0; ; try++ {
+		var st unix.Stat_t
+		err := unix.Fstatat(r.ws, ".git", &st, unix.AT_SYMLINK_NOFOLLOW)
+		switch {
+		case errors.Is(err, unix.ENOENT) && r.opt.ReadOnly:
+			r.opt.Facts.Type(gitPath, 0)
+			return nil
+		case errors.Is(err, unix.ENOENT), err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && !r.opt.ReadOnly && isEmptyDir(r.ws, ".git"):
+			// No repository: an empty .git on the host, which git
+			// ignores, and a private git directory mounted in it.
+			r.opt.Facts.Type(gitPath, 0)
+			if err == nil {
+				// An empty .git at launch: the plan cache makes .git
+				// itself (Cache), so it cannot repeat this one.
+				r.opt.Facts.Unsure()
+			}
+			if err := r.openRun(); err != nil {
+				return err
+			}
+			retry, err := r.addFresh(".git", err != nil)
+			if retry && try < 3 {
+				continue // another run removed it meanwhile
+			}
+			if err != nil {
+				return err
+			}
+		case err != nil:
+			return fmt.Errorf("git view: %s: %w", gitPath, err)
+		case st.Mode&unix.S_IFMT != unix.S_IFDIR || r.opt.ReadOnly || !isGitDir(r.ws, ".git"):
+			// A gitfile or a symlink naming the git directory elsewhere:
+			// kept as it is, so it cannot be pointed at a directory the
+			// sandbox made. A directory git does not take for a
+			// repository is kept as it is too: filled in, it would
+			// become one. A read-only workspace covers .git already.
+			r.opt.Facts.Type(gitPath, st.Mode)
+			r.protect = append(r.protect, ".git")
+			return nil
+		default:
+			// A repository: the plan depends on the directory's
+			// identity and contents, which the plan cache cannot check
+			// yet.
+			r.opt.Facts.Unsure()
+			if err := r.openRun(); err != nil {
+				return err
+			}
+			if err := r.addOverlay(".git"); err != nil {
+				return err
+			}
+		}
+		return r.writeMeta()
+	}
+}
+
+// openRun makes this run's RUN directory and locks it, after adopting
+// what earlier runs left.
+func (r *Run) openRun() error {
+	if r.dirfd >= 0 {
+		return nil
+	}
+	sd, err := openStateDir(r.opt.StateDir)
 	if err != nil {
-		return nil, fmt.Errorf("%w (set XDG_STATE_HOME to a directory of yours)", err)
+		return fmt.Errorf("%w (set XDG_STATE_HOME to a directory of yours)", err)
 	}
-	r.keyfd, err = privateSubdir(sd, workspaceKey(o.Workspace))
+	r.keyfd, err = privateSubdir(sd, workspaceKey(r.opt.Workspace))
 	unix.Close(sd)
 	if err != nil {
-		return nil, fmt.Errorf("git state: %w", err)
+		return fmt.Errorf("git state: %w", err)
+	}
+	// The sandbox's init opens the mounts' sources by path with no
+	// symlink allowed on the way: the directory's own path, as the
+	// kernel names it, not a path through a symlinked ~/.local.
+	if r.keyDir, err = os.Readlink(fmt.Sprintf("/proc/self/fd/%d", r.keyfd)); err != nil {
+		return fmt.Errorf("git state: %w", err)
 	}
 	r.adoptPending()
 	r.name = newRunName()
 	if err := unix.Mkdirat(r.keyfd, r.name, 0o700); err != nil {
-		r.Finish()
-		return nil, fmt.Errorf("git state: %w", err)
+		return fmt.Errorf("git state: %w", err)
 	}
 	if r.dirfd, err = openDir(r.keyfd, r.name); err == nil {
 		err = unix.Flock(r.dirfd, unix.LOCK_EX|unix.LOCK_NB)
 	}
 	if err != nil {
-		r.Finish()
-		return nil, fmt.Errorf("git state: %w", err)
+		return fmt.Errorf("git state: %w", err)
 	}
-	if err := r.add(wsfd, ".git"); err != nil {
-		r.Finish()
-		return nil, err
+	return nil
+}
+
+// Cache is what a cached run must redo of this view (a fresh private
+// git directory, made anew by each run), or nil when the view is the
+// same for every run. ok is false when the plan cache cannot redo it.
+func (r *Run) Cache() (c *confine.CacheFresh, ok bool) {
+	if r == nil || len(r.repos) == 0 {
+		return nil, true
 	}
-	if err := r.writeMeta(); err != nil {
-		r.Finish()
-		return nil, err
+	if len(r.repos) != 1 || !r.repos[0].Fresh || len(r.mounts) != 1 {
+		return nil, false
 	}
-	return r, nil
+	return &confine.CacheFresh{KeyDir: r.keyDir, Run: r.name, Rel: r.repos[0].Rel}, true
 }
 
 // Mounts are the sandbox's mounts of the git view, parents first.
@@ -140,7 +212,7 @@ func (r *Run) Mounts() []confine.Mount {
 }
 
 // Protected are workspace-relative paths the sandbox must not change:
-// a .git that is not a directory, or is missing.
+// a .git that is neither a repository nor absent.
 func (r *Run) Protected() []string {
 	if r == nil {
 		return nil
@@ -148,60 +220,137 @@ func (r *Run) Protected() []string {
 	return r.protect
 }
 
-// add shows the git directory rel (beneath wsfd) as an overlay.
-func (r *Run) add(wsfd int, rel string) error {
-	fd, err := unix.Openat2(wsfd, rel, &unix.OpenHow{
+// openGitDir opens the directory rel beneath the workspace by
+// descriptor, following no symlink.
+func openGitDir(wsfd int, rel string) (int, error) {
+	return unix.Openat2(wsfd, rel, &unix.OpenHow{
 		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	})
+}
+
+// newRepo opens the host directory rel and records it as the view's
+// next repository, with its own directory gN in the RUN directory.
+func (r *Run) newRepo(rel string) (*repo, int, error) {
+	fd, err := openGitDir(r.ws, rel)
 	if err != nil {
-		return fmt.Errorf("git view: open %s: %w", rel, err)
+		return nil, -1, fmt.Errorf("git view: open %s: %w", rel, err)
 	}
+	return r.addRepo(rel, fd)
+}
+
+// addRepo records the host directory fd (opened at rel) as the view's
+// next repository, with its own directory gN in the RUN directory, and
+// returns that directory.
+func (r *Run) addRepo(rel string, fd int) (*repo, int, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return fmt.Errorf("git view: %s: %w", rel, err)
+		return nil, -1, fmt.Errorf("git view: %s: %w", rel, err)
 	}
-	snap, err := gitstate.Take(fd)
-	var base []byte
-	if err == nil {
-		base, err = snap.MarshalBinary()
-	}
-	if err != nil {
-		unix.Close(fd)
-		return fmt.Errorf("git view: the state of %s: %w", rel, err)
-	}
-	g := &repo{Rel: rel, Dev: st.Dev, Ino: st.Ino, Base: base, fd: fd}
+	g := &repo{Rel: rel, Dev: st.Dev, Ino: st.Ino, fd: fd}
 	r.repos = append(r.repos, g)
-	sub := "g" + strconv.Itoa(len(r.repos)-1)
+	sub := repoDir(len(r.repos) - 1)
 	if err := unix.Mkdirat(r.dirfd, sub, 0o700); err != nil {
-		return fmt.Errorf("git state: %w", err)
+		return nil, -1, fmt.Errorf("git state: %w", err)
 	}
 	sfd, err := openDir(r.dirfd, sub)
 	if err != nil {
-		return fmt.Errorf("git state: %w", err)
+		return nil, -1, fmt.Errorf("git state: %w", err)
+	}
+	return g, sfd, nil
+}
+
+// repoDir names repository i's directory in a RUN directory.
+func repoDir(i int) string { return "g" + strconv.Itoa(i) }
+
+// runPath is the host path of repository i's directory in this run.
+func (r *Run) runPath(i int) string {
+	return filepath.Join(r.keyDir, r.name, repoDir(i))
+}
+
+// addOverlay shows the repository rel as an overlay over a private
+// upper, with its objects bound live.
+func (r *Run) addOverlay(rel string) error {
+	g, sfd, err := r.newRepo(rel)
+	if err != nil {
+		return err
 	}
 	defer unix.Close(sfd)
+	snap, err := gitstate.Take(g.fd)
+	if err == nil {
+		g.Base, err = snap.MarshalBinary()
+	}
+	if err != nil {
+		return fmt.Errorf("git view: the state of %s: %w", rel, err)
+	}
 	for _, d := range []string{"upper", "work"} {
 		if err := unix.Mkdirat(sfd, d, 0o700); err != nil {
 			return fmt.Errorf("git state: %w", err)
 		}
 	}
-	run := filepath.Join(r.opt.StateDir, workspaceKey(r.opt.Workspace), r.name, sub)
+	run := r.runPath(len(r.repos) - 1)
 	dest := filepath.Join(r.opt.Workspace, rel)
 	r.mounts = append(r.mounts, confine.Mount{Kind: confine.Overlay, Source: dest, Upper: filepath.Join(run, "upper"),
 		Work: filepath.Join(run, "work"), Dest: dest, Writable: true, Exec: true})
 	// Objects are content-addressed data: written live, so a commit made
 	// inside costs no copy and survives whatever happens to the upper.
 	var ost unix.Stat_t
-	if unix.Fstatat(fd, "objects", &ost, unix.AT_SYMLINK_NOFOLLOW) == nil && ost.Mode&unix.S_IFMT == unix.S_IFDIR {
+	if unix.Fstatat(g.fd, "objects", &ost, unix.AT_SYMLINK_NOFOLLOW) == nil && ost.Mode&unix.S_IFMT == unix.S_IFDIR {
 		r.mounts = append(r.mounts, confine.Mount{Kind: confine.Bind, Source: filepath.Join(dest, "objects"),
 			Dest: filepath.Join(dest, "objects"), Writable: true})
 	}
 	return nil
 }
 
+// addFresh gives the sandbox an empty private git directory at rel,
+// mounted on an empty host directory there (made now when create is
+// set). Each run holds a shared flock on the host directory; retry is
+// set when a run that ended meanwhile removed it.
+func (r *Run) addFresh(rel string, create bool) (retry bool, err error) {
+	if create {
+		err := unix.Mkdirat(r.ws, rel, 0o755)
+		if errors.Is(err, unix.EEXIST) {
+			return true, errors.New("git view: .git appeared")
+		}
+		if err != nil {
+			return false, fmt.Errorf("git view: make %s: %w", rel, err)
+		}
+	}
+	fd, err := openGitDir(r.ws, rel)
+	if err != nil {
+		return true, fmt.Errorf("git view: open %s: %w", rel, err)
+	}
+	if create {
+		// Not every file system has user xattrs; without the mark only
+		// the run that made it removes it.
+		unix.Fsetxattr(fd, freshXattr, []byte(freshValue), 0)
+	}
+	// Held shared for the run: a run that ends removes the directory
+	// only when it can take the lock exclusively. One that did so just
+	// before this run locked it leaves a name that is gone or another.
+	unix.Flock(fd, unix.LOCK_SH)
+	var held, named unix.Stat_t
+	if unix.Fstat(fd, &held) != nil || unix.Fstatat(r.ws, rel, &named, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+		held.Dev != named.Dev || held.Ino != named.Ino {
+		unix.Close(fd)
+		return true, errors.New("git view: .git changed while it was prepared")
+	}
+	g, sfd, err := r.addRepo(rel, fd)
+	if err != nil {
+		return false, err
+	}
+	unix.Close(sfd)
+	g.Fresh = true
+	r.mounts = append(r.mounts, confine.Mount{Kind: confine.Bind, Source: r.runPath(len(r.repos) - 1),
+		Dest: filepath.Join(r.opt.Workspace, rel), Writable: true, Exec: true})
+	return false, nil
+}
+
 func (r *Run) writeMeta() error {
+	if r.dirfd < 0 {
+		return nil
+	}
 	b, err := json.Marshal(meta{Workspace: r.opt.Workspace, Repos: r.repos})
 	if err != nil {
 		return err
@@ -222,7 +371,7 @@ func (r *Run) writeMeta() error {
 }
 
 // Finish adopts what the sandbox changed in each git directory, says what
-// was applied, dropped or in conflict, and removes the run's upper. The
+// was applied, dropped or kept aside, and removes the run's upper. The
 // sandbox must have ended: nothing may write the upper any more. A run
 // whose adoption fails keeps its upper, and says where.
 func (r *Run) Finish() {
@@ -232,12 +381,14 @@ func (r *Run) Finish() {
 	if r.dirfd >= 0 {
 		ok := true
 		for i, g := range r.repos {
-			ok = adoptOne(r.opt.Report, r.dirfd, r.name, i, g) && ok
+			ok = adoptOne(r.opt.Report, r.ws, r.dirfd, r.name, i, g) && ok
 		}
 		if ok {
 			if err := removeAll(r.keyfd, r.name); err != nil {
 				fmt.Fprintf(r.opt.Report, "jail: git: cannot remove %s: %v\n", r.path(), err)
 			}
+		} else {
+			fmt.Fprintf(r.opt.Report, "jail: git: the sandbox's git changes stay in %s; the next run in this workspace tries again\n", r.path())
 		}
 		unix.Close(r.dirfd)
 		r.dirfd = -1
@@ -246,20 +397,23 @@ func (r *Run) Finish() {
 		unix.Close(g.fd)
 	}
 	r.repos = nil
-	if r.keyfd >= 0 {
-		unix.Close(r.keyfd)
-		r.keyfd = -1
+	for _, fd := range []*int{&r.keyfd, &r.ws} {
+		if *fd >= 0 {
+			unix.Close(*fd)
+			*fd = -1
+		}
 	}
 }
 
-func (r *Run) path() string {
-	return filepath.Join(r.opt.StateDir, workspaceKey(r.opt.Workspace), r.name)
-}
+func (r *Run) path() string { return filepath.Join(r.keyDir, r.name) }
 
 // adoptOne adopts repository i of a RUN directory into the host git
-// directory g.fd, and reports whether its upper may be removed.
-func adoptOne(w io.Writer, dirfd int, run string, i int, g *repo) bool {
-	up, err := openDir(dirfd, filepath.Join("g"+strconv.Itoa(i), "upper"))
+// directory g.fd, and reports whether its directory may be removed.
+func adoptOne(w io.Writer, wsfd, dirfd int, run string, i int, g *repo) bool {
+	if g.Fresh {
+		return adoptFresh(w, wsfd, dirfd, run, i, g)
+	}
+	up, err := openDir(dirfd, filepath.Join(repoDir(i), "upper"))
 	if errors.Is(err, unix.ENOENT) {
 		return true // never mounted
 	}
@@ -277,16 +431,72 @@ func adoptOne(w io.Writer, dirfd int, run string, i int, g *repo) bool {
 		return false
 	}
 	rep, err := gitstate.Adopt(g.fd, up, base, gitstate.Options{RunID: run})
-	if rep != nil {
-		if s := rep.Summary(); s != "" {
-			fmt.Fprintf(w, "jail: git: %s: %s\n", g.Rel, s)
-		}
-	}
+	report(w, g.Rel, rep)
 	if err != nil {
 		fmt.Fprintf(w, "jail: git: %s: the sandbox's changes were not adopted: %v\n", g.Rel, err)
 		return false
 	}
 	return true
+}
+
+// adoptFresh adopts the repository the sandbox made in the private git
+// directory of repository i, if it made one, and removes the host's
+// empty .git when no other run holds it.
+func adoptFresh(w io.Writer, wsfd, dirfd int, run string, i int, g *repo) bool {
+	src, err := openDir(dirfd, repoDir(i))
+	if errors.Is(err, unix.ENOENT) {
+		return true
+	}
+	if err != nil {
+		fmt.Fprintf(w, "jail: git: %s: the sandbox's repository cannot be read: %v\n", g.Rel, err)
+		return false
+	}
+	defer unix.Close(src)
+	if names, err := readNames(src); err == nil && len(names) > 0 {
+		rep, err := gitstate.AdoptNew(g.fd, src, gitstate.Options{RunID: run})
+		report(w, g.Rel, rep)
+		if err != nil {
+			fmt.Fprintf(w, "jail: git: %s: the repository made in the sandbox was not adopted: %v\n", g.Rel, err)
+			return false
+		}
+	}
+	removeFresh(wsfd, g)
+	return true
+}
+
+// removeFresh removes the host's .git directory a run made for the
+// sandbox if it is still empty, no other run holds it, and it is still
+// the directory at that name.
+func removeFresh(wsfd int, g *repo) {
+	if unix.Flock(g.fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
+		return // another run's sandbox has it mounted
+	}
+	buf := make([]byte, len(freshValue))
+	if n, err := unix.Fgetxattr(g.fd, freshXattr, buf); err != nil || string(buf[:n]) != freshValue {
+		return // the user's own empty .git
+	}
+	if names, err := readNames(g.fd); err != nil || len(names) > 0 {
+		return
+	}
+	var named unix.Stat_t
+	if unix.Fstatat(wsfd, g.Rel, &named, unix.AT_SYMLINK_NOFOLLOW) != nil || named.Dev != g.Dev || named.Ino != g.Ino {
+		return
+	}
+	// AT_REMOVEDIR removes only an empty directory, whatever is at the
+	// name by now.
+	unix.Unlinkat(wsfd, g.Rel, unix.AT_REMOVEDIR)
+}
+
+// report prints an adoption's one line, unless nothing happened.
+func report(w io.Writer, rel string, rep *gitstate.Report) {
+	if rep == nil || rep.Empty() {
+		return
+	}
+	where := ""
+	if rel != ".git" {
+		where = " (" + rel + ")"
+	}
+	fmt.Fprintf(w, "jail: %s%s\n", rep.Summary(), where)
 }
 
 // adoptPending adopts the RUN directories of this workspace that no live
@@ -309,7 +519,7 @@ func (r *Run) adoptPending() {
 			unix.Close(fd) // a live run's
 			continue
 		}
-		if r.adoptLeft(fd, n) {
+		if adoptLeft(r.opt.Report, r.ws, r.opt.Workspace, fd, filepath.Join(r.keyDir, n), n) {
 			if err := removeAll(r.keyfd, n); err != nil {
 				fmt.Fprintf(r.opt.Report, "jail: git: cannot remove %s: %v\n", n, err)
 			}
@@ -318,17 +528,16 @@ func (r *Run) adoptPending() {
 	}
 }
 
-// adoptLeft adopts the RUN directory fd left by an earlier run, after
+// adoptLeft adopts the RUN directory fd (locked by the caller) after
 // checking that each git directory it names is still the one it was made
 // from (same device and inode); it reports whether it may be removed.
-func (r *Run) adoptLeft(fd int, name string) bool {
-	where := filepath.Join(r.opt.StateDir, workspaceKey(r.opt.Workspace), name)
+func adoptLeft(w io.Writer, wsfd int, ws string, fd int, where, name string) bool {
 	mfd, err := unix.Openat(fd, "meta", unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return true // ended before its sandbox could start
 	}
 	if err != nil {
-		fmt.Fprintf(r.opt.Report, "jail: git: an earlier run's changes in %s cannot be read: %v\n", where, err)
+		fmt.Fprintf(w, "jail: git: an earlier run's changes in %s cannot be read: %v\n", where, err)
 		return false
 	}
 	f := os.NewFile(uintptr(mfd), "meta")
@@ -338,22 +547,16 @@ func (r *Run) adoptLeft(fd int, name string) bool {
 	if err == nil {
 		err = json.Unmarshal(b, &m)
 	}
-	if err != nil || m.Workspace != r.opt.Workspace {
-		fmt.Fprintf(r.opt.Report, "jail: git: %s is not an earlier run of this workspace; kept\n", where)
+	if err != nil || m.Workspace != ws {
+		fmt.Fprintf(w, "jail: git: %s is not a run of this workspace; kept\n", where)
 		return false
 	}
-	fmt.Fprintf(r.opt.Report, "jail: git: adopting the changes of an earlier run that ended before it could (%s)\n", where)
-	wsfd, err := unix.Open(r.opt.Workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(wsfd)
 	ok := true
 	for i, g := range m.Repos {
-		g.fd, err = unix.Openat2(wsfd, g.Rel, &unix.OpenHow{
-			Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-		})
+		if g.Fresh && emptyOrMissing(fd, repoDir(i)) {
+			continue // the sandbox made no repository
+		}
+		g.fd, err = openGitDir(wsfd, g.Rel)
 		var st unix.Stat_t
 		if err == nil {
 			err = unix.Fstat(g.fd, &st)
@@ -362,10 +565,13 @@ func (r *Run) adoptLeft(fd int, name string) bool {
 			err = errors.New("it was replaced since")
 		}
 		if err != nil {
-			fmt.Fprintf(r.opt.Report, "jail: git: %s: not adopted (%v); the changes stay in %s\n", g.Rel, err, where)
+			if g.Fresh && errors.Is(err, unix.ENOENT) {
+				err = errors.New("the .git made for it was removed")
+			}
+			fmt.Fprintf(w, "jail: git: %s: an earlier run's changes were not adopted (%v); they stay in %s\n", g.Rel, err, where)
 			ok = false
 		} else {
-			ok = adoptOne(r.opt.Report, fd, name, i, g) && ok
+			ok = adoptOne(w, wsfd, fd, name, i, g) && ok
 		}
 		if g.fd >= 0 {
 			unix.Close(g.fd)
@@ -374,14 +580,23 @@ func (r *Run) adoptLeft(fd int, name string) bool {
 	return ok
 }
 
+// isEmptyDir reports whether rel beneath dirfd is a directory with
+// nothing in it.
+func isEmptyDir(dirfd int, rel string) bool {
+	fd, err := openGitDir(dirfd, rel)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	names, err := readNames(fd)
+	return err == nil && len(names) == 0
+}
+
 // isGitDir reports whether rel beneath dirfd is what git takes for a git
 // directory of its own (setup.c's is_git_directory): HEAD, objects/ and
 // refs/, and no commondir.
 func isGitDir(dirfd int, rel string) bool {
-	fd, err := unix.Openat2(dirfd, rel, &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
+	fd, err := openGitDir(dirfd, rel)
 	if err != nil {
 		return false
 	}
@@ -401,4 +616,77 @@ func isGitDir(dirfd int, rel string) bool {
 		}
 	}
 	return true
+}
+
+// emptyOrMissing reports whether the directory name beneath dirfd is
+// missing or empty.
+func emptyOrMissing(dirfd int, name string) bool {
+	fd, err := openDir(dirfd, name)
+	if errors.Is(err, unix.ENOENT) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	names, err := readNames(fd)
+	return err == nil && len(names) == 0
+}
+
+// AdoptMain is the hidden command a cached `jail run` executes after its
+// sandbox ended when the sandbox made a repository (confine.AdoptCommand):
+// args are the workspace's state directory and the RUN directory as
+// inherited descriptors (the RUN directory locked) and the RUN name. It
+// reports on w and returns 0 when the RUN directory was adopted and
+// removed.
+func AdoptMain(args []string, w io.Writer) int {
+	bad := func() int {
+		fmt.Fprintln(w, "jail: "+confine.AdoptCommand+": want KEYFD RUNFD RUN")
+		return 2
+	}
+	if len(args) != 3 || !isRunName(args[2]) {
+		return bad()
+	}
+	keyfd, err1 := strconv.Atoi(args[0])
+	runfd, err2 := strconv.Atoi(args[1])
+	if err1 != nil || err2 != nil {
+		return bad()
+	}
+	unix.CloseOnExec(keyfd)
+	unix.CloseOnExec(runfd)
+	var held, named unix.Stat_t
+	if unix.Fstat(runfd, &held) != nil || unix.Fstatat(keyfd, args[2], &named, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+		held.Dev != named.Dev || held.Ino != named.Ino {
+		fmt.Fprintln(w, "jail: git: the run's state directory is not where it was; nothing adopted")
+		return 1
+	}
+	mfd, err := unix.Openat(runfd, "meta", unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	var m meta
+	if err == nil {
+		f := os.NewFile(uintptr(mfd), "meta")
+		var b []byte
+		b, err = io.ReadAll(io.LimitReader(f, 64<<20))
+		f.Close()
+		if err == nil {
+			err = json.Unmarshal(b, &m)
+		}
+	}
+	var wsfd int
+	if err == nil {
+		wsfd, err = unix.Open(m.Workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		fmt.Fprintf(w, "jail: git: the sandbox's changes were not adopted: %v\n", err)
+		return 1
+	}
+	defer unix.Close(wsfd)
+	where, _ := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", runfd))
+	if !adoptLeft(w, wsfd, m.Workspace, runfd, where, args[2]) {
+		return 1
+	}
+	if err := removeAll(keyfd, args[2]); err != nil {
+		fmt.Fprintf(w, "jail: git: cannot remove %s: %v\n", where, err)
+		return 1
+	}
+	return 0
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/jail-sandbox/jail/confine"
+	"github.com/jail-sandbox/jail/gitview"
 	"github.com/jail-sandbox/jail/tools"
 )
 
@@ -44,6 +45,10 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		// A tool worker, run as the command of a sandbox by jail serve
 		// and jail tool (tools.WorkerMain); not for people.
 		return tools.WorkerMain(stdin, stdout)
+	case confine.AdoptCommand:
+		// A cached run whose sandbox made a repository hands it over
+		// (docs/git.md); not for people.
+		return gitview.AdoptMain(args[1:], stderr)
 	case "tool":
 		return toolMain(args[1:], stdin, stdout, stderr)
 	case "serve":

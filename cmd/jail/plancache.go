@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -176,13 +177,17 @@ func newPlanCache(args []string, o *runOptions, p *policy.Policy, penv policy.En
 // store writes the entry of a run whose sandbox started. A run that
 // cannot be cached runs just the same; with JAIL_PLAN_CACHE=trace it
 // says why.
-func (c *planCache) store(o *runOptions, cmd *confine.Cmd, layout *confine.Layout, pass, extra []string, ph *confine.Placeholders, stderr io.Writer) {
+func (c *planCache) store(o *runOptions, cmd *confine.Cmd, layout *confine.Layout, pass, extra []string, h *held, stderr io.Writer) {
 	if c == nil {
 		return
 	}
 	ws, err := confine.ResolvePath(layout.Workspace, "/", "")
+	fresh, ok := h.git.Cache()
+	if err == nil && !ok {
+		err = errors.New("plan cache: the cache cannot repeat this run's git view (docs/git.md)")
+	}
 	if err == nil {
-		c.entry.Pass, c.entry.Extra, c.entry.Workspace, c.entry.Placeholders = pass, extra, ws, ph
+		c.entry.Pass, c.entry.Extra, c.entry.Workspace, c.entry.Placeholders, c.entry.Fresh = pass, extra, ws, h.ph, fresh
 		if o.json {
 			c.entry.JSON, c.entry.PolicySHA256 = true, o.policyHash()
 		}

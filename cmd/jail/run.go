@@ -443,7 +443,7 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 	}
 	// The environment's recipe, as startSandbox built it: the layout's
 	// variables, then --env's.
-	cache.store(o, cmd, layout, pass, append(slices.Clone(ph.viewEnv), o.env...), ph.ph, stderr)
+	cache.store(o, cmd, layout, pass, append(slices.Clone(ph.viewEnv), o.env...), ph, stderr)
 	stopNet := nr.serve(cmd.Sockets(), stderr)
 	if o.capture {
 		cmd.Stdout.Close()

@@ -121,7 +121,7 @@ func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []str
 	// The layout may be shared by many sandboxes (jail serve): the git
 	// view is this one's.
 	l := *layout
-	l.Extra = append(slices.Clip(layout.Extra), h.git.Mounts()...)
+	l.Made = append(slices.Clip(layout.Made), h.git.Mounts()...)
 	l.Protected = append(slices.Clip(layout.Protected), h.git.Protected()...)
 	// The command's environment first: its PATH decides which tool roots
 	// in the home the layout binds.
