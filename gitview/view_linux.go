@@ -31,6 +31,12 @@ type Options struct {
 	// Report takes the lines a run says about git (what was adopted or
 	// dropped, upper directories left by earlier runs).
 	Report io.Writer
+	// Home and XDGConfig locate the user's git config, as the host's git
+	// finds it ($HOME, $XDG_CONFIG_HOME).
+	Home, XDGConfig string
+	// Writable are the resolved host trees besides the workspace that
+	// the sandbox may write (--rw): config targets there are guarded.
+	Writable []string
 }
 
 // Run is the git view of one sandbox: the mounts that make it, and what
@@ -39,6 +45,9 @@ type Run struct {
 	opt     Options
 	mounts  []confine.Mount
 	protect []string
+	// guardDirs and guardFiles are config targets in writable trees
+	// outside the workspace (Guarded).
+	guardDirs, guardFiles []string
 	ws      int    // the workspace, O_PATH
 	keyfd   int    // the workspace's directory in the state directory
 	keyDir  string // its path, resolved
@@ -97,7 +106,34 @@ func Prepare(o Options) (*Run, error) {
 		r.Finish()
 		return nil, err
 	}
+	r.configTargets()
 	return r, nil
+}
+
+// configTargets finds the hooks directories and included config files
+// the host's git would use here and keeps them out of the sandbox's
+// reach.
+func (r *Run) configTargets() {
+	t := &configTargets{}
+	for _, f := range userConfigs(r.opt.Home, r.opt.XDGConfig) {
+		t.read(f, -1, r.opt.Home, r.opt.Workspace, 0, r.opt.Facts)
+	}
+	for _, g := range r.repos {
+		if g.Fresh {
+			continue
+		}
+		fd, err := unix.Openat2(g.fd, "config", &unix.OpenHow{
+			Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if err != nil {
+			continue
+		}
+		gd := filepath.Join(r.opt.Workspace, g.Rel)
+		t.read(filepath.Join(gd, "config"), fd, r.opt.Home, filepath.Dir(gd), 0, r.opt.Facts)
+		unix.Close(fd)
+	}
+	r.guardTargets(t)
 }
 
 func (r *Run) prepare() error {

@@ -110,8 +110,15 @@ func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []str
 	}()
 	ws, err := confine.ResolvePath(layout.Workspace, "/", "")
 	if err == nil {
+		var writable []string
+		for _, p := range layout.ReadWrite {
+			if r, err := confine.ResolvePath(p, "/", ""); err == nil {
+				writable = append(writable, r)
+			}
+		}
 		h.git, err = gitview.Prepare(gitview.Options{Workspace: ws, StateDir: gitview.StateDir(layout.Home, os.Getenv("XDG_STATE_HOME")),
-			ReadOnly: layout.WorkspaceReadOnly, Facts: layout.Facts, Report: report})
+			ReadOnly: layout.WorkspaceReadOnly, Facts: layout.Facts, Report: report,
+			Home: layout.Home, XDGConfig: os.Getenv("XDG_CONFIG_HOME"), Writable: writable})
 	}
 	if err != nil {
 		<-filter
@@ -123,6 +130,9 @@ func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []str
 	l := *layout
 	l.Made = append(slices.Clip(layout.Made), h.git.Mounts()...)
 	l.Protected = append(slices.Clip(layout.Protected), h.git.Protected()...)
+	gd, gf := h.git.Guarded()
+	l.Guarded = append(slices.Clip(layout.Guarded), gd...)
+	l.GuardedFiles = append(slices.Clip(layout.GuardedFiles), gf...)
 	// The command's environment first: its PATH decides which tool roots
 	// in the home the layout binds.
 	env, err := buildEnv(os.Environ(), pass, extraEnv)

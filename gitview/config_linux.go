@@ -1,0 +1,179 @@
+//go:build linux
+
+package gitview
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/jail-sandbox/jail/confine"
+	"github.com/jail-sandbox/jail/gitstate"
+	"golang.org/x/sys/unix"
+)
+
+// Besides its git directories, the host's git runs what core.hooksPath
+// names and reads what include.path and includeIf.*.path name, from the
+// repository's config and the user's and system's. When such a target
+// lies in a tree the sandbox may write (the workspace, a --rw path), the
+// sandbox could plant hooks there (husky's .husky/) or config keys that
+// run programs: the view keeps each such target read-only in the sandbox.
+
+// maxIncludeDepth bounds the include chain followed, as git's own limit
+// (MAX_INCLUDE_DEPTH, 10) does.
+const maxIncludeDepth = 10
+
+// configTargets are the hooks directories and included config files the
+// host's git would use in this workspace.
+type configTargets struct {
+	hooks, includes []string
+}
+
+// userConfigs are the config files the host's git reads before the
+// repository's own, in its order: system, XDG, global.
+func userConfigs(home, xdgConfig string) []string {
+	files := []string{"/etc/gitconfig"}
+	if filepath.IsAbs(xdgConfig) {
+		files = append(files, filepath.Join(xdgConfig, "git", "config"))
+	} else if filepath.IsAbs(home) {
+		files = append(files, filepath.Join(home, ".config", "git", "config"))
+	}
+	if filepath.IsAbs(home) {
+		files = append(files, filepath.Join(home, ".gitconfig"))
+	}
+	return files
+}
+
+// readTargets adds what the config file at path names (following its
+// includes); repoFD, when not -1, is the repository's own config opened by
+// descriptor. Each file read, or looked for, is a fact of the plan.
+func (t *configTargets) read(path string, fd int, home, worktree string, depth int, facts *confine.Facts) {
+	if depth > maxIncludeDepth {
+		return
+	}
+	if fd < 0 {
+		facts.File(path)
+		f, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return
+		}
+		defer unix.Close(f)
+		fd = f
+	}
+	c, err := gitstate.ReadConfig(fd)
+	if err != nil {
+		return // git refuses such a file too, and reads nothing more from it
+	}
+	for _, v := range c.Values("core.hookspath") {
+		if p := expand(v, home, worktree); p != "" {
+			t.hooks = append(t.hooks, p)
+		}
+	}
+	for _, inc := range c.Includes {
+		p := expand(inc.Path, home, filepath.Dir(path))
+		if p == "" {
+			continue
+		}
+		t.includes = append(t.includes, p)
+		t.read(p, -1, home, worktree, depth+1, facts)
+	}
+}
+
+// expand is a path from git's config as git makes it absolute: ~/ is the
+// home, a relative path is relative to base. "" when it cannot be.
+func expand(v, home, base string) string {
+	switch {
+	case v == "":
+		return ""
+	case v == "~" || strings.HasPrefix(v, "~/"):
+		if !filepath.IsAbs(home) {
+			return ""
+		}
+		return filepath.Join(home, strings.TrimPrefix(v, "~"))
+	case strings.HasPrefix(v, "~"):
+		return "" // ~user: another user's home, not a tree of this sandbox's
+	case filepath.IsAbs(v):
+		return filepath.Clean(v)
+	default:
+		return filepath.Join(base, v)
+	}
+}
+
+// resolveLoose resolves p as far as it exists (every symlink on the way
+// followed), keeping a missing tail as named.
+func resolveLoose(p string) string {
+	var tail []string
+	for cur := p; ; cur = filepath.Dir(cur) {
+		if r, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(append([]string{r}, tail...)...)
+		} else if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, unix.ENOTDIR) {
+			return ""
+		}
+		if cur == "/" {
+			return ""
+		}
+		tail = append([]string{filepath.Base(cur)}, tail...)
+	}
+}
+
+// within reports whether p is root or beneath it.
+func within(p, root string) bool {
+	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
+}
+
+// guardTargets keeps the config targets of the host's git read-only
+// where the sandbox could write them: inside the workspace as protected
+// paths, in other writable trees as guarded ones.
+func (r *Run) guardTargets(t *configTargets) {
+	ws := r.opt.Workspace
+	place := func(p string, dir bool) {
+		rp := resolveLoose(p)
+		if rp == "" {
+			return
+		}
+		if within(rp, ws) {
+			if rel, err := filepath.Rel(ws, rp); err == nil && rel != "." && !strings.HasPrefix(rel, "../") {
+				if !strings.HasPrefix(rel, ".git/") && rel != ".git" {
+					r.protect = appendNew(r.protect, rel)
+				}
+			}
+			return
+		}
+		for _, w := range r.opt.Writable {
+			if within(rp, w) {
+				if dir {
+					r.guardDirs = appendNew(r.guardDirs, rp)
+				} else {
+					r.guardFiles = appendNew(r.guardFiles, rp)
+				}
+				return
+			}
+		}
+	}
+	for _, h := range t.hooks {
+		place(h, true)
+	}
+	for _, i := range t.includes {
+		place(i, false)
+	}
+}
+
+func appendNew(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// Guarded are host paths outside the workspace the sandbox must not
+// change (hooks directories and included config files in --rw trees):
+// directories and files, for confine.Layout's Guarded and GuardedFiles.
+func (r *Run) Guarded() (dirs, files []string) {
+	if r == nil {
+		return nil, nil
+	}
+	return r.guardDirs, r.guardFiles
+}
