@@ -123,32 +123,43 @@ func within(p, root string) bool {
 }
 
 // guardTargets keeps the config targets of the host's git read-only
-// where the sandbox could write them: inside the workspace as protected
-// paths, in other writable trees as guarded ones.
+// where the sandbox could write them. A hooks directory, and an include
+// file that exists, are guarded (confine.Layout.Guarded): read-only, and
+// every directory on the way from the writable tree's root pinned, so
+// .husky cannot be moved aside and rebuilt. A missing hooks directory is
+// created empty for the guard (git ignores an empty directory); a missing
+// include file in the workspace is a protected path, so it cannot be
+// created.
 func (r *Run) guardTargets(t *configTargets) {
 	ws := r.opt.Workspace
+	writable := append([]string{ws}, r.opt.Writable...)
+	if r.opt.ReadOnly {
+		writable = r.opt.Writable
+	}
 	place := func(p string, dir bool) {
 		rp := resolveLoose(p)
-		if rp == "" {
-			return
+		if rp == "" || within(rp, filepath.Join(ws, ".git")) {
+			return // in the workspace's git directory: the view's already
 		}
-		if within(rp, ws) {
-			if rel, err := filepath.Rel(ws, rp); err == nil && rel != "." && !strings.HasPrefix(rel, "../") {
-				if !strings.HasPrefix(rel, ".git/") && rel != ".git" {
+		for _, w := range writable {
+			if !within(rp, w) {
+				continue
+			}
+			var st unix.Stat_t
+			exists := unix.Lstat(rp, &st) == nil
+			switch {
+			case dir:
+				r.guardDirs = appendNew(r.guardDirs, rp)
+			case exists:
+				r.guardFiles = appendNew(r.guardFiles, rp)
+			case w == ws:
+				if rel, err := filepath.Rel(ws, rp); err == nil && rel != "." && !strings.HasPrefix(rel, "../") {
 					r.protect = appendNew(r.protect, rel)
 				}
+			default:
+				r.guardFiles = appendNew(r.guardFiles, rp)
 			}
 			return
-		}
-		for _, w := range r.opt.Writable {
-			if within(rp, w) {
-				if dir {
-					r.guardDirs = appendNew(r.guardDirs, rp)
-				} else {
-					r.guardFiles = appendNew(r.guardFiles, rp)
-				}
-				return
-			}
 		}
 	}
 	for _, h := range t.hooks {

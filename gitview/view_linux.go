@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/jail-sandbox/jail/confine"
 	"github.com/jail-sandbox/jail/gitstate"
@@ -48,12 +49,12 @@ type Run struct {
 	// guardDirs and guardFiles are config targets in writable trees
 	// outside the workspace (Guarded).
 	guardDirs, guardFiles []string
-	ws      int    // the workspace, O_PATH
-	keyfd   int    // the workspace's directory in the state directory
-	keyDir  string // its path, resolved
-	name    string // the RUN directory's name
-	dirfd   int    // the RUN directory, flocked
-	repos   []*repo
+	ws                    int    // the workspace, O_PATH
+	keyfd                 int    // the workspace's directory in the state directory
+	keyDir                string // its path, resolved
+	name                  string // the RUN directory's name
+	dirfd                 int    // the RUN directory, flocked
+	repos                 []*repo
 }
 
 // repo is one host git directory the sandbox sees through the view.
@@ -245,6 +246,23 @@ func (r *Run) Mounts() []confine.Mount {
 		return nil
 	}
 	return r.mounts
+}
+
+// Covers reports whether the workspace-relative path rel lies in a git
+// directory the view shows (an overlay or a fresh private directory):
+// protecting it as well would be moot, and for a fresh directory wrong
+// (the path is made on the host, under the mount).
+func (r *Run) Covers(rel string) bool {
+	if r == nil {
+		return false
+	}
+	rel = filepath.Clean(rel)
+	for _, g := range r.repos {
+		if rel == g.Rel || strings.HasPrefix(rel, g.Rel+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // Protected are workspace-relative paths the sandbox must not change:

@@ -203,3 +203,146 @@ git log --oneline | wc -l`)
 		}
 	})
 }
+
+// TestGitInitInside: in a workspace without a repository, git init and
+// git commit work inside; the host sees the repository with its commits
+// once the run ended, and nothing the sandbox put in its hooks or config
+// runs on the host. While the run lasts the host sees at most an empty
+// .git, which its git ignores.
+func TestGitInitInside(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		marker, plant := r.marker(t, ws)
+		res := r.sh(t, ws, plant+`
+export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b
+git config --global --add safe.directory '*' 2>/dev/null
+git init -q -b main || exit 1
+echo one > file.txt && git add file.txt && git commit -qm inside || exit 1
+cp .payload .git/hooks/pre-commit && cp .payload .git/hooks/post-checkout
+git config core.fsmonitor "$PWD/.payload"
+git config user.email inside@example.com
+echo SANDBOX-DONE`)
+		mustExit(t, res, 0)
+		if !strings.Contains(res.stdout, "SANDBOX-DONE") {
+			t.Fatalf("script did not finish:\n%s\n%s", res.stdout, res.stderr)
+		}
+		out, err := r.hostGit(t, ws, "log", "--oneline")
+		if err != nil || !strings.Contains(out, "inside") {
+			t.Fatalf("the repository made inside is not on the host: %v\n%s\n%s", err, out, res.stderr)
+		}
+		if hs := hooksOf(t, ws); len(hs) > 0 {
+			t.Errorf("hooks reached the host: %v", hs)
+		}
+		out, _ = r.hostGit(t, ws, "config", "user.email")
+		if strings.TrimSpace(out) != "inside@example.com" {
+			t.Errorf("user.email set inside is %q on the host", out)
+		}
+		r.judge(t, ws, marker)
+	})
+}
+
+// TestNoRepositoryLeavesNothing: a run in a directory without a
+// repository leaves no .git (nor anything else) behind, and a second run
+// meanwhile does not lose the first one's view.
+func TestNoRepositoryLeavesNothing(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		r.writeFile(t, filepath.Join(ws, "file.txt"), "x\n")
+		mustExit(t, r.sh(t, ws, "test -d .git && ! ls -A .git | grep -q . && echo ok >/dev/null"), 0)
+		if _, err := os.Lstat(filepath.Join(ws, ".git")); err == nil {
+			t.Fatal(".git left behind by a run that made no repository")
+		}
+	})
+}
+
+// TestHooksPathInWorkspace: a core.hooksPath the host's git uses (husky's
+// .husky/_ from the repository's config, a directory named by the user's
+// global config) cannot be filled by the sandbox.
+func TestHooksPathInWorkspace(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		r.gitRepo(t, ws)
+		if out, err := r.hostGit(t, ws, "config", "core.hooksPath", ".husky/_"); err != nil {
+			t.Fatalf("%v %s", err, out)
+		}
+		r.writeFile(t, filepath.Join(ws, ".husky", "_", "h"), "#!/bin/sh\n")
+		marker, plant := r.marker(t, ws)
+		res := r.sh(t, ws, plant+`
+cp .payload .husky/_/pre-commit && echo PLANTED
+rm -rf .husky && echo REMOVED
+mv .husky .h2 && echo MOVED
+echo SANDBOX-DONE`)
+		mustExit(t, res, 0)
+		for _, w := range []string{"PLANTED", "REMOVED", "MOVED"} {
+			if strings.Contains(res.stdout, w) {
+				t.Errorf("the hooks directory changed (%s):\n%s", w, res.stdout)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(ws, ".husky", "_", "pre-commit")); err == nil {
+			t.Fatal("a hook was planted in core.hooksPath")
+		}
+		r.judge(t, ws, marker)
+	})
+}
+
+// TestGitWriteTool: the auto-approved write tool writing .git/commondir
+// and a hook reaches the overlay only; nothing reaches the host.
+func TestGitWriteTool(t *testing.T) {
+	needGit(t)
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		r.gitRepo(t, ws)
+		marker, _ := r.marker(t, ws)
+		r.writeFile(t, filepath.Join(ws, "evil", "HEAD"), "ref: refs/heads/main\n")
+		r.writeFile(t, filepath.Join(ws, "evil", "config"), "[core]\n\tfsmonitor = "+ws+"/.payload\n")
+		r.writeFile(t, filepath.Join(ws, ".payload"), "#!/bin/sh\necho ran >>"+marker+"\n")
+		os.Chmod(filepath.Join(ws, ".payload"), 0o755)
+		for _, args := range []string{
+			`{"path":".git/commondir","content":"` + ws + `/evil\n"}`,
+			`{"path":".git/hooks/pre-commit","content":"#!/bin/sh\necho ran >>` + marker + `\n"}`,
+		} {
+			res := r.jail(t, call{dir: ws, args: []string{"tool", "-w", ws, "write", args}})
+			mustExit(t, res, 0)
+		}
+		for _, f := range []string{"commondir", "hooks/pre-commit"} {
+			if _, err := os.Lstat(filepath.Join(ws, ".git", f)); err == nil {
+				t.Errorf(".git/%s written by the write tool reached the host", f)
+			}
+		}
+		r.judge(t, ws, marker)
+	})
+}
+
+// TestUserConfigTargets: a hooks directory and an included config file
+// that the user's global config names inside the workspace cannot be
+// changed by the sandbox (the host's git would run and read them).
+func TestUserConfigTargets(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		home := r.dir(t, "jail-it-home-")
+		r.gitRepo(t, ws)
+		r.writeFile(t, filepath.Join(ws, "gitconfig.local"), "[user]\n\tname = local\n")
+		r.writeFile(t, filepath.Join(home, ".gitconfig"), "[core]\n\thooksPath = "+ws+"/tools/hooks\n[include]\n\tpath = "+ws+"/gitconfig.local\n")
+		res := r.jail(t, call{dir: ws, env: []string{"HOME=" + home}, args: []string{"run", "-w", ws, "--", "/bin/sh", "-c", `
+mkdir -p tools/hooks && echo x > tools/hooks/pre-commit && echo PLANTED
+printf '[core]\n\tfsmonitor = x\n' >> gitconfig.local && echo INCLUDED
+mv tools tools2 && echo MOVED
+echo SANDBOX-DONE`}})
+		mustExit(t, res, 0)
+		for _, w := range []string{"PLANTED", "INCLUDED", "MOVED"} {
+			if strings.Contains(res.stdout, w) {
+				t.Errorf("a config target of the host's git changed (%s):\n%s", w, res.stdout)
+			}
+		}
+		if b, _ := os.ReadFile(filepath.Join(ws, "gitconfig.local")); string(b) != "[user]\n\tname = local\n" {
+			t.Errorf("the included config changed: %q", b)
+		}
+		if _, err := os.Stat(filepath.Join(ws, "tools", "hooks", "pre-commit")); err == nil {
+			t.Error("a hook was planted in the global core.hooksPath")
+		}
+	})
+}

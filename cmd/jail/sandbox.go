@@ -129,7 +129,8 @@ func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []str
 	// view is this one's.
 	l := *layout
 	l.Made = append(slices.Clip(layout.Made), h.git.Mounts()...)
-	l.Protected = append(slices.Clip(layout.Protected), h.git.Protected()...)
+	l.Protected = slices.DeleteFunc(slices.Clone(layout.Protected), h.git.Covers)
+	l.Protected = append(l.Protected, h.git.Protected()...)
 	gd, gf := h.git.Guarded()
 	l.Guarded = append(slices.Clip(layout.Guarded), gd...)
 	l.GuardedFiles = append(slices.Clip(layout.GuardedFiles), gf...)
