@@ -221,8 +221,8 @@ func printExplanation(w io.Writer, ex explanation) {
 	if len(c.Allow) > 0 && net != policy.NetNone {
 		net += " (allow " + strings.Join(c.Allow, ", ") + ")"
 	}
-	fmt.Fprintf(w, "every tool runs confined under:\n  workspace  %s (%s)\n  ro         %s\n  rw         %s\n  hidden     %s\n  protected  %s\n  network    %s\n  limits     timeout %s, memory %s, pids %d, output %d chars\n",
-		c.Workspace, mode, list(c.RO), list(c.RW), list(c.Hide), list(c.Protected), net, c.Timeout, c.Memory, c.Pids, c.OutputChars)
+	fmt.Fprintf(w, "every tool runs confined under:\n  workspace  %s (%s)\n  ro         %s\n  rw         %s\n  hidden     %s\n  protected  %s\n  network    %s\n  limits     timeout %s, memory %s, pids %s, output %d chars\n",
+		c.Workspace, mode, list(c.RO), list(c.RW), list(c.Hide), list(c.Protected), net, orNone(c.Timeout, "0s"), orNone(c.Memory, "0"), orNone(fmt.Sprint(c.Pids), "0"), c.OutputChars)
 	fmt.Fprintf(w, "\naccess level %s", ex.Access.Level)
 	if len(ex.Access.ExpandsTo) == 0 {
 		fmt.Fprintln(w, ": sets nothing; the file's keys alone apply")
@@ -281,6 +281,15 @@ func absentTools(p *policy.Policy, reg *tools.Registry) []string {
 		}
 	}
 	return absent
+}
+
+// orNone shows a limit whose value is zero as "none": zero is no limit,
+// not a limit of zero.
+func orNone(v, zero string) string {
+	if v == zero {
+		return "none"
+	}
+	return v
 }
 
 func list(s []string) string {
