@@ -136,6 +136,9 @@ struct child {
 	const char *layer;
 	int dns;           // OP_DNS: the name server socket pid 1 answers on, or -1
 	char *dns_notice;  // its notice template; NULL once reported
+	int notify;        // seccomp listener of the refused ptrace calls, or -1
+	int hinted;        // the ptrace notice was reported
+	struct seccomp_notif_sizes sizes;
 };
 
 // ---- reporting ----------------------------------------------------------
@@ -819,6 +822,10 @@ static void op_caps(struct child *c) {
 	CHECK(c, syscall(SYS_capset, &hdr, data), "capset");
 }
 
+// op_seccomp loads one program. A program that hands a call to user space
+// (SECCOMP_RET_USER_NOTIF: ptrace, so that jail can say how to allow it)
+// is loaded with a listener, which pid 1 answers (answer_notify); only one
+// program may have one.
 static void op_seccomp(struct child *c) {
 	uint32_t n;
 	const uint8_t *b = get_bytes(c, &n);
@@ -827,8 +834,45 @@ static void op_seccomp(struct child *c) {
 	if (!insns) fail(c, ENOMEM, "filter", 125);
 	memcpy(insns, b, n);
 	struct sock_fprog prog = {.len = n / sizeof(struct sock_filter), .filter = insns};
-	CHECK(c, syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog), "load filter");
+	int notify = 0;
+	for (size_t i = 0; i < prog.len; i++)
+		notify |= insns[i].code == (BPF_RET | BPF_K) && (insns[i].k & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_USER_NOTIF;
+	if (!notify) {
+		CHECK(c, syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog), "load filter");
+		free(insns);
+		return;
+	}
+	if (c->notify >= 0) fail(c, EINVAL, "two filters with a listener", 125);
+	CHECK(c, syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &c->sizes), "seccomp notification sizes");
+	int fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+			 SECCOMP_FILTER_FLAG_TSYNC | SECCOMP_FILTER_FLAG_TSYNC_ESRCH | SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+	CHECK(c, fd, "load filter");
+	// Above the descriptors a held sandbox's command gets (0-3).
+	c->notify = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+	CHECK(c, c->notify, "move the seccomp listener");
+	close(fd);
 	free(insns);
+}
+
+// answer_notify refuses the call the listener holds with EPERM, as a
+// plain errno rule would, and reports the hint the first time. The
+// caller is blocked until this answer, so pid 1 answers at once.
+static void answer_notify(struct child *c) {
+	struct seccomp_notif *req = calloc(1, c->sizes.seccomp_notif > sizeof(*req) ? c->sizes.seccomp_notif : sizeof(*req));
+	struct seccomp_notif_resp *resp = calloc(1, c->sizes.seccomp_notif_resp > sizeof(*resp) ? c->sizes.seccomp_notif_resp : sizeof(*resp));
+	if (req && resp && ioctl(c->notify, SECCOMP_IOCTL_NOTIF_RECV, req) == 0) {
+		resp->id = req->id;
+		resp->error = -EPERM;
+		// ENOENT: the caller was interrupted or died meanwhile.
+		(void)ioctl(c->notify, SECCOMP_IOCTL_NOTIF_SEND, resp);
+		if (!c->hinted) {
+			c->hinted = 1;
+			static const char notice[] = "{\"stage\":\"notice\",\"text\":\"" JAIL_HINT_PTRACE "\"}\n";
+			report_line(notice, sizeof(notice) - 1);
+		}
+	}
+	free(req);
+	free(resp);
 }
 
 // lookup finds argv0 as a shell would, in PATH of the command's own
@@ -957,12 +1001,12 @@ static void __attribute__((noreturn)) op_exec(struct child *c) {
 	}
 	report_line("{\"stage\":\"started\"}\n", 20);
 
-	// With a name server socket, signals are read from a signalfd so that
-	// one poll waits for both; without one (or if signalfd is refused, when
-	// lookups then meet a closed port and fail at once all the same),
-	// sigwaitinfo as ever.
+	// With a name server socket or a seccomp listener, signals are read
+	// from a signalfd so that one poll waits for all; without either (or
+	// if signalfd is refused, when lookups then meet a closed port and
+	// fail at once all the same), sigwaitinfo as ever.
 	int sfd = -1;
-	if (c->dns >= 0) {
+	if (c->dns >= 0 || c->notify >= 0) {
 		// Above the descriptors closed just now: fd 0 is the terminal
 		// a foreground pid 1 hands back, and must not be reused.
 		int fd = signalfd(-1, &set, SFD_CLOEXEC);
@@ -971,8 +1015,11 @@ static void __attribute__((noreturn)) op_exec(struct child *c) {
 			close(fd);
 		}
 		if (sfd < 0) {
-			close(c->dns);
-			c->dns = -1;
+			// A refused ptrace then fails with ENOSYS (no listener), a
+			// lookup at a closed port.
+			if (c->dns >= 0) close(c->dns);
+			if (c->notify >= 0) close(c->notify);
+			c->dns = c->notify = -1;
 		}
 	}
 	for (;;) {
@@ -1008,10 +1055,14 @@ static void __attribute__((noreturn)) op_exec(struct child *c) {
 		}
 		int sig;
 		if (sfd >= 0) {
-			// pid 1 also answers the sandbox's name lookups (OP_DNS).
-			struct pollfd pf[2] = {{.fd = sfd, .events = POLLIN}, {.fd = c->dns, .events = POLLIN}};
-			if (poll(pf, 2, -1) < 0) continue;
+			// pid 1 also answers the sandbox's name lookups (OP_DNS) and
+			// the ptrace calls seccomp hands it (a negative fd is
+			// ignored by poll).
+			struct pollfd pf[3] = {{.fd = sfd, .events = POLLIN}, {.fd = c->dns, .events = POLLIN}, {.fd = c->notify, .events = POLLIN}};
+			if (poll(pf, 3, -1) < 0) continue;
 			if (pf[1].revents & POLLIN) dns_answer(c);
+			if (pf[2].revents & POLLIN) answer_notify(c);
+			else if (pf[2].revents & (POLLHUP | POLLERR | POLLNVAL)) c->notify = -1;
 			struct signalfd_siginfo ssi;
 			if (!(pf[0].revents & POLLIN) || read(sfd, &ssi, sizeof(ssi)) != sizeof(ssi)) continue;
 			sig = (int)ssi.ssi_signo;
@@ -1306,7 +1357,7 @@ static void __attribute__((noreturn)) run_body(struct child *c) {
 }
 
 static void init_child(struct child *c) {
-	*c = (struct child){.cmd_fds = 3, .root = -1, .empty = -1, .stage = "read plan", .layer = "mount", .dns = -1};
+	*c = (struct child){.cmd_fds = 3, .root = -1, .empty = -1, .stage = "read plan", .layer = "mount", .dns = -1, .notify = -1};
 	for (int i = 0; i < MAX_SOURCES; i++) c->src[i] = -1;
 }
 

@@ -36,6 +36,12 @@ int jail_write_all(int fd, const void *p, size_t n);
 // sock; -1 when it was not sent.
 int jail_send_fds(int sock, const int *fds, int n);
 
+// JAIL_HINT_PTRACE is the notice the sandbox's init reports the first time
+// it refuses a ptrace ({"stage":"notice","text":...}), which both
+// supervisors (Go's Cmd.Notice and the plan cache's) print: printable
+// ASCII without quotes or backslashes.
+#define JAIL_HINT_PTRACE "jail: ptrace refused: this sandbox does not let its processes trace each other (strace, gdb, ASan/LSan builds); allow it for the command's own processes with --allow-ptrace or [seccomp] allow_ptrace = true (docs/commands.md)"
+
 // jail_signal_name is the name the Go path gives a signal in the JSON
 // result (unix.SignalName), "" for one it does not name.
 const char *jail_signal_name(int sig);

@@ -20,7 +20,15 @@ type SeccompOptions struct {
 	// program that needs one (a debugger needs ptrace) and is printed by
 	// jail check; it cannot allow what another layer forbids.
 	Allow []string
+	// Ptrace lets the command trace its own processes (strace, gdb,
+	// LSan's tracer): ptrace, process_vm_readv and process_vm_writev are
+	// allowed. pid 1 is not dumpable and the pid namespace names nothing
+	// outside, so only the command's own processes can be traced.
+	Ptrace bool
 }
+
+// ptraceCalls are what SeccompOptions.Ptrace allows.
+func ptraceCalls() []string { return []string{"ptrace", "process_vm_readv", "process_vm_writev"} }
 
 // CompileSeccomp builds the filter in the supervisor, so that a bad rule is
 // an error before any process exists and the program can be inspected by
@@ -56,6 +64,11 @@ func CompileSeccomp(opts SeccompOptions) ([]Program, error) {
 		}
 		allowed[name] = true
 	}
+	if opts.Ptrace {
+		for _, name := range ptraceCalls() {
+			allowed[name] = true
+		}
+	}
 	rules := defaultDenyRules()
 	for _, name := range opts.Deny {
 		rules = append(rules, denyRule{Names: []string{name}, Why: "policy"})
@@ -82,6 +95,12 @@ func CompileSeccomp(opts SeccompOptions) ([]Program, error) {
 		for _, name := range r.Names {
 			if allowed[name] {
 				continue
+			}
+			act := act
+			if name == "ptrace" && len(r.Conds) == 0 {
+				// Refused by pid 1 through the listener (EPERM, as the
+				// rule's errno), which lets jail say how to allow it.
+				act = seccomp.ActNotify
 			}
 			call, err := seccomp.GetSyscallFromName(name)
 			if err != nil {

@@ -4,8 +4,9 @@ package confine
 
 // SeccompOptions adjusts the default filter (see the cgo build).
 type SeccompOptions struct {
-	Deny  []string
-	Allow []string
+	Deny   []string
+	Allow  []string
+	Ptrace bool
 }
 
 // CompileSeccomp needs libseccomp through cgo; without it jail cannot build

@@ -59,7 +59,7 @@ func defaultDenyRules() []denyRule {
 		{Names: []string{"unshare", "setns"},
 			Why: "new namespaces give back a full capability set in a child user namespace, the entry point of most container-escape exploits"},
 		{Names: []string{"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp"},
-			Why: "reading or steering another process's memory and descriptors; inside the sandbox this would reach jail's own pid 1"},
+			Why: "reading or steering another process's memory and descriptors; `--allow-ptrace` (`[seccomp] allow_ptrace`) lifts ptrace and process_vm_* for tracers of the command's own processes, with jail's pid 1 kept out of reach (not dumpable)"},
 		{Names: []string{"open_by_handle_at", "name_to_handle_at"},
 			Why: "file handles open files by inode number, bypassing the mount view (the 2014 'shocker' container escape)"},
 		{Names: []string{"acct"},

@@ -141,3 +141,61 @@ func TestTTYNamed(t *testing.T) {
 		}
 	})
 }
+
+// TestTracingOptIn: with --allow-ptrace (or [seccomp] allow_ptrace), strace
+// and gdb trace the command's own processes and an LSan build reports its
+// leak; jail's pid 1 stays out of reach (neither attachable nor readable
+// through /proc/1/mem). Without it, tracing is refused.
+func TestTracingOptIn(t *testing.T) {
+	for _, tool := range []string{"strace", "gdb", "gcc"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("requires %s: not installed", tool)
+		}
+	}
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-trace-")
+		r.writeFile(t, filepath.Join(ws, "leak.c"), "#include <stdlib.h>\nint main(void){void *p = malloc(77); p = 0; return 0;}\n")
+		build := exec.Command("gcc", "-fsanitize=address", "-g", "-o", filepath.Join(ws, "leak"), filepath.Join(ws, "leak.c"))
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Skipf("requires gcc with AddressSanitizer: %v %s", err, out)
+		}
+		r.own(t, ws)
+		script := `
+strace -f -o /dev/null /bin/true && echo STRACE-OK
+gdb -batch -ex run --args /bin/true 2>&1 | grep -q 'exited normally' && echo GDB-OK
+./leak 2>&1 | grep -q 'detected memory leaks' && echo LSAN-OK
+strace -p 1 -o /dev/null 2>&1 | grep -q 'Operation not permitted' && echo PID1-REFUSED
+head -c1 /proc/1/mem >/dev/null 2>&1 || echo PID1-MEM-REFUSED
+exit 0`
+		for _, mode := range []string{"flag", "policy"} {
+			args := []string{"run", "--allow-ptrace", "--", "/bin/sh", "-c", script}
+			if mode == "policy" {
+				pol := filepath.Join(r.dir(t, "jail-it-trace-pol-"), "policy.toml")
+				r.writeFile(t, pol, "[seccomp]\nallow_ptrace = true\n")
+				args = []string{"run", "--policy", pol, "--", "/bin/sh", "-c", script}
+			}
+			res := r.jail(t, call{args: args, dir: ws})
+			mustExit(t, res, 0)
+			for _, want := range []string{"STRACE-OK", "GDB-OK", "LSAN-OK", "PID1-REFUSED", "PID1-MEM-REFUSED"} {
+				if !strings.Contains(res.stdout, want) {
+					t.Errorf("%s: missing %s:\n%s\n%s", mode, want, res.stdout, res.stderr)
+				}
+			}
+		}
+		// Without it, tracing is refused as before (EPERM), and jail says
+		// once, on its own stderr, how to allow it. A project policy
+		// cannot allow it.
+		r.writeFile(t, filepath.Join(ws, ".jail", "policy.toml"), "[seccomp]\nallow_ptrace = true\n")
+		res := r.jail(t, call{args: []string{"run", "--", "/bin/sh", "-c", "strace -o /dev/null /bin/true 2>&1; strace -o /dev/null /bin/true 2>&1; echo STRACE-$?"}, dir: ws})
+		mustExit(t, res, 0)
+		if strings.Contains(res.stdout, "STRACE-0") || !strings.Contains(res.stdout, "Operation not permitted") {
+			t.Errorf("strace without the opt-in:\n%s\n%s", res.stdout, res.stderr)
+		}
+		if n := strings.Count(res.stderr, "jail: ptrace refused"); n != 1 || !strings.Contains(res.stderr, "--allow-ptrace or [seccomp] allow_ptrace = true") {
+			t.Errorf("want one line naming the opt-in on stderr, got %d:\n%s", n, res.stderr)
+		}
+		if !strings.Contains(res.stderr, "seccomp.allow_ptrace") {
+			t.Errorf("the project policy's allow_ptrace was not reported as ignored:\n%s", res.stderr)
+		}
+	})
+}

@@ -21,7 +21,7 @@ func (p *Policy) Hash() string {
 	n := c.Network
 	n.Allow, n.Deny, n.AllowPrivate = sorted(n.Allow), sorted(n.Deny), sorted(n.AllowPrivate)
 	c.Network = n
-	c.Seccomp = Seccomp{Deny: sorted(c.Seccomp.Deny), Allow: sorted(c.Seccomp.Allow)}
+	c.Seccomp = Seccomp{Deny: sorted(c.Seccomp.Deny), Allow: sorted(c.Seccomp.Allow), AllowPtrace: c.Seccomp.AllowPtrace}
 	t := c.Tools
 	t.Allow, t.AlsoAllow, t.Deny = sorted(t.Allow), sorted(t.AlsoAllow), sorted(t.Deny)
 	c.Tools = t

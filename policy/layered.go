@@ -256,6 +256,11 @@ func (t *tightener) apply(base *Policy) {
 	if t.has("seccomp", "allow") {
 		o.Seccomp.Allow = t.narrow("seccomp.allow", p.Seccomp.Allow, base.Seccomp.Allow, "is not allowed by the user policy")
 	}
+	if t.has("seccomp", "allow_ptrace") && p.Seccomp.AllowPtrace && !base.Seccomp.AllowPtrace {
+		t.widen("seccomp.allow_ptrace", "a project file cannot allow tracing")
+	} else if t.has("seccomp", "allow_ptrace") {
+		o.Seccomp.AllowPtrace = p.Seccomp.AllowPtrace
+	}
 
 	// How definitions are shown is the operator's choice of the harness, not the project's.
 	if t.has("tools", "disclosure") && p.Tools.Disclosure != base.Tools.Disclosure {
@@ -429,7 +434,7 @@ func clonePolicy(p *Policy) *Policy {
 	s.EnvSet = maps.Clone(s.EnvSet)
 	n := &c.Network
 	n.Allow, n.Deny, n.AllowPrivate = slices.Clone(n.Allow), slices.Clone(n.Deny), slices.Clone(n.AllowPrivate)
-	c.Seccomp = Seccomp{Deny: slices.Clone(p.Seccomp.Deny), Allow: slices.Clone(p.Seccomp.Allow)}
+	c.Seccomp = Seccomp{Deny: slices.Clone(p.Seccomp.Deny), Allow: slices.Clone(p.Seccomp.Allow), AllowPtrace: p.Seccomp.AllowPtrace}
 	tl := &c.Tools
 	tl.Allow, tl.AlsoAllow, tl.Deny = slices.Clone(tl.Allow), slices.Clone(tl.AlsoAllow), slices.Clone(tl.Deny)
 	c.Roles = maps.Clone(p.Roles)

@@ -105,6 +105,12 @@ type Seccomp struct {
 	// Allow removes syscalls from the default deny list (e.g. "ptrace" for a debugger).
 	// Empty removes none.
 	Allow []string `toml:"allow" json:"allow"`
+	// AllowPtrace lets the command trace its own processes (strace, gdb, ASan/LSan):
+	// ptrace, process_vm_readv and process_vm_writev are allowed. jail's pid 1 stays out
+	// of reach (it is not dumpable) and nothing outside the sandbox can be named
+	// (docs/commands.md). False (the default) refuses them with EPERM; --allow-ptrace
+	// sets it for one run.
+	AllowPtrace bool `toml:"allow_ptrace" json:"allow_ptrace"`
 }
 
 // Tools is the global outer bound on tools, for every agent and role.

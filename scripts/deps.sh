@@ -2,11 +2,11 @@
 # Installs what building and testing jail needs on a fresh Debian or Ubuntu
 # machine: a C toolchain and libseccomp for the static cgo build, and the
 # programs the integration tests drive inside the sandbox (git, python3,
-# gcc, util-linux). Go itself must be 1.26 or newer; the go command fetches
+# gcc, util-linux, strace and gdb). Go itself must be 1.26 or newer; the go command fetches
 # that toolchain from the module proxy when an older one is installed.
 set -euo pipefail
 
-pkgs=(gcc libc6-dev libseccomp-dev pkg-config git python3 make util-linux passwd procps curl iproute2 netcat-openbsd ca-certificates nodejs)
+pkgs=(gcc libc6-dev libseccomp-dev pkg-config git python3 make util-linux passwd procps curl iproute2 netcat-openbsd ca-certificates nodejs strace gdb)
 # npm runs the MCP Inspector in integration/mcp_test.go. Debian packages it
 # apart from nodejs; NodeSource's nodejs bundles it and conflicts with
 # Debian's, so it is added only when missing.

@@ -45,6 +45,7 @@ type runOptions struct {
 	envValues                bool            // an --env NAME=VALUE: the run is never cached (no value goes to disk)
 	outputLimit              int
 	asRoot                   bool
+	allowPtrace              bool
 	outputLimitSet           bool
 	policyHash               func() string // the effective policy's SHA-256
 	started                  time.Time     // when jail run began, for a failure's duration_ms
@@ -72,6 +73,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 	fs.StringVar(&o.net, "net", "", "network: none (loopback only), proxy (HTTP and SOCKS5 proxies enforcing the policy's allowlist), transparent (proxy, plus DNS and TCP for any program to allowed hosts) or host (the host's network; printed as a warning); default from the policy, none")
 	allowFlag(fs, &o.allow)
 	fs.Var(&o.degraded, "allow-degraded", "run without `LAYER` (landlock, seccomp) when the kernel lacks it; printed on every run")
+	fs.BoolVar(&o.allowPtrace, "allow-ptrace", false, "let the command trace its own processes (strace, gdb, ASan/LSan); jail's pid 1 stays out of reach ([seccomp] allow_ptrace)")
 	fs.BoolVar(&o.asRoot, "as-root", false, "map the caller to uid 0 inside the sandbox (files keep their host owners)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: jail run [flags] -- CMD [ARG...]")
@@ -380,7 +382,7 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 	sort.Strings(extra)
 	// The policy's env_set and then --env come last, so they win.
 	o.env = append(append(offEnv, extra...), o.env...)
-	return layout, pass, confine.SeccompOptions{Deny: p.Seccomp.Deny, Allow: p.Seccomp.Allow}, nil
+	return layout, pass, confine.SeccompOptions{Deny: p.Seccomp.Deny, Allow: p.Seccomp.Allow, Ptrace: p.Seccomp.AllowPtrace || o.allowPtrace}, nil
 }
 
 // launch builds the Spec from the layout and options, runs it and reports.
