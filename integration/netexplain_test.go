@@ -7,10 +7,12 @@ package integration
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,8 +21,12 @@ import (
 // resolverPolicy is a policy that points jail's resolver at the test hosts' DNS server and
 // allows the web host's private address; its mode stays none, so --allow picks the mode.
 func resolverPolicy(h *testHosts, audit string) string {
-	return fmt.Sprintf("[network]\nresolver = %q\nallow_private = [%q]\n[audit]\npath = %q\n",
-		netip.AddrPortFrom(h.web, 53).String(), h.web.String()+"/32", audit)
+	return resolverSection(h) + fmt.Sprintf("[audit]\npath = %q\n", audit)
+}
+
+// resolverSection is resolverPolicy's [network] section alone.
+func resolverSection(h *testHosts) string {
+	return fmt.Sprintf("[network]\nresolver = %q\nallow_private = [%q]\n", netip.AddrPortFrom(h.web, 53).String(), h.web.String()+"/32")
 }
 
 // TestNetworkAllowFlag: --allow opens one test host for one run (the policy allows nothing and
@@ -337,4 +343,95 @@ except socket.gaierror as e:
 			t.Errorf("resolv.conf inside is not empty, or a run that looked nothing up printed a line:\nstdout %q\nstderr %q", res.stdout, res.stderr)
 		}
 	})
+}
+
+// TestNetworkAllowFlagNpm: real npm reaches its registry with one --allow and nothing in the
+// policy but the registry's address range: on this machine the registry's names resolve into
+// 203.0.113.0/24, a documentation range jail refuses unless allow_private names it.
+func TestNetworkAllowFlagNpm(t *testing.T) {
+	registry := npmRegistryHost(t)
+	name, port, _ := strings.Cut(registry, ":")
+	allow := name
+	if port != "443" && port != "80" {
+		allow = registry
+	}
+	private := registryPrivateRanges(t, name)
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-npm-")
+		cfg := r.dir(t, "jail-it-netcfg-")
+		file := filepath.Join(cfg, "policy.toml")
+		r.writeFile(t, file, netPolicy("none", "", filepath.Join(cfg, "audit.jsonl"), nil, private))
+		res := r.jail(t, call{dir: ws, limit: 2 * time.Minute, args: []string{"run", "--policy", file, "--allow", allow, "--",
+			"npm", "view", "--no-update-notifier", "is-number@7.0.0", "version"}})
+		mustExit(t, res, 0)
+		if strings.TrimSpace(res.stdout) != "7.0.0" {
+			t.Errorf("npm view through --allow %s: %q\nstderr: %s", allow, res.stdout, res.stderr)
+		}
+		if strings.Contains(res.stderr, "jail: network: refused") {
+			t.Errorf("a refusal with the registry allowed:\n%s", res.stderr)
+		}
+	})
+}
+
+// registryPrivateRanges returns the allow_private ranges a test needs for host: the /24 (IPv4)
+// or /64 (IPv6) around every non-public address it resolves to here (203.0.113.0/24 on the
+// development machine, whose answers may move within it), or skips when it does not resolve.
+func registryPrivateRanges(t *testing.T, host string) []string {
+	t.Helper()
+	addrs, err := net.DefaultResolver.LookupNetIP(t.Context(), "ip", host)
+	if err != nil {
+		t.Skipf("requires %s to resolve on this host: %v", host, err)
+	}
+	var ranges []string
+	for _, a := range addrs {
+		a = a.Unmap()
+		if publicAddr(a) {
+			continue
+		}
+		bits := 24
+		if a.Is6() {
+			bits = 64
+		}
+		p, _ := a.Prefix(bits)
+		if !slices.Contains(ranges, p.String()) {
+			ranges = append(ranges, p.String())
+		}
+	}
+	return ranges
+}
+
+// TestNetworkServe: jail serve takes --allow for its tools' sandboxes, names refused hosts on
+// its stderr (never on stdout, its protocol); without network its bash sandboxes' lookups fail
+// at once and the first is explained there.
+func TestNetworkServe(t *testing.T) {
+	h := newTestHosts(t)
+	forEach(t, func(t *testing.T, r runner) {
+		_, s := r.toolsIn(t, resolverSection(h), "--allow", webName)
+		res := s.call(1, "bash", `{"command": "curl -sS -m 10 http://web.test/served; curl -sS -m 10 -o /dev/null -w ' other=%{http_code}' http://other.test/"}`)
+		if res.Result == nil || !strings.Contains(res.Result.Content, "served-by="+h.web.String()+" path=/served") || !strings.Contains(res.Result.Content, "other=403") {
+			t.Fatalf("bash through --allow: %+v\nstderr: %s", res.Result, s.err.String())
+		}
+		waitFor(t, func() bool { return strings.Contains(s.err.String(), "jail: network: refused other.test:80: not in allow (add --allow other.test)") },
+			func() string { return "jail serve's stderr does not name the refused host:\n" + s.err.String() })
+
+		_, off := r.toolsIn(t, "")
+		start := time.Now()
+		res = off.call(1, "bash", `{"command": "getent hosts registry.example.org; echo rc=$?"}`)
+		if res.Result == nil || !strings.Contains(res.Result.Content, "rc=2") || time.Since(start) > 10*time.Second {
+			t.Fatalf("lookup without network: %+v after %s", res.Result, time.Since(start))
+		}
+		waitFor(t, func() bool { return strings.Contains(off.err.String(), "jail: network: registry.example.org: the network is off") },
+			func() string { return "jail serve's stderr does not explain the lookup:\n" + off.err.String() })
+	})
+}
+
+// waitFor polls cond for up to 10 seconds, then fails with msg().
+func waitFor(t *testing.T, cond func() bool, msg func() string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal(msg())
 }

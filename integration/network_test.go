@@ -673,20 +673,12 @@ func TestNetworkNpmInstall(t *testing.T) {
 		t.Skipf("requires the npm registry %s reachable from this host: GET is-number: %s", registry, resp.Status)
 	}
 	// jail refuses non-public addresses. Some machines reach the registry through a local
-	// mirror or an intercepting gateway whose address is private or reserved; the test then
-	// allows exactly those addresses, as an operator of such a machine would.
-	addrs, err := net.DefaultResolver.LookupNetIP(t.Context(), "ip", u.Hostname())
-	if err != nil {
-		t.Skipf("requires the registry host %s to resolve on this host: %v", u.Hostname(), err)
-	}
-	var private []string
-	for _, a := range addrs {
-		if !publicAddr(a) {
-			private = append(private, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()).String())
-		}
-	}
+	// mirror or an intercepting gateway whose address is private or reserved (this one
+	// resolves it into 203.0.113.0/24); the test then allows those ranges, as an operator of
+	// such a machine would.
+	private := registryPrivateRanges(t, u.Hostname())
 	if len(private) > 0 {
-		t.Logf("%s resolves to non-public %v on this machine; allow_private lists exactly those", u.Hostname(), private)
+		t.Logf("%s resolves to non-public addresses on this machine; allow_private lists %v", u.Hostname(), private)
 	}
 	forEach(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-npm-")
