@@ -411,7 +411,9 @@ func TestNetworkServe(t *testing.T) {
 		if res.Result == nil || !strings.Contains(res.Result.Content, "served-by="+h.web.String()+" path=/served") || !strings.Contains(res.Result.Content, "other=403") {
 			t.Fatalf("bash through --allow: %+v\nstderr: %s", res.Result, s.err.String())
 		}
-		waitFor(t, func() bool { return strings.Contains(s.err.String(), "jail: network: refused other.test:80: not in allow (add --allow other.test)") },
+		waitFor(t, func() bool {
+			return strings.Contains(s.err.String(), "jail: network: refused other.test:80: not in allow (add --allow other.test)")
+		},
 			func() string { return "jail serve's stderr does not name the refused host:\n" + s.err.String() })
 
 		_, off := r.toolsIn(t, "")
@@ -420,7 +422,9 @@ func TestNetworkServe(t *testing.T) {
 		if res.Result == nil || !strings.Contains(res.Result.Content, "rc=2") || time.Since(start) > 10*time.Second {
 			t.Fatalf("lookup without network: %+v after %s", res.Result, time.Since(start))
 		}
-		waitFor(t, func() bool { return strings.Contains(off.err.String(), "jail: network: registry.example.org: the network is off") },
+		waitFor(t, func() bool {
+			return strings.Contains(off.err.String(), "jail: network: registry.example.org: the network is off")
+		},
 			func() string { return "jail serve's stderr does not explain the lookup:\n" + off.err.String() })
 	})
 }
