@@ -398,29 +398,25 @@ static void dns_notice(struct child *c, const char *name) {
 	free((void *)t);
 }
 
-// dns_answer answers one query on the name server socket: NXDOMAIN for a
-// standard query with one question (the question echoed), NOTIMP for
-// other opcodes, FORMERR for what does not parse; responses are never
-// answered, so two such servers cannot loop. Only the header and the
-// question are read, within the datagram.
-static void dns_answer(struct child *c) {
-	uint8_t q[512], r[512];
-	struct sockaddr_storage from;
-	socklen_t fl = sizeof(from);
-	ssize_t n = recvfrom(c->dns, q, sizeof(q), MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
-	if (n < 12 || (q[2] & 0x80)) return;
+// jail_dns_reply (early_linux.h) answers one query: NXDOMAIN for a
+// standard query with one question (the question echoed), NOTIMP for other
+// opcodes, FORMERR for what does not parse; a datagram that is itself a
+// response gets nothing, so two such servers cannot loop. Only the header
+// and the question are read, within the datagram.
+size_t jail_dns_reply(const uint8_t *q, size_t n, uint8_t r[512], char name[256]) {
+	name[0] = 0;
+	if (n < 12 || n > 512 || (q[2] & 0x80)) return 0;
 	int opcode = (q[2] >> 3) & 0xf;
 	int ok = opcode == 0 && q[4] == 0 && q[5] == 1;
 	size_t off = 12, len = 0;
-	char name[256];
 	int plain = 1, dots = 0;
 	while (ok) {
-		if (off >= (size_t)n) { ok = 0; break; }
+		if (off >= n) { ok = 0; break; }
 		uint8_t l = q[off++];
 		if (l == 0) break;
 		// A compression pointer (0xc0) or an extended label type is not
 		// a question a stub resolver sends.
-		if (l > 63 || off + l > (size_t)n || len + l + 1 > 253) { ok = 0; break; }
+		if (l > 63 || off + l > n || len + l + 1 > 253) { ok = 0; break; }
 		if (len) { name[len++] = '.'; dots++; }
 		for (uint8_t i = 0; i < l; i++) {
 			char ch = (char)q[off + i];
@@ -430,7 +426,7 @@ static void dns_answer(struct child *c) {
 		}
 		off += l;
 	}
-	if (ok && off + 4 > (size_t)n) ok = 0;
+	if (ok && off + 4 > n) ok = 0;
 	size_t rl = ok ? off + 4 : 12;
 	memcpy(r, q, rl);
 	r[2] = 0x80 | 0x04 | (q[2] & 0x79); // QR, AA; the opcode and RD as asked
@@ -438,12 +434,26 @@ static void dns_answer(struct child *c) {
 	r[4] = 0;
 	r[5] = ok ? 1 : 0;
 	memset(r + 6, 0, 6); // no answer, authority or additional records
-	sendto(c->dns, r, rl, MSG_DONTWAIT, (struct sockaddr *)&from, fl);
-	if (!ok || !c->dns_notice || !plain || !dots) return;
-	int qtype = q[off] << 8 | q[off + 1];
-	if (qtype != 1 && qtype != 28) return; // A, AAAA: a program about to connect
-	name[len] = 0;
-	dns_notice(c, name);
+	int qtype = ok ? q[off] << 8 | q[off + 1] : 0;
+	// A, AAAA: a program about to connect. Only a name that is safe to
+	// print, and not a single label (the sandbox's own host name).
+	if (plain && dots && (qtype == 1 || qtype == 28)) name[len] = 0;
+	else name[0] = 0;
+	return rl;
+}
+
+// dns_answer answers one datagram on the name server socket and reports
+// the notice for the first name worth one.
+static void dns_answer(struct child *c) {
+	uint8_t q[512], r[512];
+	char name[256];
+	struct sockaddr_storage from;
+	socklen_t fl = sizeof(from);
+	ssize_t n = recvfrom(c->dns, q, sizeof(q), MSG_DONTWAIT | MSG_TRUNC, (struct sockaddr *)&from, &fl);
+	if (n <= 0 || (size_t)n > sizeof(q)) return; // nothing, or more than a stub resolver sends over UDP
+	size_t rl = jail_dns_reply(q, (size_t)n, r, name);
+	if (rl) sendto(c->dns, r, rl, MSG_DONTWAIT, (struct sockaddr *)&from, fl);
+	if (name[0] && c->dns_notice) dns_notice(c, name);
 }
 
 // op_sockets opens listening sockets in this (the sandbox's) network

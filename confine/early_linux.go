@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+	"unsafe"
 )
 
 // earlyFlags are the namespaces an early child has (JAIL_EARLY_FLAGS).
@@ -61,3 +62,19 @@ func zygoteFork(files []*os.File) (pid int, ok bool, err error) {
 // fastSignalName is the plan cache's name for sig in a JSON result, which
 // must be the Go path's (a test compares them).
 func fastSignalName(sig int) string { return C.GoString(C.jail_signal_name(C.int(sig))) }
+
+// dnsReply is pid 1's answer to the DNS query q (Spec.OffDNS), and the name it would report
+// ("" for none); nil when it would not answer. For tests.
+func dnsReply(q []byte) ([]byte, string) {
+	var r [512]byte
+	var name [256]C.char
+	var p *C.uint8_t
+	if len(q) > 0 {
+		p = (*C.uint8_t)(unsafe.Pointer(&q[0]))
+	}
+	n := C.jail_dns_reply(p, C.size_t(len(q)), (*C.uint8_t)(unsafe.Pointer(&r[0])), &name[0])
+	if n == 0 {
+		return nil, C.GoString(&name[0])
+	}
+	return r[:n:n], C.GoString(&name[0])
+}

@@ -6,6 +6,7 @@
 
 #include <sched.h>
 #include <stddef.h>
+#include <stdint.h>
 
 // The namespaces of an early child: every sandbox's (cloneFlags in
 // cmd_linux.go) and a network namespace. A test ties the two.
@@ -41,6 +42,11 @@ int jail_send_fds(int sock, const int *fds, int n);
 // supervisors (Go's Cmd.Notice and the plan cache's) print: printable
 // ASCII without quotes or backslashes.
 #define JAIL_HINT_PTRACE "jail: ptrace refused: this sandbox does not let its processes trace each other (strace, gdb, ASan/LSan builds); allow it for the command's own processes with --allow-ptrace or [seccomp] allow_ptrace = true (docs/commands.md)"
+
+// jail_dns_reply is the answer of a sandbox's name server without network
+// (Spec.OffDNS) to the query q of n bytes: written to r, its length
+// returned (0: no answer). name receives the name to report, or "".
+size_t jail_dns_reply(const uint8_t *q, size_t n, uint8_t r[512], char name[256]);
 
 // jail_signal_name is the name the Go path gives a signal in the JSON
 // result (unix.SignalName), "" for one it does not name.
