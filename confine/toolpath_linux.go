@@ -124,14 +124,16 @@ func (l *Layout) toolPaths(home string, ms []Mount) []Mount {
 		l.Facts.realpath(p, resolved)
 		return r, err == nil && resolved == r
 	}
+	seen := map[string]bool{}
 	for _, d := range l.Path {
 		if !filepath.IsAbs(d) {
 			continue // the working directory's: the workspace shows it
 		}
 		d = filepath.Clean(d)
-		if !pathWithin(d, home) || d == home || shown(d) {
+		if !pathWithin(d, home) || d == home || shown(d) || seen[d] {
 			continue
 		}
+		seen[d] = true
 		r, ok := follow(d)
 		if !ok {
 			continue
@@ -167,6 +169,13 @@ func (l *Layout) toolPaths(home string, ms []Mount) []Mount {
 		}
 		for _, e := range ents {
 			if e.Type()&os.ModeSymlink == 0 {
+				continue
+			}
+			// A link to a name in the same directory (rustup's proxies,
+			// python3 -> python3.12) leads nowhere new, and the
+			// directory's identity covers it: a link is replaced, never
+			// changed in place.
+			if t, err := os.Readlink(filepath.Join(r, e.Name())); err == nil && !strings.Contains(t, "/") {
 				continue
 			}
 			t, ok := follow(filepath.Join(r, e.Name()))
