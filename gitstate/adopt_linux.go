@@ -493,7 +493,8 @@ func validReflogLine(l string, hexLen int) bool {
 }
 
 // appendFile appends data to rel beneath dirfd (created 0644 with its
-// parents when missing), in one write, as git appends to reflogs.
+// parents when missing), in one write with O_APPEND, as git appends to
+// reflogs.
 func appendFile(dirfd int, rel string, data []byte) error {
 	dir, base := splitName(rel)
 	dfd, err := mkdirAll(dirfd, dir, 0o777)
@@ -514,10 +515,10 @@ func appendFile(dirfd int, rel string, data []byte) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return errNotRegular
 	}
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	return f.Sync()
+	// No fsync: git does not sync reflogs either (core.fsync's default),
+	// and a lost reflog line loses no commit.
+	_, err = f.Write(data)
+	return err
 }
 
 // messages are text files git keeps between commands: the last commit

@@ -213,24 +213,49 @@ func verifyIndexPath(p string, mode uint32) error {
 	if p == "" || p[0] == '/' || p[len(p)-1] == '/' {
 		return fmt.Errorf("path %s is not a relative file path", esc(p))
 	}
-	comps := strings.Split(p, "/")
-	for _, c := range comps {
-		if c == "" || c == "." || c == ".." || strings.ContainsRune(c, '\\') {
+	last := ""
+	for rest := p; ; {
+		c := rest
+		i := strings.IndexByte(rest, '/')
+		if i >= 0 {
+			c, rest = rest[:i], rest[i+1:]
+		}
+		if c == "" || c == "." || c == ".." || strings.IndexByte(c, '\\') >= 0 {
 			return fmt.Errorf("path %s has a %s component", esc(p), esc(c))
 		}
-		t := strings.TrimRight(c, ". ")
-		if strings.EqualFold(t, ".git") || strings.EqualFold(c, "git~1") || isHFSDotGit(c) {
+		// Only components that start like ".git" or "git~1", or hold
+		// non-ASCII bytes (HFS+ ignorables), can spell .git.
+		if (c[0] == '.' || c[0] == 'g' || c[0] == 'G' || hasHighByte(c)) && isDotGit(c) {
 			return fmt.Errorf("path %s has a .git component", esc(p))
+		}
+		last = c
+		if i < 0 {
+			break
 		}
 	}
 	if mode == modeSymlink {
-		last := strings.ToLower(strings.TrimRight(comps[len(comps)-1], ". "))
-		switch last {
+		switch strings.ToLower(strings.TrimRight(last, ". ")) {
 		case ".gitmodules", ".gitattributes", ".gitignore", ".mailmap":
 			return fmt.Errorf("path %s is a symlink git refuses", esc(p))
 		}
 	}
 	return nil
+}
+
+func hasHighByte(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return true
+		}
+	}
+	return false
+}
+
+// isDotGit: ".git" in any case, with the trailing dots and spaces Windows
+// drops, as the 8.3 short name "git~1", or with HFS+ ignorables inside.
+func isDotGit(c string) bool {
+	t := strings.TrimRight(c, ". ")
+	return strings.EqualFold(t, ".git") || strings.EqualFold(c, "git~1") || hasHighByte(c) && isHFSDotGit(c)
 }
 
 // isHFSDotGit: HFS+ ignores some zero-width code points in names, so

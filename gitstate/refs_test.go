@@ -1,6 +1,7 @@
 package gitstate
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -194,11 +195,14 @@ printf '/tmp/nonexistent\n' > .git/commondir`)
 // refs/jail/, the host's on its branch.
 func TestAdoptRacesLoseNoRef(t *testing.T) {
 	r := newRepo(t)
-	r.git("branch", "hostside")
+	r.git("checkout", "-q", "-b", "hostside")
 	base := r.take()
 	o1, o2 := r.overlay(), r.overlay()
-	o1.run(`echo 1 > one && git add one && git commit -q -m one`)
-	o2.run(`echo 2 > two && git add two && git commit -q -m two`)
+	// Both also make the same 300 branches (the same values: no conflict),
+	// which keeps the adoptions busy while the host commits.
+	many := `for i in $(seq 300); do echo "create refs/heads/b$i main"; done | git update-ref --stdin`
+	o1.run(many + "\n" + `git update-ref refs/heads/main $(echo one | git commit-tree -p main main^{tree})`)
+	o2.run(many + "\n" + `git update-ref refs/heads/main $(echo two | git commit-tree -p main main^{tree})`)
 	c1 := strings.TrimSpace(o1.run(`git rev-parse main`))
 	c2 := strings.TrimSpace(o2.run(`git rev-parse main`))
 	g1, u1 := openDirFD(t, r.gitdir()), openDirFD(t, o1.upper)
@@ -219,17 +223,12 @@ func TestAdoptRacesLoseNoRef(t *testing.T) {
 				return
 			default:
 			}
-			out, err := r.tryGit("commit-tree", "-p", "hostside", "-m", "host", "hostside^{tree}")
-			if err != nil {
-				hostErr = err
-				return
-			}
-			c := strings.TrimSpace(out)
-			// update-ref with the old value is git's own compare-and-swap;
-			// it fails while an adoption holds the lock, and is retried.
+			// The host's own git commit, on the checked-out branch. It
+			// fails loudly ("cannot lock ref") while an adoption holds a
+			// lock it needs; the user would run it again, so does this.
+			var err error
 			for try := 0; ; try++ {
-				old := r.rev("hostside")
-				if _, err = r.tryGit("update-ref", "refs/heads/hostside", c, old); err == nil {
+				if _, err = r.tryGit("commit", "-q", "--allow-empty", "-m", fmt.Sprint("host ", i)); err == nil {
 					break
 				}
 				if try == 100 {
@@ -237,6 +236,7 @@ func TestAdoptRacesLoseNoRef(t *testing.T) {
 					return
 				}
 			}
+			c := r.rev("HEAD")
 			hostCommits = append(hostCommits, c)
 		}
 	}()
@@ -260,6 +260,17 @@ func TestAdoptRacesLoseNoRef(t *testing.T) {
 	}
 	if len(hostCommits) > 0 && r.rev("hostside") != hostCommits[len(hostCommits)-1] {
 		t.Fatalf("hostside = %s, want the host's last commit", r.rev("hostside"))
+	}
+	for _, c := range hostCommits {
+		if _, err := r.tryGit("merge-base", "--is-ancestor", c, "hostside"); err != nil {
+			t.Fatalf("host commit %s lost from hostside", c)
+		}
+	}
+	if n := strings.Count(r.git("for-each-ref", "refs/heads/b*"), "\n"); n != 300 {
+		t.Fatalf("%d of the 300 branches", n)
+	}
+	if got := strings.TrimSpace(r.git("symbolic-ref", "HEAD")); got != "refs/heads/hostside" {
+		t.Fatalf("HEAD = %s", got)
 	}
 	r.fsck()
 }
