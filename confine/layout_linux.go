@@ -140,33 +140,45 @@ func ResolvePath(p, base, within string) (string, error) {
 
 func pathWithin(p, root string) bool { return within(p, root) }
 
+// CheckWorkspace resolves the workspace and refuses one that is not a
+// directory, contains a system directory or is the host's shared /tmp.
+// It runs before anything is made in the workspace (the git view), so a
+// refused workspace is left as it was.
+func (l *Layout) CheckWorkspace() (string, error) {
+	if !filepath.IsAbs(l.Workspace) {
+		return "", fmt.Errorf("workspace %q must be an absolute path", l.Workspace)
+	}
+	ws, err := ResolvePath(l.Workspace, "/", "")
+	if err != nil {
+		return "", fmt.Errorf("workspace: %w", err)
+	}
+	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("workspace %s is not a directory", ws)
+	}
+	for _, sys := range append([]string{"/"}, l.System...) {
+		if pathWithin(sys, ws) {
+			return "", fmt.Errorf("workspace %s contains the system directory %s: choose a project directory with -w", ws, sys)
+		}
+	}
+	for _, t := range SharedTmp() {
+		if pathWithin(t, ws) {
+			return "", fmt.Errorf("workspace %s is or contains %s, the host's shared temporary directory, where other programs keep their sockets (tmux, ssh-agent, X11): a sandbox that sees them can act outside; every sandbox has a private %s, so use a directory of its own as the workspace (-w \"$(mktemp -d)\")", ws, t, t)
+		}
+	}
+	return ws, nil
+}
+
 // Build turns the layout into mounts for a Spec, creating placeholders for
 // missing protected paths. The caller must call Release on the returned
 // Placeholders after the sandbox exited, even on error.
 func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 	ph := &Placeholders{}
-	if !filepath.IsAbs(l.Workspace) {
-		return nil, ph, fmt.Errorf("workspace %q must be an absolute path", l.Workspace)
-	}
-	ws, err := ResolvePath(l.Workspace, "/", "")
+	ws, err := l.CheckWorkspace()
 	if err != nil {
-		return nil, ph, fmt.Errorf("workspace: %w", err)
-	}
-	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
-		return nil, ph, fmt.Errorf("workspace %s is not a directory", ws)
+		return nil, ph, err
 	}
 	l.Facts.realpath(l.Workspace, ws)
 	l.Facts.fileType(ws, unix.S_IFDIR)
-	for _, sys := range append([]string{"/"}, l.System...) {
-		if pathWithin(sys, ws) {
-			return nil, ph, fmt.Errorf("workspace %s contains the system directory %s: choose a project directory with -w", ws, sys)
-		}
-	}
-	for _, t := range SharedTmp() {
-		if pathWithin(t, ws) {
-			return nil, ph, fmt.Errorf("workspace %s is or contains %s, the host's shared temporary directory, where other programs keep their sockets (tmux, ssh-agent, X11): a sandbox that sees them can act outside; every sandbox has a private %s, so use a directory of its own as the workspace (-w \"$(mktemp -d)\")", ws, t, t)
-		}
-	}
 
 	var ms []Mount
 	for _, d := range l.System {

@@ -62,8 +62,15 @@ func openStateDir(dir string) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("git state: %s: %w", base, err)
 	}
-	for _, name := range []string{"jail", "git"} {
-		next, err := privateSubdir(fd, name)
+	for i, name := range []string{"jail", "git"} {
+		// jail's own directory is shared with the plan cache and the
+		// audit log, which may have made it 0755: it must be the user's
+		// and writable by nobody else. The git directory is private.
+		check := privateSubdir
+		if i == 0 {
+			check = ownSubdir
+		}
+		next, err := check(fd, name)
 		unix.Close(fd)
 		if err != nil {
 			return -1, fmt.Errorf("git state: %s: %w", filepath.Join(base, "jail", name), err)
@@ -90,6 +97,44 @@ func privateSubdir(dirfd int, name string) (int, error) {
 		return -1, errors.New("not a private directory of this user (mode 0700); not used")
 	}
 	return fd, nil
+}
+
+// ownSubdir is privateSubdir for a directory others may read but not
+// write.
+func ownSubdir(dirfd int, name string) (int, error) {
+	if err := unix.Mkdirat(dirfd, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+		return -1, err
+	}
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || int(st.Uid) != os.Getuid() || st.Mode&0o022 != 0 {
+		unix.Close(fd)
+		return -1, errors.New("not a directory of this user that only this user may write; not used")
+	}
+	return fd, nil
+}
+
+// openFallbackStateDir is the state directory when the home has none
+// (HOME unset or missing, as on some CI runners): a private directory of
+// the user's in the temporary directory. Another user who made the name
+// first makes it fail, never shared.
+func openFallbackStateDir() (int, string, error) {
+	tmp, err := unix.Open(os.TempDir(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, "", err
+	}
+	defer unix.Close(tmp)
+	name := fmt.Sprintf("jail-%d", os.Getuid())
+	top, err := privateSubdir(tmp, name)
+	if err != nil {
+		return -1, "", fmt.Errorf("%s: %w", filepath.Join(os.TempDir(), name), err)
+	}
+	defer unix.Close(top)
+	fd, err := privateSubdir(top, "git")
+	return fd, filepath.Join(os.TempDir(), name, "git"), err
 }
 
 // workspaceKey names a workspace's directory in the state directory.

@@ -146,6 +146,14 @@ func (r *Run) prepare() error {
 		case errors.Is(err, unix.ENOENT) && r.opt.ReadOnly:
 			r.opt.Facts.Type(gitPath, 0)
 			return nil
+		case errors.Is(err, unix.ENOENT) && unix.Faccessat(r.ws, ".", unix.W_OK, unix.AT_EACCESS) != nil:
+			// A workspace the caller cannot write (a shared directory
+			// as an unprivileged user): the sandbox, with the caller's
+			// rights, cannot make .git there either. Not a fact the
+			// plan cache checks, so never cached.
+			r.opt.Facts.Type(gitPath, 0)
+			r.opt.Facts.Unsure()
+			return nil
 		case errors.Is(err, unix.ENOENT), err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && !r.opt.ReadOnly && isEmptyDir(r.ws, ".git"):
 			// No repository: an empty .git on the host, which git
 			// ignores, and a private git directory mounted in it.
@@ -199,6 +207,13 @@ func (r *Run) openRun() error {
 		return nil
 	}
 	sd, err := openStateDir(r.opt.StateDir)
+	if errors.Is(err, unix.ENOENT) || r.opt.StateDir == "" {
+		// No home to keep state in: the temporary directory.
+		var ferr error
+		if sd, _, ferr = openFallbackStateDir(); ferr == nil {
+			err = nil
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("%w (set XDG_STATE_HOME to a directory of yours)", err)
 	}

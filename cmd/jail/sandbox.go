@@ -108,7 +108,7 @@ func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []str
 		prog, err := compile()
 		filter <- compiled{prog, err}
 	}()
-	ws, err := confine.ResolvePath(layout.Workspace, "/", "")
+	ws, err := layout.CheckWorkspace()
 	if err == nil {
 		var writable []string
 		for _, p := range layout.ReadWrite {
