@@ -1,6 +1,7 @@
 package gitstate
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sort"
@@ -13,7 +14,12 @@ import (
 // [section.subsection] form (subsection lower-cased), keys on the header's
 // line, values with quotes, \n \t \b \\ \" escapes and backslash-newline
 // continuations, CRLF line ends, a UTF-8 byte order mark. What git refuses
-// it refuses (and a NUL byte, which git would cut a value at).
+// it refuses, and what git accepts it accepts, to the letter: a key before
+// any section, and NUL bytes, which git keeps in its buffers but then
+// reads as C strings, so a value ends at its first NUL and a NUL in a
+// quoted subsection cuts the whole key name there ("[core "hookspath\0"]
+// x = v" is core.hookspath = v to git, and here). A reader that refused
+// what git reads would miss what git then does.
 //
 // It does not follow includes: it lists them, so a caller can see where
 // git would read more.
@@ -59,7 +65,23 @@ func (e Entry) Key() string {
 	if e.HasSub {
 		return e.Section + "." + e.Subsection + "." + e.Name
 	}
+	if e.Section == "" {
+		return e.Name // a key before any section
+	}
 	return e.Section + "." + e.Name
+}
+
+// splitVar splits git's full key name at its first and last dots.
+func splitVar(v string) (sec, sub string, hasSub bool, name string) {
+	i, j := strings.IndexByte(v, '.'), strings.LastIndexByte(v, '.')
+	if i < 0 {
+		return "", "", false, v
+	}
+	sec, name = v[:i], v[j+1:]
+	if i != j {
+		sub, hasSub = v[i+1:j], true
+	}
+	return sec, sub, hasSub, name
 }
 
 // noValue stands for a value-less key in value lists; NUL never occurs in
@@ -134,12 +156,6 @@ func (p *cfgParser) errf(format string, a ...any) error {
 }
 
 func (p *cfgParser) parse(c *Config) error {
-	for i, b := range p.src {
-		if b == 0 {
-			p.line = 1 + strings.Count(string(p.src[:i]), "\n")
-			return p.errf("NUL byte")
-		}
-	}
 	if len(p.src) >= 3 && string(p.src[:3]) == "\xef\xbb\xbf" {
 		p.pos = 3
 	}
@@ -174,16 +190,27 @@ func (p *cfgParser) parse(c *Config) error {
 		if !isAlpha(ch) {
 			return p.errf("unexpected character %q", ch)
 		}
-		if cur < 0 {
-			return p.errf("key outside any section")
-		}
 		line := p.line
 		e, err := p.entry(ch)
 		if err != nil {
 			return err
 		}
-		h := &c.headers[cur]
-		e.Section, e.Subsection, e.HasSub, e.Line, e.header = h.Section, h.Subsection, h.HasSub, line, cur
+		// git builds "section[.subsection].key" in a buffer and hands it
+		// on as a C string: it ends at a NUL.
+		var h *header
+		v := e.Name
+		if cur >= 0 {
+			h = &c.headers[cur]
+			v = h.Section + "." + e.Name
+			if h.HasSub {
+				v = h.Section + "." + h.Subsection + "." + e.Name
+			}
+		}
+		if i := strings.IndexByte(v, 0); i >= 0 {
+			v = v[:i]
+		}
+		e.Section, e.Subsection, e.HasSub, e.Name = splitVar(v)
+		e.Line, e.header = line, cur
 		// The entry owns its whole line when only blanks precede it.
 		s := start
 		for s > 0 && (p.src[s-1] == ' ' || p.src[s-1] == '\t') {
@@ -193,7 +220,9 @@ func (p *cfgParser) parse(c *Config) error {
 			start = s
 		}
 		e.start, e.end = start, p.pos
-		h.last = e.end
+		if h != nil {
+			h.last = e.end
+		}
 		c.Entries = append(c.Entries, e)
 		switch {
 		case e.Section == "include" && !e.HasSub && e.Name == "path":
@@ -227,10 +256,9 @@ func (p *cfgParser) header(start int) (header, error) {
 	if len(name) == 0 {
 		return header{}, p.errf("empty section name")
 	}
+	// git refuses only an empty name: "[.a]" is section "", subsection
+	// "a" to it, and so here.
 	sec, sub, hasSub := strings.Cut(string(name), ".")
-	if sec == "" {
-		return header{}, p.errf("empty section name")
-	}
 	return header{Section: sec, Subsection: sub, HasSub: hasSub, start: start, end: p.pos}, nil
 }
 
@@ -267,14 +295,9 @@ func (p *cfgParser) extHeader(start int, name []byte, ch byte) (header, error) {
 	if p.next() != ']' {
 		return header{}, p.errf("section header: expected ] after the subsection")
 	}
-	if len(name) == 0 {
-		return header{}, p.errf("empty section name")
-	}
-	// [a.b "c"] is section a, subsection b.c to git.
+	// [a.b "c"] is section a, subsection b.c to git; [ "c"] is section
+	// "", subsection c (git's buffer is never empty here).
 	sec, pre, dotted := strings.Cut(string(name), ".")
-	if sec == "" {
-		return header{}, p.errf("empty section name")
-	}
 	s := string(sub)
 	if dotted {
 		s = pre + "." + s
@@ -321,6 +344,9 @@ func (p *cfgParser) value() (string, error) {
 		if ch == '\n' {
 			if quote {
 				return "", p.errf("unterminated quoted value")
+			}
+			if i := bytes.IndexByte(b, 0); i >= 0 {
+				b = b[:i] // git reads the value as a C string
 			}
 			return string(b), nil
 		}
@@ -421,6 +447,25 @@ func (k keyID) String() string {
 	return k.Section + "." + k.Name
 }
 
+// writable reports whether formatHeader and formatEntry can spell k:
+// names git parses back (a letter, then letters, digits and dashes), a
+// subsection without newline or NUL. Keys git read through a NUL cut or
+// before any section are not.
+func (k keyID) writable() bool {
+	name := func(s string, dots bool) bool {
+		if s == "" || !isAlpha(s[0]) && !dots {
+			return false
+		}
+		for i := 0; i < len(s); i++ {
+			if !isKeyChar(s[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return name(k.Section, true) && name(k.Name, false) && !strings.ContainsAny(k.Subsection, "\n\x00")
+}
+
 func (e Entry) id() keyID {
 	return keyID{Section: e.Section, Subsection: e.Subsection, HasSub: e.HasSub, Name: e.Name}
 }
@@ -474,6 +519,9 @@ func (c *Config) rewrite(settings []setting) []byte {
 		return &g.lines
 	}
 	for i, s := range settings {
+		if !s.Key.writable() {
+			continue // the caller's parse-back check reports it
+		}
 		var lines strings.Builder
 		for _, v := range s.Values {
 			lines.WriteString(formatEntry(s.Key.Name, v))
@@ -507,10 +555,7 @@ func (c *Config) rewrite(settings []setting) []byte {
 			}
 		}
 		if at >= 0 {
-			text := lines.String()
-			if at > 0 && c.src[at-1] != '\n' {
-				text = "\n" + text
-			}
+			text := endLine(c.src[:at]) + lines.String()
 			edits = append(edits, edit{at, at, text, i})
 			continue
 		}
@@ -533,14 +578,27 @@ func (c *Config) rewrite(settings []setting) []byte {
 		pos = e.end
 	}
 	out = append(out, c.src[pos:]...)
-	if len(tail) > 0 && len(out) > 0 && out[len(out)-1] != '\n' {
-		out = append(out, '\n')
+	if len(tail) > 0 {
+		out = append(out, endLine(out)...)
 	}
 	for _, g := range tail {
 		out = append(out, formatHeader(g.key)...)
 		out = append(out, g.lines.String()...)
 	}
 	return out
+}
+
+// endLine is what must follow b before a new line can start: nothing
+// after a newline, else a newline, and two after a backslash (which the
+// first would turn into a continuation of the last value).
+func endLine(b []byte) string {
+	switch {
+	case len(b) == 0 || b[len(b)-1] == '\n':
+		return ""
+	case b[len(b)-1] == '\\':
+		return "\n\n"
+	}
+	return "\n"
 }
 
 // lineEnd is the offset after the newline that ends the line containing

@@ -37,10 +37,10 @@ func FuzzParseConfig(f *testing.F) {
 			return
 		}
 		var set []setting
-		if len(c.Entries) > 0 {
+		if len(c.Entries) > 0 && c.Entries[0].id().writable() {
 			set = append(set, setting{Key: c.Entries[0].id(), Values: []string{value}})
 		}
-		if len(c.Entries) > 1 && c.Entries[1].id() != c.Entries[0].id() {
+		if len(c.Entries) > 1 && c.Entries[1].id() != c.Entries[0].id() && c.Entries[1].id().writable() {
 			set = append(set, setting{Key: c.Entries[1].id()})
 		}
 		// A subsection cannot hold a newline (nor can a parsed one).
