@@ -52,6 +52,7 @@
 #define FACT_TYPE 2
 #define FACT_LINK 3
 #define FACT_FILE 4
+#define FACT_DIR 5
 #define OP_EXEC 21
 #define MAX_PLACEHOLDERS 64
 #define MAX_LOCKS 64
@@ -422,6 +423,22 @@ static int check_facts(struct fast *f, struct cursor *c) {
 			}
 			identity(&st, have);
 			if (!present || memcmp(want, have, sizeof(want))) return miss(f, "a policy file changed", path);
+			break;
+		}
+		case FACT_DIR: {
+			// A directory the plan binds by path (the workspace, its
+			// persistent home): the same inode, not a symlink, the user's.
+			// Birth time too where the file system has one: tmpfs gives
+			// a freed inode number to the next directory made.
+			uint64_t dev = cur_u64(c), ino = cur_u64(c), birth = cur_u64(c);
+			uint32_t uid = cur_u32(c);
+			struct statx sx;
+			if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || (uint64_t)st.st_dev != dev || (uint64_t)st.st_ino != ino || st.st_uid != uid)
+				return miss(f, "a directory the plan binds changed", path);
+			uint64_t have = 0;
+			if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &sx) == 0 && (sx.stx_mask & STATX_BTIME))
+				have = (uint64_t)sx.stx_btime.tv_sec * 1000000000ull + sx.stx_btime.tv_nsec;
+			if (have != birth) return miss(f, "a directory the plan binds changed", path);
 			break;
 		}
 		default:

@@ -36,6 +36,7 @@ const (
 	factType     = 2 // lstat(path) has file type typ (0: does not exist)
 	factLink     = 3 // readlink(path) is value
 	factFile     = 4 // stat(path) is the file st, or fails with ENOENT or ENOTDIR when absent
+	factDir      = 5 // lstat(path) is a directory with this device, inode and owner
 )
 
 // Facts are what a plan depends on in the host's file system, in the order
@@ -52,7 +53,7 @@ type fact struct {
 	path, value string
 	typ         uint32
 	present     bool
-	st          [5]uint64 // dev, ino, size, mtime ns, ctime ns
+	st          [5]uint64 // dev, ino, size, mtime ns, ctime ns (factDir: dev, ino, uid, birth ns)
 }
 
 func (f *Facts) add(x fact) {
@@ -73,6 +74,19 @@ func (f *Facts) fileType(path string, mode uint32) {
 // Type records that the plan depends on the file type of path, from an
 // lstat (mode 0: absent), for a planner outside this package.
 func (f *Facts) Type(path string, mode uint32) { f.fileType(path, mode) }
+
+// dir records the identity of a directory the plan binds by path: a
+// workspace recreated under the same name, or a persistent home wiped by
+// jail clean, is a different inode and must be planned afresh (the home's
+// name is derived from the workspace's identity).
+func (f *Facts) dir(path string, st *unix.Stat_t) {
+	var birth uint64
+	var sx unix.Statx_t
+	if unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME, &sx) == nil && sx.Mask&unix.STATX_BTIME != 0 {
+		birth = uint64(sx.Btime.Sec)*1e9 + uint64(sx.Btime.Nsec)
+	}
+	f.add(fact{kind: factDir, path: path, st: [5]uint64{st.Dev, st.Ino, uint64(st.Uid), birth}})
+}
 
 func (f *Facts) link(path, target string) {
 	f.add(fact{kind: factLink, path: path, value: target})
@@ -126,12 +140,13 @@ func identity(st *unix.Stat_t) [5]uint64 {
 
 // cacheKeyEnv are the variables a plan is made from besides the files:
 // the workspace (PWD names the working directory as the shell sees it),
-// the home, the locations of the user's policy and of the cache, and
-// PATH, whose entries under the home decide which tool roots are bound.
+// the home, the locations of the user's policy, of the cache and of the
+// persistent sandbox homes, and PATH, whose entries under the home decide
+// which tool roots are bound.
 // The command's environment is built afresh on every run, from the
 // pass-list the entry keeps.
 func cacheKeyEnv() []string {
-	return []string{"PWD", "HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "PATH"}
+	return []string{"PWD", "HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "PATH"}
 }
 
 // CacheEntry is one run's plan and what it was made from.
@@ -275,6 +290,11 @@ func (c *Cmd) CachePlan(dir string, e *CacheEntry) error {
 			p.str(f.value)
 		case factType:
 			p.u32(f.typ)
+		case factDir:
+			p.u64(f.st[0])
+			p.u64(f.st[1])
+			p.u64(f.st[3])
+			p.u32(uint32(f.st[2]))
 		case factFile:
 			p.u32(boolU32(f.present))
 			if f.present {

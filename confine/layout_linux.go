@@ -21,8 +21,14 @@ import (
 type Layout struct {
 	// Workspace is the read-write project directory and the command's cwd.
 	Workspace string
-	// Home is the caller's home; it becomes an empty private tmpfs.
+	// Home is the caller's home; it becomes an empty private tmpfs, or
+	// HomeDir.
 	Home string
+	// HomeDir, when set, is a host directory of the user's (the
+	// workspace's persistent home) bound read-write at Home instead of the
+	// tmpfs, so caches and an agent's state last between runs. It must be
+	// a resolved path; the sandbox's init opens it refusing any symlink.
+	HomeDir string
 	// System directories are bound read-only and executable; a symlink
 	// among them (merged /usr: /bin -> usr/bin) is recreated as a symlink.
 	System []string
@@ -179,6 +185,14 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 	}
 	l.Facts.realpath(l.Workspace, ws)
 	l.Facts.fileType(ws, unix.S_IFDIR)
+	if l.HomeDir != "" {
+		// The persistent home is named after the workspace's inode.
+		var st unix.Stat_t
+		if err := unix.Lstat(ws, &st); err != nil {
+			return nil, ph, fmt.Errorf("workspace: %w", err)
+		}
+		l.Facts.dir(ws, &st)
+	}
 
 	var ms []Mount
 	for _, d := range l.System {
@@ -242,7 +256,7 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 	// A home inside a tree the user binds (--ro /home) is covered by an
 	// empty read-only directory there: a tmpfs cannot be made inside a
 	// bound host tree, and the home stays hidden.
-	boundWhole, boundParent := false, false
+	boundWhole, boundParent, homeBound := false, false, false
 	for _, p := range append(append([]string{}, l.ReadOnly...), l.ReadWrite...) {
 		boundWhole = boundWhole || filepath.Clean(p) == home
 		boundParent = boundParent || filepath.IsAbs(p) && filepath.Clean(p) != home && pathWithin(home, filepath.Clean(p))
@@ -254,7 +268,17 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 			kind = Hide
 		}
 		homeTmpfs = kind == Tmpfs
-		ms = append(ms, Mount{Kind: kind, Dest: home, Writable: kind == Tmpfs, Exec: kind == Tmpfs})
+		m := Mount{Kind: kind, Dest: home, Writable: kind == Tmpfs, Exec: kind == Tmpfs}
+		if kind == Tmpfs && l.HomeDir != "" {
+			homeBound = true
+			var st unix.Stat_t
+			if err := unix.Lstat(l.HomeDir, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Getuid() {
+				return nil, ph, fmt.Errorf("persistent home %s: not a directory of this user's (jail clean removes it)", l.HomeDir)
+			}
+			l.Facts.dir(l.HomeDir, &st)
+			m = Mount{Kind: Bind, Source: l.HomeDir, Dest: home, Writable: true, Exec: true}
+		}
+		ms = append(ms, m)
 	}
 	ms = append(ms, Mount{Kind: Bind, Source: ws, Dest: ws, Writable: !l.WorkspaceReadOnly, Exec: true})
 	for _, p := range l.ReadOnly {
@@ -322,7 +346,184 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 		return nil, ph, err
 	}
 	sortMounts(ms)
+	if homeBound {
+		if ms, err = homeMountpoints(l.HomeDir, home, ws, ms); err != nil {
+			return nil, ph, err
+		}
+	}
 	return ms, ph, nil
+}
+
+// homeMountpoints creates, in the persistent home on the host, the
+// mountpoints of the binds whose nearest enclosing bind is the home
+// (--ro ~/.cargo/bin, an agent's ~/.claude, the tool roots PATH needs):
+// the init creates nothing inside a bound host tree. Symlinks and files
+// jail would make in a private home (a PATH entry that is a symlink, the
+// sandbox-side git config) are made in the persistent home instead, and
+// left out of the mounts: a symlink when missing, a file when missing
+// (what the sandbox changed in it lasts, like the rest of the home). The
+// home is the sandbox's to write, so each component is opened beneath the
+// home's descriptor without following a symlink; something planted in the
+// way refuses the launch (jail clean removes it) rather than being
+// followed.
+func homeMountpoints(homeDir, home, ws string, ms []Mount) ([]Mount, error) {
+	var binds []string
+	for _, m := range ms {
+		if m.Kind == Bind {
+			binds = append(binds, m.Dest)
+		}
+	}
+	hfd, err := unix.Open(homeDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("persistent home %s: %w", homeDir, err)
+	}
+	defer unix.Close(hfd)
+	inWay := func(dest string, err error) error {
+		return fmt.Errorf("persistent home: %s: %w (jail clean -w %s starts the home afresh)", dest, err, ws)
+	}
+	out := ms[:0:0]
+	for _, m := range ms {
+		nested := false
+		for _, b := range binds {
+			nested = nested || b != home && b != m.Dest && pathWithin(b, home) && pathWithin(m.Dest, b)
+		}
+		if m.Dest == home || !pathWithin(m.Dest, home) || nested {
+			out = append(out, m)
+			continue
+		}
+		rel, _ := filepath.Rel(home, m.Dest)
+		switch m.Kind {
+		case Bind:
+			var st unix.Stat_t
+			if err := unix.Stat(m.Source, &st); err != nil {
+				return nil, fmt.Errorf("mount %s: %w", m.Dest, err)
+			}
+			if err := mkdirBeneath(hfd, rel, st.Mode&unix.S_IFMT == unix.S_IFDIR); err != nil {
+				return nil, inWay(m.Dest, err)
+			}
+		case Symlink, File:
+			if dir := filepath.Dir(rel); dir != "." {
+				if err := mkdirBeneath(hfd, dir, true); err != nil {
+					return nil, inWay(m.Dest, err)
+				}
+			}
+			if err := makeInHome(hfd, rel, m); err != nil {
+				return nil, inWay(m.Dest, err)
+			}
+			continue
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// makeInHome makes the symlink or file m at rel beneath the home's
+// descriptor unless it is there already (a symlink with the same target,
+// else the link is replaced; any regular file, which the sandbox may have
+// changed).
+func makeInHome(hfd int, rel string, m Mount) error {
+	dir, name := filepath.Split(rel)
+	pfd := hfd
+	if dir != "" {
+		fd, err := openIn(hfd, filepath.Clean(dir))
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		pfd = fd
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+		switch {
+		case m.Kind == Symlink && st.Mode&unix.S_IFMT == unix.S_IFLNK:
+			buf := make([]byte, 4096)
+			if n, err := unix.Readlinkat(pfd, name, buf); err == nil && string(buf[:n]) == m.Source {
+				return nil
+			}
+			// The host's link changed (a version manager switched
+			// versions): the link itself is replaced, never followed.
+			if err := unix.Unlinkat(pfd, name, 0); err != nil {
+				return err
+			}
+			return unix.Symlinkat(m.Source, pfd, name)
+		case m.Kind == File && st.Mode&unix.S_IFMT == unix.S_IFREG:
+			return nil
+		}
+		return fmt.Errorf("%s is in the way", fileKind(st.Mode))
+	}
+	if m.Kind == Symlink {
+		return unix.Symlinkat(m.Source, pfd, name)
+	}
+	fd, err := unix.Openat(pfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	_, werr := f.WriteString(m.Source)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	return werr
+}
+
+// mkdirBeneath makes rel beneath dirfd, a directory or (dir false) an
+// empty file as its last component, without following any symlink.
+func mkdirBeneath(dirfd int, rel string, dir bool) error {
+	parts := strings.Split(rel, "/")
+	for i := range parts {
+		prefix := strings.Join(parts[:i+1], "/")
+		last := i == len(parts)-1
+		fd, err := openIn(dirfd, prefix)
+		if err == nil {
+			var st unix.Stat_t
+			err = unix.Fstat(fd, &st)
+			unix.Close(fd)
+			if err != nil {
+				return err
+			}
+			if isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR; (!last || dir) && !isDir || last && !dir && st.Mode&unix.S_IFMT != unix.S_IFREG {
+				return fmt.Errorf("%s is in the way (%s)", prefix, fileKind(st.Mode))
+			}
+			continue
+		}
+		if !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("%s: %w", prefix, err)
+		}
+		pfd := dirfd
+		if i > 0 {
+			if pfd, err = openIn(dirfd, strings.Join(parts[:i], "/")); err != nil {
+				return err
+			}
+		}
+		if !last || dir {
+			err = unix.Mkdirat(pfd, parts[i], 0o755)
+		} else {
+			var f int
+			f, err = unix.Openat(pfd, parts[i], unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+			if err == nil {
+				unix.Close(f)
+			}
+		}
+		if pfd != dirfd {
+			unix.Close(pfd)
+		}
+		if err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("%s: %w", prefix, err)
+		}
+	}
+	return nil
+}
+
+func fileKind(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		return "a symlink"
+	case unix.S_IFDIR:
+		return "a directory"
+	case unix.S_IFREG:
+		return "a file"
+	}
+	return "not a file or directory"
 }
 
 // guard returns the mounts that keep each guarded path (a directory of

@@ -73,7 +73,19 @@ func setup() (func(*testing.M) int, error) {
 	}
 	return func(m *testing.M) int {
 		defer os.RemoveAll(dir)
-		return m.Run()
+		code := m.Run()
+		// The tests' workspaces are gone now; so go their persistent homes
+		// (docs/home.md), which would otherwise pile up in the real homes.
+		for _, r := range []runner{{name: "root"}, {name: "user", uid: suite.uid, gid: suite.gid}} {
+			if r.uid == 0 && !suite.root {
+				continue
+			}
+			cmd := exec.Command(bin, "clean", "--gone")
+			cmd.Dir = "/"
+			r.prepare(cmd)
+			cmd.Run()
+		}
+		return code
 	}, nil
 }
 

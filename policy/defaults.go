@@ -74,6 +74,9 @@ func (p *Policy) applyDefaults(env Env) {
 	if s.Tmp == 0 {
 		s.Tmp = DefaultTmp
 	}
+	if s.Home == "" {
+		s.Home = HomePersistent
+	}
 	l := &p.Limits
 	if l.Timeout == 0 {
 		l.Timeout = DefaultTimeout

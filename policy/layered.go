@@ -126,6 +126,8 @@ func projectFileExists(path string) bool {
 //   - approval.auto_approve_read_only/_write, docker.enabled: only false is taken.
 //   - guards.disable, network.resolver, audit.enabled = false, agents.*.role: ignored.
 //   - sandbox.workspace_ro: only true is taken.
+//   - sandbox.home: only "empty" is taken (a fresh home is stricter than a lasting one).
+//   - [profiles.*]: never taken from a project file.
 //   - access.level: expanded first, its keys then follow these rules; elevated is ignored, and a
 //     user policy's elevated level stays elevated.
 func Tighten(base *Policy, projectFile string, env Env) (*Policy, []Widening, error) {
@@ -188,6 +190,12 @@ func (t *tightener) apply(base *Policy) {
 	}
 	if t.has("sandbox", "env_set") {
 		t.widen("sandbox.env_set", "a project file cannot set variables in the sandbox")
+	}
+	if t.has("sandbox", "home") {
+		o.Sandbox.Home = t.stricter("sandbox.home", p.Sandbox.Home, base.Sandbox.Home, homeModes())
+	}
+	if t.has("profiles") {
+		t.widen("profiles", "a project file cannot define or change agent profiles (their paths and hosts widen the sandbox)")
 	}
 	if t.has("sandbox", "workspace_ro") {
 		if p.Sandbox.WorkspaceRO {
@@ -438,6 +446,7 @@ func clonePolicy(p *Policy) *Policy {
 	tl := &c.Tools
 	tl.Allow, tl.AlsoAllow, tl.Deny = slices.Clone(tl.Allow), slices.Clone(tl.AlsoAllow), slices.Clone(tl.Deny)
 	c.Roles = maps.Clone(p.Roles)
+	c.Profiles = maps.Clone(p.Profiles)
 	c.Agents = map[string]Agent{}
 	for k, a := range p.Agents {
 		a.Grants, a.Denies = slices.Clone(a.Grants), slices.Clone(a.Denies)

@@ -130,6 +130,7 @@ func parse(name string, data []byte, env Env) (*parsed, error) {
 		sort.SliceStable(v.errs, func(i, j int) bool { return v.errs[i].(*FieldError).Line < v.errs[j].(*FieldError).Line })
 		return nil, errors.Join(v.errs...)
 	}
+	f.recordOrigins()
 	return f, nil
 }
 
@@ -298,14 +299,14 @@ func (v *validator) check() {
 		}
 		s.Protected[i] = c
 	}
-	envName := regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\*?$`)
+	v.oneOf("sandbox.home", s.Home, homeModes())
 	for _, e := range s.Env {
-		if !envName.MatchString(e) {
+		if !envPattern(e) {
 			v.add("sandbox.env", "%q is not a variable name (accepted: NAME or a prefix like LC_*)", e)
 		}
 	}
 	for k := range s.EnvSet {
-		if !envName.MatchString(k) || strings.HasSuffix(k, "*") {
+		if !envPattern(k) || strings.HasSuffix(k, "*") {
 			v.add("sandbox.env_set."+k, "%q is not a variable name", k)
 		}
 	}
@@ -437,8 +438,14 @@ func (v *validator) check() {
 			}
 		}
 	}
+	v.validateProfiles(p)
 	p.Audit.Path = v.absPath("audit.path", p.Audit.Path)
 	v.oneOf("access.level", p.Access.Level, levelNames())
+}
+
+// envPattern accepts a variable name, or a prefix ending in * (LC_*).
+func envPattern(e string) bool {
+	return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\*?$`).MatchString(e)
 }
 
 func builtinRoleNames() []string {

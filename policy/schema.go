@@ -20,9 +20,21 @@ type Policy struct {
 	Docker   Docker              `toml:"docker" json:"docker"`
 	Audit    Audit               `toml:"audit" json:"audit"`
 	Access   Access              `toml:"access" json:"access"`
+	// Profiles override built-in agent profiles or define new ones (docs/agents.md).
+	Profiles map[string]Profile `toml:"profiles" json:"profiles"`
 
 	// Sources lists the files this policy came from, in load order; empty for the default.
 	Sources []string `toml:"-" json:"-"`
+
+	// origins says where each sandbox.ro and sandbox.rw entry was written (key, then the
+	// expanded path), so a path that does not exist is reported at its line ([Policy.MissingPaths]).
+	origins map[string]origin
+}
+
+// origin is a file and line a value was written on.
+type origin struct {
+	file string
+	line int
 }
 
 // Sandbox says what the confined process sees.
@@ -48,6 +60,10 @@ type Sandbox struct {
 	EnvSet map[string]string `toml:"env_set" json:"env_set"`
 	// Tmp is the size of the private /tmp (tmpfs), e.g. "512M". Zero means 256M.
 	Tmp Bytes `toml:"tmp" json:"tmp"`
+	// Home is "persistent": $HOME inside is a directory of this workspace's own that lasts
+	// between runs (caches, an agent's state; docs/home.md), or "empty": a fresh empty tmpfs
+	// every run. Empty means persistent.
+	Home string `toml:"home" json:"home"`
 	// WorkspaceRO mounts the workspace read-only for every run and tool call, and removes the
 	// tools that need fs.write, so nothing (bash included) can change it. Absent means false.
 	WorkspaceRO bool `toml:"workspace_ro" json:"workspace_ro"`

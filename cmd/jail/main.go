@@ -20,6 +20,7 @@ usage:
   jail tool NAME '{json}'|-          one tool call in a confined worker, result as JSON
   jail serve [flags]                 JSON-lines tool server on stdin/stdout
   jail mcp [flags]                   Model Context Protocol server on stdin/stdout
+  jail clean [-w DIR|--all|--gone] [--dry-run]  remove persistent sandbox homes
   jail check                         which layers this kernel and user give, and why not
   jail policy check FILE             validate a policy file
   jail policy explain [flags]        which tools an agent or role gets, and why
@@ -59,6 +60,8 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		return runMain(args[1:], stdin, stdout, stderr)
 	case "check":
 		return checkMain(args[1:], stdout, stderr)
+	case "clean":
+		return cleanMain(args[1:], stdout, stderr)
 	case "policy":
 		return policyMain(args[1:], stdout, stderr)
 	case "version", "--version":

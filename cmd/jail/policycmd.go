@@ -78,6 +78,13 @@ func policyCheck(args []string, stdout, stderr io.Writer) int {
 			code = 2
 			continue
 		}
+		if errs := p.MissingPaths(); len(errs) > 0 {
+			for _, e := range errs {
+				fmt.Fprintln(stderr, e)
+			}
+			code = 2
+			continue
+		}
 		fmt.Fprintf(stdout, "%s: ok (sha256 %s)\n", file, p.Hash())
 	}
 	return code

@@ -34,6 +34,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 // runOptions is what `jail run` was asked to do.
 type runOptions struct {
 	workdir, policyFile, net string
+	profile                  string
 	ro, rw, hide, env        listFlag
 	allow                    listFlag
 	degraded                 listFlag
@@ -74,6 +75,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 	allowFlag(fs, &o.allow)
 	fs.Var(&o.degraded, "allow-degraded", "run without `LAYER` (landlock, seccomp) when the kernel lacks it; printed on every run")
 	fs.BoolVar(&o.allowPtrace, "allow-ptrace", false, "let the command trace its own processes (strace, gdb, ASan/LSan); jail's pid 1 stays out of reach ([seccomp] allow_ptrace)")
+	fs.StringVar(&o.profile, "profile", "", "agent profile `NAME` (claude, codex, gemini, aider, opencode, a [profiles.NAME] of the policy, or none); default: chosen by the command's base name (docs/agents.md)")
 	fs.BoolVar(&o.asRoot, "as-root", false, "map the caller to uid 0 inside the sandbox (files keep their host owners)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: jail run [flags] -- CMD [ARG...]")
@@ -252,6 +254,14 @@ func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	for _, w := range widenings {
 		fmt.Fprintln(stderr, "jail: warning:", w)
 	}
+	if errs := p.MissingPaths(); len(errs) > 0 {
+		for _, e := range errs {
+			fmt.Fprintln(stderr, e)
+		}
+		fmt.Fprintln(stderr, "jail run: refusing to run: the policy binds paths that do not exist")
+		return 2
+	}
+	netGiven := o.net != ""
 	layout, pass, sc, err := applyPolicy(o, p, penv)
 	if err != nil {
 		fmt.Fprintln(stderr, "jail run:", err)
@@ -270,6 +280,10 @@ func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	cache := newPlanCache(args, o, p, penv, pfacts, len(widenings) > 0)
 	if cache != nil {
 		layout.Facts = cache.entry.Facts
+	}
+	if err := wireHome(o, p, penv, layout, &pass, netGiven); err != nil {
+		fmt.Fprintln(stderr, "jail run:", err)
+		return 2
 	}
 	if o.json {
 		// The result names the policy that produced it. Hashing costs a

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/jail-sandbox/jail/agent"
+	"github.com/jail-sandbox/jail/confine"
+	"github.com/jail-sandbox/jail/home"
+	"github.com/jail-sandbox/jail/policy"
+)
+
+// homesRoot is where this caller's persistent sandbox homes live.
+func homesRoot(penv policy.Env) string {
+	return home.Root(penv.Home, os.Getenv("XDG_DATA_HOME"))
+}
+
+// isWithin reports whether p is root or beneath it.
+func isWithin(p, root string) bool {
+	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
+}
+
+// wireHome gives the run its persistent home (docs/home.md) and its agent
+// profile (docs/agents.md): the profile named by --profile, else the one
+// the command's base name chooses. netGiven says --net was given, which
+// a profile does not override.
+func wireHome(o *runOptions, p *policy.Policy, penv policy.Env, layout *confine.Layout, pass *[]string, netGiven bool) error {
+	root := homesRoot(penv)
+	var h *home.Home
+	if st, err := os.Stat(penv.Home); err == nil && st.IsDir() && root != "" && p.Sandbox.Home == policy.HomePersistent {
+		ws, err := confine.ResolvePath(layout.Workspace, "/", "")
+		if err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
+		if !isWithin(filepath.Clean(penv.Home), ws) {
+			if h, err = home.Open(root, ws); err != nil {
+				return fmt.Errorf("%w (or set [sandbox] home = \"empty\")", err)
+			}
+			layout.HomeDir = h.Path
+		}
+	}
+	// Other workspaces' homes stay out of reach of a sandbox whose binds
+	// would show them (a workspace that contains the home).
+	if _, err := os.Lstat(root); err == nil {
+		for _, b := range append([]string{layout.Workspace}, append(layout.ReadWrite, layout.ReadOnly...)...) {
+			if isWithin(root, b) {
+				layout.Hidden = append(layout.Hidden, root)
+				break
+			}
+		}
+	}
+	name := o.profile
+	if name == "" {
+		name = p.ProfileFor(o.argv[0])
+	}
+	if name == "" || name == "none" {
+		return nil
+	}
+	prof, ok := p.Profile(name)
+	if !ok {
+		return fmt.Errorf("--profile %q: no such profile (known: %s, or none; [profiles.NAME] defines one)", name, strings.Join(p.ProfileNames(), ", "))
+	}
+	setup, err := agent.Apply(layout, name, prof, penv.Home, root, h)
+	if err != nil {
+		return err
+	}
+	*pass = append(*pass, setup.Env...)
+	p.Network.Allow = append(p.Network.Allow, setup.Allow...)
+	if !netGiven && o.net == policy.NetNone {
+		o.net = policy.NetProxy
+	}
+	// A profile's run prepares the agent's files on the host first; it
+	// is planned every time.
+	layout.Facts.Unsure()
+	return nil
+}

@@ -1,0 +1,237 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Home modes of [Sandbox.Home].
+const (
+	HomePersistent = "persistent" // a directory of the workspace's own, kept between runs
+	HomeEmpty      = "empty"      // a fresh empty tmpfs every run
+)
+
+func homeModes() []string { return []string{HomeEmpty, HomePersistent} } // strictest first
+
+// Profile is an agent profile: what an agent CLI needs besides the workspace, under
+// [profiles.NAME]. A built-in profile (claude, codex, gemini, aider, opencode) is overridden key
+// by key: a key the table sets replaces the built-in's value, the others stay. docs/agents.md
+// describes each built-in and why its paths are split between rw and ro.
+type Profile struct {
+	// Commands are the command base names that choose the profile when --profile is not given.
+	// Empty keeps the built-in's; a new profile without commands is chosen by --profile only.
+	Commands []string `toml:"commands" json:"commands"`
+	// RW lists paths under ~ bound read-write from the host (the agent's login and session
+	// state), created private (0700) when missing. Empty keeps the built-in's.
+	RW []string `toml:"rw" json:"rw"`
+	// RO lists paths under ~ bound read-only from the host when they exist (the agent's
+	// settings, hooks, instructions: what would run code or steer the agent outside jail later
+	// if a sandbox could change it). A directory listed here that is missing is created empty
+	// on the host, so a sandbox cannot create it inside a read-write directory. Empty keeps the
+	// built-in's.
+	RO []string `toml:"ro" json:"ro"`
+	// Seed lists files under ~ copied from the host into the workspace's persistent home when
+	// the home has none (the agent rewrites them by renaming a temporary file over them, and
+	// they may steer the agent on the host: the sandbox gets its own copy). Empty keeps the
+	// built-in's.
+	Seed []string `toml:"seed" json:"seed"`
+	// Allow lists the hosts the profile opens through the egress proxy (network.allow syntax).
+	// Empty keeps the built-in's.
+	Allow []string `toml:"allow" json:"allow"`
+	// Env lists variables passed from the caller (pass-list syntax: NAME or PREFIX*).
+	// Empty keeps the built-in's.
+	Env []string `toml:"env" json:"env"`
+	// Disabled turns the profile off: no command chooses it and --profile refuses it.
+	// Absent means false.
+	Disabled bool `toml:"disabled" json:"disabled"`
+}
+
+// BuiltinProfiles are the profiles jail knows without a policy. The split of each agent's
+// files between RW, RO and Seed is explained in docs/agents.md.
+func BuiltinProfiles() map[string]Profile {
+	return map[string]Profile{
+		"claude": {
+			Commands: []string{"claude"},
+			RW:       []string{"~/.claude"},
+			RO: []string{"~/.claude/settings.json", "~/.claude/hooks", "~/.claude/commands", "~/.claude/agents",
+				"~/.claude/skills", "~/.claude/plugins", "~/.claude/output-styles", "~/.claude/CLAUDE.md"},
+			Seed:  []string{"~/.claude.json"},
+			Allow: []string{"api.anthropic.com:443", "console.anthropic.com:443", "claude.ai:443", "platform.claude.com:443"},
+			Env:   []string{"ANTHROPIC_*", "CLAUDE_CODE_*", "DISABLE_*", "MAX_THINKING_TOKENS"},
+		},
+		"codex": {
+			Commands: []string{"codex"},
+			RW:       []string{"~/.codex"},
+			RO:       []string{"~/.codex/config.toml", "~/.codex/AGENTS.md", "~/.codex/prompts", "~/.codex/rules", "~/.codex/skills"},
+			Allow:    []string{"api.openai.com:443", "auth.openai.com:443", "chatgpt.com:443"},
+			Env:      []string{"OPENAI_*", "CODEX_API_KEY", "RUST_LOG"},
+		},
+		"gemini": {
+			Commands: []string{"gemini"},
+			RW:       []string{"~/.gemini"},
+			RO:       []string{"~/.gemini/settings.json", "~/.gemini/GEMINI.md", "~/.gemini/commands", "~/.gemini/extensions"},
+			Allow: []string{"generativelanguage.googleapis.com:443", "cloudcode-pa.googleapis.com:443", "oauth2.googleapis.com:443",
+				"accounts.google.com:443", "www.googleapis.com:443"},
+			Env: []string{"GEMINI_*", "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_GENAI_USE_VERTEXAI"},
+		},
+		"aider": {
+			Commands: []string{"aider"},
+			RW:       []string{"~/.aider"},
+			RO:       []string{"~/.aider.conf.yml", "~/.aider.model.settings.yml", "~/.aider.model.metadata.json", "~/.env"},
+			Allow:    []string{"api.openai.com:443", "api.anthropic.com:443", "openrouter.ai:443"},
+			Env:      []string{"AIDER_*", "OPENAI_*", "ANTHROPIC_*", "OPENROUTER_API_KEY"},
+		},
+		"opencode": {
+			Commands: []string{"opencode"},
+			RW:       []string{"~/.local/share/opencode", "~/.local/state/opencode", "~/.cache/opencode"},
+			RO:       []string{"~/.config/opencode"},
+			Allow:    []string{"api.anthropic.com:443", "api.openai.com:443", "opencode.ai:443", "models.dev:443", "openrouter.ai:443"},
+			Env:      []string{"OPENCODE_*", "ANTHROPIC_*", "OPENAI_*", "OPENROUTER_API_KEY"},
+		},
+	}
+}
+
+// Profile returns the effective profile name: the built-in with the policy's overrides, or a
+// profile the policy defines. ok is false for an unknown or disabled name.
+func (p *Policy) Profile(name string) (prof Profile, ok bool) {
+	b, builtin := BuiltinProfiles()[name]
+	o, set := p.Profiles[name]
+	if !builtin && !set {
+		return Profile{}, false
+	}
+	if set {
+		for _, f := range []struct{ dst, src *[]string }{
+			{&b.Commands, &o.Commands}, {&b.RW, &o.RW}, {&b.RO, &o.RO}, {&b.Seed, &o.Seed}, {&b.Allow, &o.Allow}, {&b.Env, &o.Env},
+		} {
+			if len(*f.src) > 0 {
+				*f.dst = slices.Clone(*f.src)
+			}
+		}
+		b.Disabled = o.Disabled
+	}
+	if b.Disabled {
+		return Profile{}, false
+	}
+	return b, true
+}
+
+// ProfileFor returns the profile a command chooses by its base name ("" for none).
+func (p *Policy) ProfileFor(command string) string {
+	base := filepath.Base(command)
+	names := slices.Sorted(maps.Keys(BuiltinProfiles()))
+	for n := range p.Profiles {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	for _, n := range names {
+		if prof, ok := p.Profile(n); ok && slices.Contains(prof.Commands, base) {
+			return n
+		}
+	}
+	return ""
+}
+
+// ProfileNames lists every profile that can be chosen.
+func (p *Policy) ProfileNames() []string {
+	var out []string
+	for _, n := range slices.Sorted(maps.Keys(BuiltinProfiles())) {
+		if _, ok := p.Profile(n); ok {
+			out = append(out, n)
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(p.Profiles)) {
+		if _, builtin := BuiltinProfiles()[n]; !builtin {
+			if _, ok := p.Profile(n); ok {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// validateProfiles checks [profiles.*] and expands their paths. Profile paths must lie under
+// ~: a profile shows an agent its own files in the home, nothing else of the host.
+func (v *validator) validateProfiles(p *Policy) {
+	for _, name := range slices.Sorted(maps.Keys(p.Profiles)) {
+		prof := p.Profiles[name]
+		key := "profiles." + name
+		for _, l := range []struct {
+			key  string
+			list []string
+		}{{"rw", prof.RW}, {"ro", prof.RO}, {"seed", prof.Seed}} {
+			for i, x := range l.list {
+				if !strings.HasPrefix(x, "~/") || strings.ContainsAny(x, "*?[") || slices.Contains(strings.Split(x, "/"), "..") {
+					v.add(key+"."+l.key, "%q must be a path under ~/ without globs or .. (a profile shows an agent its own files in the home)", x)
+					continue
+				}
+				l.list[i] = filepath.Clean(x)
+			}
+		}
+		for _, h := range prof.Allow {
+			if err := checkAllowHost(h); err != nil {
+				v.add(key+".allow", "%v", err)
+			}
+		}
+		for _, c := range prof.Commands {
+			if c == "" || strings.Contains(c, "/") {
+				v.add(key+".commands", "%q is not a command base name (accepted: \"claude\")", c)
+			}
+		}
+		for _, e := range prof.Env {
+			if !envPattern(e) {
+				v.add(key+".env", "%q is not a variable name (accepted: NAME or a prefix like LC_*)", e)
+			}
+		}
+	}
+}
+
+// ExpandProfilePath turns a profile's "~/x" into a path under home.
+func ExpandProfilePath(p, home string) string {
+	return filepath.Join(home, strings.TrimPrefix(p, "~/"))
+}
+
+// recordOrigins remembers where the file wrote each sandbox.ro and sandbox.rw entry.
+func (f *parsed) recordOrigins() {
+	p := f.policy
+	if p.origins == nil {
+		p.origins = map[string]origin{}
+	}
+	for _, l := range []struct {
+		key  string
+		list []string
+	}{{"sandbox.ro", p.Sandbox.RO}, {"sandbox.rw", p.Sandbox.RW}} {
+		for _, x := range l.list {
+			p.origins[l.key+"\x00"+x] = origin{f.name, f.line(l.key)}
+		}
+	}
+}
+
+// MissingPaths reports each sandbox.ro and sandbox.rw path written in a policy file that does
+// not exist, at the file, line and key it was written on, with the fix. A bind needs something
+// to bind; jail will not create a path a policy names. Globs (which match what exists) and the
+// default system directories (some systems lack /lib32 or /nix/store) are not reported.
+func (p *Policy) MissingPaths() []error {
+	var errs []error
+	for _, l := range []struct {
+		key  string
+		list []string
+	}{{"sandbox.ro", p.Sandbox.RO}, {"sandbox.rw", p.Sandbox.RW}} {
+		for _, x := range l.list {
+			o, ok := p.origins[l.key+"\x00"+x]
+			if !ok || hasGlob(x) || slices.Contains(DefaultRO(), x) {
+				continue
+			}
+			if _, err := os.Stat(x); errors.Is(err, os.ErrNotExist) {
+				fix := fmt.Sprintf("create it (mkdir -p %s, or the file) or remove it from %s", x, l.key)
+				errs = append(errs, &FieldError{File: o.file, Line: o.line, Key: l.key, Msg: fmt.Sprintf("%s does not exist: %s", x, fix)})
+			}
+		}
+	}
+	return errs
+}
