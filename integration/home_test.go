@@ -8,6 +8,7 @@ package integration
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
@@ -145,6 +146,12 @@ func TestPersistentHomeGoCaches(t *testing.T) {
 		r.cleanAfter(t, ws)
 		r.writeFile(t, filepath.Join(ws, "go.mod"), "module example.com/m\n\ngo 1.22\n")
 		r.writeFile(t, filepath.Join(ws, "main.go"), "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"built\") }\n")
+		// A project in a git repository, as most are (go build stamps the VCS state).
+		gitInit := exec.Command("git", "init", "-q", ws)
+		r.prepare(gitInit)
+		if out, err := gitInit.CombinedOutput(); err != nil {
+			t.Fatalf("git init: %v: %s", err, out)
+		}
 		build := func() result {
 			return r.jail(t, call{dir: ws, limit: 5 * time.Minute, args: []string{"run", "--", goBin, "build", "-x", "-o", "/tmp/m", "."}})
 		}
