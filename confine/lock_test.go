@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jail-sandbox/jail/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -35,12 +36,13 @@ func TestMountsLocked(t *testing.T) {
 	}()
 	// The command is pid 1's only child.
 	var cmdPid int
-	for deadline := time.Now().Add(5 * time.Second); cmdPid == 0 && time.Now().Before(deadline); {
+	testutil.Eventually(5*time.Second, func() bool {
 		b, _ := os.ReadFile("/proc/" + strconv.Itoa(c.pid1) + "/task/" + strconv.Itoa(c.pid1) + "/children")
 		if f := strings.Fields(string(b)); len(f) > 0 {
 			cmdPid, _ = strconv.Atoi(f[0])
 		}
-	}
+		return cmdPid != 0
+	})
 	if cmdPid == 0 {
 		t.Fatal("no command process under pid 1")
 	}

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jail-sandbox/jail/internal/testutil"
 )
 
 // resolverPolicy is a policy that points jail's resolver at the test hosts' DNS server and
@@ -432,10 +434,7 @@ func TestNetworkServe(t *testing.T) {
 // waitFor polls cond for up to 10 seconds, then fails with msg().
 func waitFor(t *testing.T, cond func() bool, msg func() string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return
-		}
+	if !testutil.Eventually(10*time.Second, cond) {
+		t.Fatal(msg())
 	}
-	t.Fatal(msg())
 }

@@ -65,15 +65,12 @@ func openPTY(t *testing.T, uid, gid int) (*pty, *os.File) {
 // expect waits until the terminal has shown want.
 func (p *pty) expect(t *testing.T, want string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	if testutil.Eventually(20*time.Second, func() bool {
 		p.mu.Lock()
-		got := p.out.String()
-		p.mu.Unlock()
-		if strings.Contains(got, want) {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+		defer p.mu.Unlock()
+		return strings.Contains(p.out.String(), want)
+	}) {
+		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -219,10 +216,7 @@ func TestForwardedSignal(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for len(testutil.Processes("sleep\x00"+marker)) == 0 && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
+		testutil.Eventually(10*time.Second, func() bool { return len(testutil.Processes("sleep\x00"+marker)) > 0 })
 		cmd.Process.Signal(syscall.SIGTERM)
 		if code := waitExit(t, cmd); code != 143 {
 			t.Fatalf("exit %d, want 143; output %q", code, out.String())
