@@ -18,7 +18,7 @@ import (
 // its commands at the start (after a "$ " prompt), after a pipe, or after
 // another program's "--" (claude mcp add jail -- jail mcp ...). A line
 // such as "jail run: ..." is jail's output, not a command.
-var jailCommand = regexp.MustCompile(`(?:^(?:\$ )?|\| |-- )(jail (?:run|check|policy|tool|serve|mcp|version)(?: .*)?)$`)
+var jailCommand = regexp.MustCompile(`(?:^(?:\$ )?|\| |-- )(jail (?:run|check|clean|policy|tool|serve|mcp|version)(?: .*)?)$`)
 
 // readmeExamples returns the jail commands of README.md's code blocks, as
 // printed (a trailing "# comment" cut), with whatever feeds them through a
