@@ -3,6 +3,8 @@
 package confine
 
 import (
+	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -37,5 +39,44 @@ func TestFastSignalNames(t *testing.T) {
 		if got, want := fastSignalName(sig), unix.SignalName(syscall.Signal(sig)); got != want {
 			t.Errorf("signal %d: plan cache names it %q, the Go path %q", sig, got, want)
 		}
+	}
+}
+
+// TestDirsHashMatchesC: the plan cache's constructor hashes a directory's
+// subdirectories and .git entries exactly as the planner did.
+func TestDirsHashMatchesC(t *testing.T) {
+	d := t.TempDir()
+	for _, p := range []string{"a", "b/c", "node_modules", ".git", "sub/.git"} {
+		os.MkdirAll(filepath.Join(d, p), 0o755)
+	}
+	os.WriteFile(filepath.Join(d, "file"), nil, 0o644)
+	os.WriteFile(filepath.Join(d, "b", ".git"), []byte("gitdir: x\n"), 0o644)
+	os.Symlink("a", filepath.Join(d, "link"))
+	seen := map[uint64]bool{}
+	for _, dir := range []string{d, filepath.Join(d, "b"), filepath.Join(d, "sub"), filepath.Join(d, "a")} {
+		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := DirsHash(fd)
+		c := fastDirsHash(fd)
+		unix.Close(fd)
+		if err != nil || h != c {
+			t.Errorf("%s: Go %x (%v), C %x", dir, h, err, c)
+		}
+		seen[h] = true
+	}
+	if len(seen) != 4 {
+		t.Error("different directories hash alike")
+	}
+	fd, _ := unix.Open(d, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	before, _ := DirsHash(fd)
+	os.WriteFile(filepath.Join(d, "another-file"), nil, 0o644)
+	same, _ := DirsHash(fd)
+	os.Mkdir(filepath.Join(d, "new"), 0o755)
+	changed, _ := DirsHash(fd)
+	unix.Close(fd)
+	if same != before || changed == before {
+		t.Errorf("a file changed the hash (%v) or a directory did not (%v)", same != before, changed == before)
 	}
 }

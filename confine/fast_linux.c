@@ -53,6 +53,7 @@
 #define FACT_LINK 3
 #define FACT_FILE 4
 #define FACT_DIR 5
+#define FACT_DIRS 6
 #define OP_EXEC 21
 #define MAX_PLACEHOLDERS 64
 #define MAX_LOCKS 64
@@ -245,6 +246,9 @@ struct fast {
 	const char *grel;
 	char **envp;
 	const sigset_t *mask; // the caller's signal mask, for the adopter
+	// the entry's facts, checked again after the run
+	struct cursor facts;
+	int has_facts;
 };
 
 static void say(const char *s) { jail_write_all(2, s, strlen(s)); }
@@ -335,6 +339,36 @@ static uint8_t *read_entry(struct fast *f, const char *cwd, char **args, int nar
 }
 
 // ---- the key and the facts ----------------------------------------------
+
+uint64_t jail_dir_hash(int fd) {
+	int d = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dir = d >= 0 ? fdopendir(d) : NULL;
+	if (!dir) {
+		if (d >= 0) close(d);
+		return 0;
+	}
+	uint64_t sum = 0, n = 0;
+	struct dirent *e;
+	while ((e = readdir(dir))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+		int isdir = e->d_type == DT_DIR;
+		if (e->d_type == DT_UNKNOWN) {
+			struct stat st;
+			isdir = fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+		}
+		if (!isdir && strcmp(e->d_name, ".git")) continue;
+		uint64_t h = 14695981039346656037ULL;
+		for (const char *p = e->d_name; *p; p++) {
+			h ^= (unsigned char)*p;
+			h *= 1099511628211ULL;
+		}
+		if (isdir) h += 0x9e3779b97f4a7c15ULL;
+		sum += h;
+		n++;
+	}
+	closedir(dir);
+	return sum ^ (n * 0xff51afd7ed558ccdULL);
+}
 
 static int absent(int err) { return err == ENOENT || err == ENOTDIR; }
 
@@ -441,6 +475,14 @@ static int check_facts(struct fast *f, struct cursor *c) {
 			if (have != birth) return miss(f, "a directory the plan binds changed", path);
 			break;
 		}
+		case FACT_DIRS: {
+			uint64_t want = cur_u64(c);
+			int d = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			uint64_t have = d >= 0 ? jail_dir_hash(d) : 0;
+			if (d >= 0) close(d);
+			if (d < 0 || have != want) return miss(f, "the directories the plan's git view was made from changed", path);
+			break;
+		}
 		default:
 			return miss(f, "unknown fact in the entry", NULL);
 		}
@@ -540,31 +582,48 @@ static void fresh_release(struct fast *f) {
 	f->gkey = f->gws = -1;
 }
 
-// fresh_adopt hands a repository the sandbox made to the Go adopter
-// (gitview.AdoptMain) and waits for it. The RUN directory stays locked
-// meanwhile: the adopter inherits its descriptor. If it cannot run, the
-// RUN directory stays for the next run in the workspace to adopt.
-static void fresh_adopt(struct fast *f) {
+// git_after runs the Go adopter (gitview.AdoptMain) and waits for it:
+// with adopt, for the repository the sandbox made in its private git
+// directory (the RUN directory stays locked meanwhile: the adopter
+// inherits its descriptor); in any case to reduce the repositories the
+// sandbox made in subdirectories. If it cannot run, a RUN directory
+// stays for the next run in the workspace to adopt.
+static void git_after(struct fast *f, int adopt) {
 	if (f->ggit >= 0) {
 		close(f->ggit); // the adopter fills it; nothing else may remove it now
 		f->ggit = -1;
 	}
 	pid_t pid = fork();
 	if (pid == 0) {
-		char key[16], run[16];
-		snprintf(key, sizeof(key), "%d", f->gkey);
-		snprintf(run, sizeof(run), "%d", f->grun);
-		fcntl(f->gkey, F_SETFD, 0);
-		fcntl(f->grun, F_SETFD, 0);
-		char *argv[] = {"jail", ADOPT_COMMAND, key, run, f->fresh_run, NULL};
+		char key[16] = "-", run[16] = "-";
+		if (adopt) {
+			snprintf(key, sizeof(key), "%d", f->gkey);
+			snprintf(run, sizeof(run), "%d", f->grun);
+			fcntl(f->gkey, F_SETFD, 0);
+			fcntl(f->grun, F_SETFD, 0);
+		}
+		char *argv[] = {"jail", ADOPT_COMMAND, (char *)f->ws, key, run, adopt ? f->fresh_run : "-", NULL};
 		if (f->mask) sigprocmask(SIG_SETMASK, f->mask, NULL);
 		execve("/proc/self/exe", argv, f->envp);
-		say("jail: git: cannot execute /proc/self/exe to adopt the sandbox's repository; the next run in this workspace adopts it\n");
+		say("jail: git: cannot execute /proc/self/exe to adopt the sandbox's git changes; the next run in this workspace adopts them\n");
 		_exit(127);
 	}
 	int st;
 	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
+}
+
+static int check_facts(struct fast *f, struct cursor *c);
+
+// facts_changed reports whether a fact the plan was made from no longer
+// holds once the sandbox ended (its placeholders and .git removed): the
+// directories the walk recorded gained a subdirectory or a .git, where
+// the sandbox may have made a repository.
+static int facts_changed(struct fast *f) {
+	if (!f->has_facts) return 0;
+	struct fast tmp = {.inode = -1, .gkey = -1, .grun = -1, .ggit = -1, .gws = -1};
+	struct cursor c = f->facts;
+	return check_facts(&tmp, &c) < 0;
 }
 
 // make_fresh redoes the git view's fresh directory for this run: its own
@@ -1126,9 +1185,16 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 		}
 	}
 	if (foreground) reclaim_terminal();
-	// A repository the sandbox made is adopted before the result, which
-	// is the last line jail prints.
-	if (fresh_needs_adoption(f)) fresh_adopt(f);
+	// A repository the sandbox made is adopted, and those it made in
+	// subdirectories reduced, before the result, which is the last line
+	// jail prints.
+	if (fresh_needs_adoption(f)) {
+		release_placeholders(f);
+		git_after(f, 1);
+	} else {
+		release(f);
+		if (facts_changed(f)) git_after(f, 0);
+	}
 	report(res, code);
 	finish(f, 0, code);
 }
@@ -1180,7 +1246,10 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 		goto out;
 	}
 	c.p += 8;
-	if (check_key(&f, &c, cwd, argv + 2, dd - 1) < 0 || check_facts(&f, &c) < 0) goto out;
+	if (check_key(&f, &c, cwd, argv + 2, dd - 1) < 0) goto out;
+	f.facts = c;
+	f.has_facts = 1;
+	if (check_facts(&f, &c) < 0) goto out;
 	// From here to the end of the run, the signals that are forwarded to
 	// the command are blocked (supervise reads them): one arriving now
 	// must not end this process with placeholders in the workspace.

@@ -37,6 +37,7 @@ const (
 	factLink     = 3 // readlink(path) is value
 	factFile     = 4 // stat(path) is the file st, or fails with ENOENT or ENOTDIR when absent
 	factDir      = 5 // lstat(path) is a directory with this device, inode and owner
+	factDirs     = 6 // DirsHash of the directory path is value (its subdirectories and .git entries)
 )
 
 // Facts are what a plan depends on in the host's file system, in the order
@@ -54,6 +55,7 @@ type fact struct {
 	typ         uint32
 	present     bool
 	st          [5]uint64 // dev, ino, size, mtime ns, ctime ns (factDir: dev, ino, uid, birth ns)
+	hash        uint64    // factDirs
 }
 
 func (f *Facts) add(x fact) {
@@ -90,6 +92,72 @@ func (f *Facts) dir(path string, st *unix.Stat_t) {
 
 func (f *Facts) link(path, target string) {
 	f.add(fact{kind: factLink, path: path, value: target})
+}
+
+// Dirs records that the plan depends on which subdirectories and .git
+// entries the directory path holds (the git view's walk for nested
+// repositories): a change there sends the next run down the Go path. A
+// directory that cannot be read makes the plan unsure.
+func (f *Facts) Dirs(path string) {
+	if f == nil {
+		return
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		f.unsure = true
+		return
+	}
+	defer unix.Close(fd)
+	h, err := DirsHash(fd)
+	if err != nil {
+		f.unsure = true
+		return
+	}
+	f.add(fact{kind: factDirs, path: path, hash: h})
+}
+
+// DirsHash sums a hash of the name of each subdirectory and each entry
+// named .git of the directory fd, with their count: independent of the
+// order the file system lists them in, and unchanged by files coming and
+// going (jail_dir_hash in fast_linux.c computes the same).
+func DirsHash(fd int) (uint64, error) {
+	d, err := unix.Dup(fd)
+	if err != nil {
+		return 0, err
+	}
+	f := os.NewFile(uintptr(d), "dir")
+	defer f.Close()
+	if _, err := f.Seek(0, 0); err != nil {
+		return 0, err
+	}
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return 0, err
+	}
+	var sum, n uint64
+	for _, e := range ents {
+		t := e.Type()
+		if t == os.ModeIrregular { // DT_UNKNOWN
+			var st unix.Stat_t
+			if unix.Fstatat(fd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+				t = os.ModeDir
+			}
+		}
+		if t != os.ModeDir && e.Name() != ".git" {
+			continue
+		}
+		h := uint64(14695981039346656037)
+		for i := 0; i < len(e.Name()); i++ {
+			h ^= uint64(e.Name()[i])
+			h *= 1099511628211
+		}
+		if t == os.ModeDir {
+			h += 0x9e3779b97f4a7c15
+		}
+		sum += h
+		n++
+	}
+	return sum ^ n*0xff51afd7ed558ccd, nil
 }
 
 // Unsure marks the plan as depending on more than its facts.
@@ -302,6 +370,8 @@ func (c *Cmd) CachePlan(dir string, e *CacheEntry) error {
 					p.u64(v)
 				}
 			}
+		case factDirs:
+			p.u64(f.hash)
 		}
 	}
 	made, existing, err := e.Placeholders.cacheParts(e.Workspace, s.Mounts)

@@ -55,6 +55,9 @@ type Run struct {
 	name                  string // the RUN directory's name
 	dirfd                 int    // the RUN directory, flocked
 	repos                 []*repo
+	// launch is what the walk found at launch; nil when there was none
+	// (a read-only workspace).
+	launch *found
 }
 
 // repo is one host git directory the sandbox sees through the view.
@@ -139,6 +142,31 @@ func (r *Run) configTargets() {
 
 func (r *Run) prepare() error {
 	gitPath := filepath.Join(r.opt.Workspace, ".git")
+	// The walk first: what it records of the workspace's root must not
+	// see the .git this run makes there.
+	var f *found
+	if !r.opt.ReadOnly {
+		f = walk(r.ws)
+		if len(f.visited) > cacheDirs {
+			r.opt.Facts.Unsure()
+		} else {
+			for _, d := range f.visited {
+				r.opt.Facts.Dirs(filepath.Join(r.opt.Workspace, d))
+			}
+		}
+	}
+	if err := r.prepareRoot(gitPath); err != nil {
+		return err
+	}
+	if f != nil && r.nested(f) {
+		r.opt.Facts.Unsure()
+	}
+	r.launch = f
+	return r.writeMeta()
+}
+
+// prepareRoot shows the workspace's own .git.
+func (r *Run) prepareRoot(gitPath string) error {
 	for try := 0; ; try++ {
 		var st unix.Stat_t
 		err := unix.Fstatat(r.ws, ".git", &st, unix.AT_SYMLINK_NOFOLLOW)
@@ -170,9 +198,7 @@ func (r *Run) prepare() error {
 			if retry && try < 3 {
 				continue // another run removed it meanwhile
 			}
-			if err != nil {
-				return err
-			}
+			return err
 		case err != nil:
 			return fmt.Errorf("git view: %s: %w", gitPath, err)
 		case st.Mode&unix.S_IFMT != unix.S_IFDIR || r.opt.ReadOnly || !isGitDir(r.ws, ".git"):
@@ -192,11 +218,8 @@ func (r *Run) prepare() error {
 			if err := r.openRun(); err != nil {
 				return err
 			}
-			if err := r.addOverlay(".git"); err != nil {
-				return err
-			}
+			return r.addOverlay(".git")
 		}
-		return r.writeMeta()
 	}
 }
 
@@ -466,6 +489,14 @@ func (r *Run) Finish() {
 		unix.Close(g.fd)
 	}
 	r.repos = nil
+	if r.launch != nil && r.ws >= 0 {
+		run := r.name
+		if run == "" {
+			run = newRunName()
+		}
+		scanNew(r.opt.Report, r.ws, append(append([]string{}, r.launch.gitDirs...), r.launch.gitFiles...), run)
+		r.launch = nil
+	}
 	for _, fd := range []*int{&r.keyfd, &r.ws} {
 		if *fd >= 0 {
 			unix.Close(*fd)
@@ -703,59 +734,149 @@ func emptyOrMissing(dirfd int, name string) bool {
 }
 
 // AdoptMain is the hidden command a cached `jail run` executes after its
-// sandbox ended when the sandbox made a repository (confine.AdoptCommand):
-// args are the workspace's state directory and the RUN directory as
-// inherited descriptors (the RUN directory locked) and the RUN name. It
-// reports on w and returns 0 when the RUN directory was adopted and
-// removed.
+// sandbox ended (confine.AdoptCommand), and waits for, when the sandbox
+// made a repository in its private git directory or changed the
+// directories the plan's walk recorded: args are the resolved workspace,
+// then the workspace's state directory and the RUN directory as
+// inherited descriptors (the RUN directory locked) and the RUN name, or
+// "-" for each of these three when there is nothing to adopt. It adopts,
+// then reduces the repositories the sandbox made in subdirectories
+// (scanNew), reports on w, and returns 0 when all went well.
 func AdoptMain(args []string, w io.Writer) int {
-	bad := func() int {
-		fmt.Fprintln(w, "jail: "+confine.AdoptCommand+": want KEYFD RUNFD RUN")
+	if len(args) != 4 || !filepath.IsAbs(args[0]) || (args[3] != "-" && !isRunName(args[3])) {
+		fmt.Fprintln(w, "jail: "+confine.AdoptCommand+": want WORKSPACE KEYFD RUNFD RUN")
 		return 2
 	}
-	if len(args) != 3 || !isRunName(args[2]) {
-		return bad()
+	wsfd, err := unix.Open(args[0], unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		fmt.Fprintf(w, "jail: git: %v\n", err)
+		return 1
 	}
-	keyfd, err1 := strconv.Atoi(args[0])
-	runfd, err2 := strconv.Atoi(args[1])
+	defer unix.Close(wsfd)
+	code := 0
+	run := newRunName()
+	if args[3] != "-" {
+		run = args[3]
+		if !adoptHeld(w, wsfd, args[0], args[1], args[2], args[3]) {
+			code = 1
+		}
+	}
+	// The cached plan was made where no .git lay below the root: every
+	// one there now is the sandbox's.
+	scanNew(w, wsfd, nil, run)
+	return code
+}
+
+// adoptHeld adopts the RUN directory held on the descriptor runArg.
+func adoptHeld(w io.Writer, wsfd int, ws, keyArg, runArg, name string) bool {
+	keyfd, err1 := strconv.Atoi(keyArg)
+	runfd, err2 := strconv.Atoi(runArg)
 	if err1 != nil || err2 != nil {
-		return bad()
+		fmt.Fprintln(w, "jail: "+confine.AdoptCommand+": want WORKSPACE KEYFD RUNFD RUN")
+		return false
 	}
 	unix.CloseOnExec(keyfd)
 	unix.CloseOnExec(runfd)
 	var held, named unix.Stat_t
-	if unix.Fstat(runfd, &held) != nil || unix.Fstatat(keyfd, args[2], &named, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+	if unix.Fstat(runfd, &held) != nil || unix.Fstatat(keyfd, name, &named, unix.AT_SYMLINK_NOFOLLOW) != nil ||
 		held.Dev != named.Dev || held.Ino != named.Ino {
 		fmt.Fprintln(w, "jail: git: the run's state directory is not where it was; nothing adopted")
-		return 1
+		return false
 	}
-	mfd, err := unix.Openat(runfd, "meta", unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	var m meta
-	if err == nil {
-		f := os.NewFile(uintptr(mfd), "meta")
-		var b []byte
-		b, err = io.ReadAll(io.LimitReader(f, 64<<20))
-		f.Close()
-		if err == nil {
-			err = json.Unmarshal(b, &m)
-		}
-	}
-	var wsfd int
-	if err == nil {
-		wsfd, err = unix.Open(m.Workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	}
-	if err != nil {
-		fmt.Fprintf(w, "jail: git: the sandbox's changes were not adopted: %v\n", err)
-		return 1
-	}
-	defer unix.Close(wsfd)
 	where, _ := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", runfd))
-	if !adoptLeft(w, wsfd, m.Workspace, runfd, where, args[2]) {
-		return 1
+	if !adoptLeft(w, wsfd, ws, runfd, where, name) {
+		return false
 	}
-	if err := removeAll(keyfd, args[2]); err != nil {
+	if err := removeAll(keyfd, name); err != nil {
 		fmt.Fprintf(w, "jail: git: cannot remove %s: %v\n", where, err)
-		return 1
+		return false
 	}
-	return 0
+	return true
+}
+
+// scanNew walks the workspace again after a sandbox ended and reduces
+// every .git below the root that was not there at launch (known): a
+// repository the sandbox made in a subdirectory (git clone URL sub) is
+// moved aside and adopted anew into an empty .git (gitstate.AdoptNew:
+// hooks and keys that run programs dropped), a gitfile or symlink is
+// removed. It appeared on the host as the sandbox wrote it; from now on
+// the host's git finds nothing in it that runs (docs/git.md).
+func scanNew(w io.Writer, wsfd int, known []string, run string) {
+	f := walk(wsfd)
+	seen := map[string]bool{}
+	for _, k := range known {
+		seen[k] = true
+	}
+	var reduced, removed, kept []string
+	for _, g := range append(append([]string{}, f.gitDirs...), f.gitFiles...) {
+		if seen[g] {
+			continue
+		}
+		dir := filepath.Dir(g)
+		dfd, err := openGitDir(wsfd, dir)
+		if err != nil {
+			kept = append(kept, g)
+			continue
+		}
+		var st unix.Stat_t
+		switch err := unix.Fstatat(dfd, ".git", &st, unix.AT_SYMLINK_NOFOLLOW); {
+		case err != nil:
+		case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+			if unix.Unlinkat(dfd, ".git", 0) == nil {
+				removed = append(removed, g)
+			} else {
+				kept = append(kept, g)
+			}
+		case isEmptyDir(dfd, ".git"):
+		default:
+			if reduce(w, dfd, g, run) {
+				reduced = append(reduced, dir)
+			} else {
+				kept = append(kept, g)
+			}
+		}
+		unix.Close(dfd)
+	}
+	if len(reduced) > 0 {
+		fmt.Fprintf(w, "jail: git: repositories the sandbox made were reduced to what runs nothing (hooks and config keys that run programs dropped): %s\n", strings.Join(reduced, ", "))
+	}
+	if len(removed) > 0 {
+		fmt.Fprintf(w, "jail: git: gitfiles and .git symlinks the sandbox made were removed: %s\n", strings.Join(removed, ", "))
+	}
+	if len(kept) > 0 {
+		fmt.Fprintf(w, "jail: git: WARNING: the sandbox made these git directories and jail could not reduce them; check their hooks and config before running git there: %s\n", strings.Join(kept, ", "))
+	}
+}
+
+// reduce moves the repository .git beneath dfd aside and adopts it anew
+// into an empty .git; what cannot be adopted stays aside, out of git's
+// view, under .git.jail-RUN.
+func reduce(w io.Writer, dfd int, rel, run string) bool {
+	aside := ".git.jail-" + run
+	if err := unix.Renameat2(dfd, ".git", dfd, aside, unix.RENAME_NOREPLACE); err != nil {
+		return false
+	}
+	src, err := openDir(dfd, aside)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(src)
+	if err := unix.Mkdirat(dfd, ".git", 0o755); err != nil {
+		return false
+	}
+	dst, err := openDir(dfd, ".git")
+	if err != nil {
+		return false
+	}
+	defer unix.Close(dst)
+	rep, err := gitstate.AdoptNew(dst, src, gitstate.Options{RunID: run})
+	if err != nil || rep == nil {
+		fmt.Fprintf(w, "jail: git: %s: the repository the sandbox made was not adopted (%v); it stays in %s, out of git's view\n", rel, err, filepath.Join(filepath.Dir(rel), aside))
+		unix.Unlinkat(dfd, ".git", unix.AT_REMOVEDIR)
+		return false
+	}
+	if err := removeAll(dfd, aside); err != nil {
+		fmt.Fprintf(w, "jail: git: cannot remove %s: %v\n", filepath.Join(filepath.Dir(rel), aside), err)
+	}
+	return true
 }

@@ -346,3 +346,87 @@ echo SANDBOX-DONE`}})
 		}
 	})
 }
+
+// TestNestedRepositories: a repository in a subdirectory at launch and a
+// submodule (its checkout's .git a gitfile, its git directory in
+// .git/modules) are shown like the top one: hooks and config planted in
+// them never reach the host, the gitfile cannot be pointed elsewhere, and
+// commits made in them inside reach the host.
+func TestNestedRepositories(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		lib := r.dir(t, "jail-it-lib-")
+		r.gitRepo(t, ws)
+		r.gitRepo(t, lib)
+		nested := filepath.Join(ws, "vendor", "nested")
+		r.gitRepo(t, nested)
+		if out, err := r.hostGit(t, ws, "-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "lib"); err != nil {
+			t.Fatalf("submodule add: %v\n%s", err, out)
+		}
+		if out, err := r.hostGit(t, ws, "commit", "-qm", "add lib"); err != nil {
+			t.Fatalf("commit: %v\n%s", err, out)
+		}
+		marker, plant := r.marker(t, ws)
+		res := r.sh(t, ws, plant+`
+export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b
+git config --global --add safe.directory '*' 2>/dev/null
+for d in vendor/nested/.git .git/modules/lib; do
+  cp .payload $d/hooks/pre-commit; cp .payload $d/hooks/post-checkout
+  git --git-dir=$d config core.fsmonitor "$PWD/.payload"
+done
+mv vendor/nested/.git vendor/nested/.g && echo MOVED
+echo "gitdir: $PWD/evil" > lib/.git && echo GITFILE
+(cd lib && git commit -q --no-verify --allow-empty -m inside-lib) || echo LIB-COMMIT-FAILED
+(cd vendor/nested && git commit -q --no-verify --allow-empty -m inside-nested) || echo NESTED-COMMIT-FAILED
+echo SANDBOX-DONE`)
+		mustExit(t, res, 0)
+		for _, w := range []string{"MOVED", "GITFILE", "COMMIT-FAILED"} {
+			if strings.Contains(res.stdout, w) {
+				t.Errorf("%s:\n%s\n%s", w, res.stdout, res.stderr)
+			}
+		}
+		for _, d := range []string{nested, filepath.Join(ws, "lib")} {
+			out, err := r.hostGit(t, d, "log", "--oneline", "-1")
+			if err != nil || !strings.Contains(out, "inside-") {
+				t.Errorf("the commit made inside %s is not on the host: %v %s\n%s", d, err, out, res.stderr)
+			}
+			r.judge(t, d, marker)
+		}
+		if hs := hooksOf(t, filepath.Join(ws, ".git", "modules", "lib")); len(hs) > 0 {
+			t.Errorf("hooks reached the submodule's git directory: %v", hs)
+		}
+		r.judge(t, ws, marker)
+	})
+}
+
+// TestRepositoryMadeInSubdirectory: a repository the sandbox creates in
+// a subdirectory (git init sub, as git clone URL sub would) is live on
+// the host, but once the run ended its hooks and the config keys that run
+// programs are gone, and the top-level index never gains a gitlink to it.
+func TestRepositoryMadeInSubdirectory(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		r.gitRepo(t, ws)
+		marker, plant := r.marker(t, ws)
+		res := r.sh(t, ws, plant+`
+export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b
+git config --global --add safe.directory '*' 2>/dev/null
+git init -q sub && (cd sub && git commit -q --allow-empty -m made-inside)
+cp .payload sub/.git/hooks/pre-commit
+git -C sub config core.fsmonitor "$PWD/.payload"
+git add sub 2>/dev/null; git commit -qm "gitlink" 2>/dev/null
+echo SANDBOX-DONE`)
+		mustExit(t, res, 0)
+		out, err := r.hostGit(t, filepath.Join(ws, "sub"), "log", "--oneline")
+		if err != nil || !strings.Contains(out, "made-inside") {
+			t.Errorf("the repository made inside lost its commits: %v %s\n%s", err, out, res.stderr)
+		}
+		if out, _ := r.hostGit(t, ws, "ls-files", "-s"); strings.Contains(out, "160000") {
+			t.Errorf("the host's index gained a gitlink to the sandbox's repository:\n%s", out)
+		}
+		r.judge(t, filepath.Join(ws, "sub"), marker)
+		r.judge(t, ws, marker)
+	})
+}
