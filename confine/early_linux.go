@@ -80,4 +80,10 @@ func dnsReply(q []byte) ([]byte, string) {
 }
 
 // fastDirsHash is the plan cache's DirsHash (a test compares them).
-func fastDirsHash(fd int) uint64 { return uint64(C.jail_dir_hash(C.int(fd))) }
+func fastDirsHash(fd int, skipGit bool) uint64 {
+	skip := C.int(0)
+	if skipGit {
+		skip = 1
+	}
+	return uint64(C.jail_dir_hash(C.int(fd), skip))
+}

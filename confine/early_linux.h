@@ -53,9 +53,9 @@ size_t jail_dns_reply(const uint8_t *q, size_t n, uint8_t r[512], char name[256]
 const char *jail_signal_name(int sig);
 
 // jail_dir_hash is DirsHash in fast_linux.go: the hash of the names of
-// the directory fd's subdirectories and .git entries; 0 when it cannot be
-// read.
-uint64_t jail_dir_hash(int fd);
+// the directory fd's subdirectories and .git entries (not its own .git
+// with skip_git); 0 when it cannot be read.
+uint64_t jail_dir_hash(int fd, int skip_git);
 
 // jail_fast_run runs `jail run` from its plan cache entry without the Go
 // runtime (fast_linux.c). It returns only when the Go supervisor must run.

@@ -58,25 +58,31 @@ func TestDirsHashMatchesC(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, err := DirsHash(fd)
-		c := fastDirsHash(fd)
-		unix.Close(fd)
-		if err != nil || h != c {
-			t.Errorf("%s: Go %x (%v), C %x", dir, h, err, c)
+		for _, skip := range []bool{false, true} {
+			h, err := DirsHash(fd, skip)
+			if c := fastDirsHash(fd, skip); err != nil || h != c {
+				t.Errorf("%s (skip .git %v): Go %x (%v), C %x", dir, skip, h, err, c)
+			}
+			if !skip {
+				seen[h] = true
+			}
 		}
-		seen[h] = true
+		unix.Close(fd)
 	}
 	if len(seen) != 4 {
 		t.Error("different directories hash alike")
 	}
 	fd, _ := unix.Open(d, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-	before, _ := DirsHash(fd)
+	before, _ := DirsHash(fd, false)
 	os.WriteFile(filepath.Join(d, "another-file"), nil, 0o644)
-	same, _ := DirsHash(fd)
+	same, _ := DirsHash(fd, false)
+	withGit, _ := DirsHash(fd, true)
+	os.Remove(filepath.Join(d, ".git"))
+	withoutGit, _ := DirsHash(fd, true)
 	os.Mkdir(filepath.Join(d, "new"), 0o755)
-	changed, _ := DirsHash(fd)
+	changed, _ := DirsHash(fd, false)
 	unix.Close(fd)
-	if same != before || changed == before {
-		t.Errorf("a file changed the hash (%v) or a directory did not (%v)", same != before, changed == before)
+	if same != before || changed == before || withGit != withoutGit {
+		t.Errorf("a file changed the hash (%v), a directory did not (%v), or a skipped .git counted (%v)", same != before, changed == before, withGit != withoutGit)
 	}
 }

@@ -340,7 +340,7 @@ static uint8_t *read_entry(struct fast *f, const char *cwd, char **args, int nar
 
 // ---- the key and the facts ----------------------------------------------
 
-uint64_t jail_dir_hash(int fd) {
+uint64_t jail_dir_hash(int fd, int skip_git) {
 	int d = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *dir = d >= 0 ? fdopendir(d) : NULL;
 	if (!dir) {
@@ -356,7 +356,7 @@ uint64_t jail_dir_hash(int fd) {
 			struct stat st;
 			isdir = fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
 		}
-		if (!isdir && strcmp(e->d_name, ".git")) continue;
+		if ((!isdir && strcmp(e->d_name, ".git")) || (skip_git && !strcmp(e->d_name, ".git"))) continue;
 		uint64_t h = 14695981039346656037ULL;
 		for (const char *p = e->d_name; *p; p++) {
 			h ^= (unsigned char)*p;
@@ -476,9 +476,10 @@ static int check_facts(struct fast *f, struct cursor *c) {
 			break;
 		}
 		case FACT_DIRS: {
+			uint32_t root = cur_u32(c);
 			uint64_t want = cur_u64(c);
 			int d = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			uint64_t have = d >= 0 ? jail_dir_hash(d) : 0;
+			uint64_t have = d >= 0 ? jail_dir_hash(d, root != 0) : 0;
 			if (d >= 0) close(d);
 			if (d < 0 || have != want) return miss(f, "the directories the plan's git view was made from changed", path);
 			break;

@@ -37,7 +37,7 @@ const (
 	factLink     = 3 // readlink(path) is value
 	factFile     = 4 // stat(path) is the file st, or fails with ENOENT or ENOTDIR when absent
 	factDir      = 5 // lstat(path) is a directory with this device, inode and owner
-	factDirs     = 6 // DirsHash of the directory path is value (its subdirectories and .git entries)
+	factDirs     = 6 // DirsHash of the directory path is value (its subdirectories and .git entries; not its own .git with root)
 )
 
 // Facts are what a plan depends on in the host's file system, in the order
@@ -56,6 +56,7 @@ type fact struct {
 	present     bool
 	st          [5]uint64 // dev, ino, size, mtime ns, ctime ns (factDir: dev, ino, uid, birth ns)
 	hash        uint64    // factDirs
+	root        bool      // factDirs: the workspace's root, whose .git does not count
 }
 
 func (f *Facts) add(x fact) {
@@ -96,9 +97,11 @@ func (f *Facts) link(path, target string) {
 
 // Dirs records that the plan depends on which subdirectories and .git
 // entries the directory path holds (the git view's walk for nested
-// repositories): a change there sends the next run down the Go path. A
+// repositories): a change there sends the next run down the Go path. For
+// the workspace's root its own .git does not count (the git view makes
+// one for each run, and a fact of its own says what was there). A
 // directory that cannot be read makes the plan unsure.
-func (f *Facts) Dirs(path string) {
+func (f *Facts) Dirs(path string, root bool) {
 	if f == nil {
 		return
 	}
@@ -108,19 +111,20 @@ func (f *Facts) Dirs(path string) {
 		return
 	}
 	defer unix.Close(fd)
-	h, err := DirsHash(fd)
+	h, err := DirsHash(fd, root)
 	if err != nil {
 		f.unsure = true
 		return
 	}
-	f.add(fact{kind: factDirs, path: path, hash: h})
+	f.add(fact{kind: factDirs, path: path, hash: h, root: root})
 }
 
 // DirsHash sums a hash of the name of each subdirectory and each entry
-// named .git of the directory fd, with their count: independent of the
-// order the file system lists them in, and unchanged by files coming and
-// going (jail_dir_hash in fast_linux.c computes the same).
-func DirsHash(fd int) (uint64, error) {
+// named .git of the directory fd (but .git itself with skipGit), with
+// their count: independent of the order the file system lists them in,
+// and unchanged by files coming and going (jail_dir_hash in fast_linux.c
+// computes the same).
+func DirsHash(fd int, skipGit bool) (uint64, error) {
 	d, err := unix.Dup(fd)
 	if err != nil {
 		return 0, err
@@ -143,7 +147,7 @@ func DirsHash(fd int) (uint64, error) {
 				t = os.ModeDir
 			}
 		}
-		if t != os.ModeDir && e.Name() != ".git" {
+		if t != os.ModeDir && e.Name() != ".git" || skipGit && e.Name() == ".git" {
 			continue
 		}
 		h := uint64(14695981039346656037)
@@ -371,6 +375,7 @@ func (c *Cmd) CachePlan(dir string, e *CacheEntry) error {
 				}
 			}
 		case factDirs:
+			p.u32(boolU32(f.root))
 			p.u64(f.hash)
 		}
 	}

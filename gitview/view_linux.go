@@ -58,6 +58,9 @@ type Run struct {
 	// launch is what the walk found at launch; nil when there was none
 	// (a read-only workspace).
 	launch *found
+	// noState is why there is no state directory; git directories are
+	// then read-only.
+	noState error
 }
 
 // repo is one host git directory the sandbox sees through the view.
@@ -146,14 +149,25 @@ func (r *Run) prepare() error {
 	// see the .git this run makes there.
 	var f *found
 	if !r.opt.ReadOnly {
-		f = walk(r.ws)
+		// The state directory exists before the walk looks: a workspace
+		// that holds it (the home) would otherwise look changed on the
+		// next run. The walk leaves jail's state out (no sandbox sees
+		// it, and other workspaces' runs change it).
+		skip := ""
+		if err := r.openKey(); err != nil {
+			r.noState = err
+		} else if rel, err := filepath.Rel(r.opt.Workspace, filepath.Dir(filepath.Dir(r.keyDir))); err == nil && !strings.HasPrefix(rel, "..") {
+			skip = rel
+		}
+		f = walk(r.ws, skip)
 		if len(f.visited) > cacheDirs {
 			r.opt.Facts.Unsure()
-		} else {
-			for _, d := range f.visited {
-				r.opt.Facts.Dirs(filepath.Join(r.opt.Workspace, d))
-			}
 		}
+	}
+	if r.noState != nil {
+		r.readOnly(f)
+		r.launch = f
+		return nil
 	}
 	if err := r.prepareRoot(gitPath); err != nil {
 		return err
@@ -163,6 +177,30 @@ func (r *Run) prepare() error {
 	}
 	r.launch = f
 	return r.writeMeta()
+}
+
+// readOnly is the view without a state directory to keep uppers in: every
+// git directory read-only, and .git not creatable where there is none.
+func (r *Run) readOnly(f *found) {
+	fmt.Fprintf(r.opt.Report, "jail: git: no directory for the sandbox's git changes (%v): git directories are read-only in this sandbox; set XDG_STATE_HOME to a directory of yours\n", r.noState)
+	r.protect = append(r.protect, ".git")
+	if f != nil {
+		for _, g := range append(append([]string{}, f.gitDirs...), f.gitFiles...) {
+			r.protect = appendNew(r.protect, g)
+		}
+	}
+}
+
+// RecordWalk records the directories the walk looked at as facts of the
+// plan, once the sandbox's layout is built (which may make directories
+// of jail's own in the workspace, such as a guarded policy directory).
+func (r *Run) RecordWalk() {
+	if r == nil || r.launch == nil || len(r.launch.visited) > cacheDirs {
+		return
+	}
+	for _, d := range r.launch.visited {
+		r.opt.Facts.Dirs(filepath.Join(r.opt.Workspace, d), d == ".")
+	}
 }
 
 // prepareRoot shows the workspace's own .git.
@@ -223,10 +261,10 @@ func (r *Run) prepareRoot(gitPath string) error {
 	}
 }
 
-// openRun makes this run's RUN directory and locks it, after adopting
-// what earlier runs left.
-func (r *Run) openRun() error {
-	if r.dirfd >= 0 {
+// openKey opens (making what is missing) the workspace's directory in
+// the state directory.
+func (r *Run) openKey() error {
+	if r.keyfd >= 0 {
 		return nil
 	}
 	sd, err := openStateDir(r.opt.StateDir)
@@ -251,11 +289,24 @@ func (r *Run) openRun() error {
 	if r.keyDir, err = os.Readlink(fmt.Sprintf("/proc/self/fd/%d", r.keyfd)); err != nil {
 		return fmt.Errorf("git state: %w", err)
 	}
+	return nil
+}
+
+// openRun makes this run's RUN directory and locks it, after adopting
+// what earlier runs left.
+func (r *Run) openRun() error {
+	if r.dirfd >= 0 {
+		return nil
+	}
+	if err := r.openKey(); err != nil {
+		return err
+	}
 	r.adoptPending()
 	r.name = newRunName()
 	if err := unix.Mkdirat(r.keyfd, r.name, 0o700); err != nil {
 		return fmt.Errorf("git state: %w", err)
 	}
+	var err error
 	if r.dirfd, err = openDir(r.keyfd, r.name); err == nil {
 		err = unix.Flock(r.dirfd, unix.LOCK_EX|unix.LOCK_NB)
 	}
@@ -494,7 +545,7 @@ func (r *Run) Finish() {
 		if run == "" {
 			run = newRunName()
 		}
-		scanNew(r.opt.Report, r.ws, append(append([]string{}, r.launch.gitDirs...), r.launch.gitFiles...), run)
+		scanNew(r.opt.Report, r.ws, r.launch.skip, append(append([]string{}, r.launch.gitDirs...), r.launch.gitFiles...), run)
 		r.launch = nil
 	}
 	for _, fd := range []*int{&r.keyfd, &r.ws} {
@@ -763,7 +814,15 @@ func AdoptMain(args []string, w io.Writer) int {
 	}
 	// The cached plan was made where no .git lay below the root: every
 	// one there now is the sandbox's.
-	scanNew(w, wsfd, nil, run)
+	skip := ""
+	if sd := StateDir(os.Getenv("HOME"), os.Getenv("XDG_STATE_HOME")); sd != "" {
+		if rs, err := filepath.EvalSymlinks(filepath.Dir(sd)); err == nil {
+			if rel, err := filepath.Rel(args[0], rs); err == nil && !strings.HasPrefix(rel, "..") {
+				skip = rel
+			}
+		}
+	}
+	scanNew(w, wsfd, skip, nil, run)
 	return code
 }
 
@@ -801,8 +860,8 @@ func adoptHeld(w io.Writer, wsfd int, ws, keyArg, runArg, name string) bool {
 // hooks and keys that run programs dropped), a gitfile or symlink is
 // removed. It appeared on the host as the sandbox wrote it; from now on
 // the host's git finds nothing in it that runs (docs/git.md).
-func scanNew(w io.Writer, wsfd int, known []string, run string) {
-	f := walk(wsfd)
+func scanNew(w io.Writer, wsfd int, skip string, known []string, run string) {
+	f := walk(wsfd, skip)
 	seen := map[string]bool{}
 	for _, k := range known {
 		seen[k] = true

@@ -47,12 +47,15 @@ type found struct {
 	gitDirs, gitFiles []string
 	visited           []string
 	truncated         bool
+	skip              string // the directory left out
 }
 
 // walk searches the workspace wsfd for .git entries below its root,
-// breadth first, by descriptor, following no symlink.
-func walk(wsfd int) *found {
-	f := &found{}
+// breadth first, by descriptor, following no symlink, leaving out the
+// directory skip (workspace-relative, jail's state when the workspace
+// holds it).
+func walk(wsfd int, skip string) *found {
+	f := &found{skip: skip}
 	type dir struct {
 		rel   string
 		depth int
@@ -90,7 +93,7 @@ func walk(wsfd int) *found {
 				}
 				continue
 			}
-			if t != os.ModeDir || skipDir(name) {
+			if t != os.ModeDir || skipDir(name) || rel == skip {
 				continue
 			}
 			if d.depth+1 > walkDepth {

@@ -141,6 +141,7 @@ func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []str
 	if err == nil {
 		l.Path = filepath.SplitList(envValue(env, "PATH"))
 		mounts, h.ph, err = l.Build()
+		h.git.RecordWalk()
 	}
 	if err == nil && len(l.Env) > 0 {
 		// What the view needs (GIT_CONFIG_GLOBAL), before --env, which
