@@ -103,6 +103,8 @@
 // An index that stages a gitlink (mode 160000) the host's index did not
 // have is refused unless Options.Submodules names its path: the host's git
 // status would descend into that repository and run its core.fsmonitor.
+// The fsmonitor token extension (FSMN) is removed from an adopted index:
+// git would hand the sandbox's token to the host's own fsmonitor hook.
 //
 // # New repositories
 //

@@ -17,6 +17,9 @@ type Index struct {
 	Version    uint32
 	Entries    []IndexEntry
 	Extensions []string
+
+	exts       [][2]int // byte ranges of the extensions, as Extensions
+	entriesEnd int
 }
 
 // IndexEntry is one staged path.
@@ -37,9 +40,10 @@ const (
 )
 
 // Index extensions the reader skips by signature: the cache tree, resolve
-// undo, the untracked cache, fsmonitor's token (inert without a
-// core.fsmonitor program, which config adoption never lets through), and
-// the offset tables. "link" (split index: entries live in another file,
+// undo, the untracked cache, fsmonitor's token (removed before an index is
+// adopted: git hands it to the host's own core.fsmonitor hook, and the
+// sample watchman hook pastes it into a query unquoted), and the offset
+// tables. "link" (split index: entries live in another file,
 // sharedindex.<hash>) and "sdir" (sparse index) are refused, as is any
 // other required (lower-case) extension; optional upper-case ones are
 // skipped, as git does.
@@ -160,6 +164,7 @@ func ParseIndex(data []byte, hashLen int) (*Index, error) {
 		ix.Entries = append(ix.Entries, IndexEntry{Path: path, Mode: mode, OID: oid, Stage: stage})
 		prev = path
 	}
+	ix.entriesEnd = pos
 	for pos < len(body) {
 		if pos+8 > len(body) {
 			return nil, errors.New("index: extension header truncated")
@@ -179,6 +184,7 @@ func ParseIndex(data []byte, hashLen int) (*Index, error) {
 			return nil, fmt.Errorf("index: unknown required extension %s", esc(sig))
 		}
 		ix.Extensions = append(ix.Extensions, sig)
+		ix.exts = append(ix.exts, [2]int{pos, pos + 8 + int(size)})
 		pos += 8 + int(size)
 	}
 	return ix, nil
@@ -285,4 +291,35 @@ func (ix *Index) gitlinks() map[string]bool {
 		}
 	}
 	return out
+}
+
+// withoutExtensions returns data (the file ix was parsed from) without the
+// named extensions, checksum recomputed. EOIE goes too when anything is
+// removed: it holds a hash over the extension headers.
+func (ix *Index) withoutExtensions(data []byte, hashLen int, drop ...string) []byte {
+	gone := map[string]bool{}
+	for _, d := range drop {
+		gone[d] = true
+	}
+	any := false
+	for _, sig := range ix.Extensions {
+		any = any || gone[sig]
+	}
+	if !any {
+		return data
+	}
+	gone["EOIE"] = true
+	out := append([]byte{}, data[:ix.entriesEnd]...)
+	for i, sig := range ix.Extensions {
+		if !gone[sig] {
+			r := ix.exts[i]
+			out = append(out, data[r[0]:r[1]]...)
+		}
+	}
+	if hashLen == 32 {
+		s := sha256.Sum256(out)
+		return append(out, s[:]...)
+	}
+	s := sha1.Sum(out)
+	return append(out, s[:]...)
 }

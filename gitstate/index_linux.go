@@ -70,6 +70,9 @@ func (a *adopter) adoptIndex(up *upperTree, base *Snapshot) {
 		a.rep.conflict("index: changed on the host while being adopted; the host's kept")
 		return
 	}
+	// The sandbox's fsmonitor token would be passed to the host's own
+	// fsmonitor hook; without it git asks the hook for everything.
+	data = ix.withoutExtensions(data, a.hexLen/2, "FSMN")
 	if err := lk.commit(data); err != nil {
 		a.rep.dropped("index: write: %v", err)
 		return

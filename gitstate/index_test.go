@@ -1,9 +1,12 @@
 package gitstate
 
 import (
+	"crypto/sha1"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -169,5 +172,49 @@ func TestAdoptIndexSplitIndexDropped(t *testing.T) {
 	}
 	if got := r.git("status", "--porcelain"); got != "?? staged\n" {
 		t.Fatalf("host status: %q", got)
+	}
+}
+
+// withExtension appends an extension to a real index and fixes the
+// checksum.
+func withExtension(data []byte, sig string, payload []byte) []byte {
+	body := append([]byte{}, data[:len(data)-20]...)
+	body = append(body, sig...)
+	body = binary.BigEndian.AppendUint32(body, uint32(len(payload)))
+	body = append(body, payload...)
+	sum := sha1.Sum(body)
+	return append(body, sum[:]...)
+}
+
+func TestAdoptIndexDropsFsmonitorToken(t *testing.T) {
+	r := newRepo(t)
+	base := r.take()
+	o := r.overlay()
+	o.run(`echo new > staged && git add staged`)
+	up := filepath.Join(o.upper, "index")
+	data, err := os.ReadFile(up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := append([]byte{0, 0, 0, 2}, []byte(`"); system("touch /tmp/x"); ("`+"\x00")...)
+	token = append(token, 0, 0, 0, 0)
+	planted := withExtension(data, "FSMN", token)
+	if ix, err := ParseIndex(planted, 20); err != nil || !slices.Contains(ix.Extensions, "FSMN") {
+		t.Fatalf("planted index: %v %v", ix, err)
+	}
+	if err := os.WriteFile(up, planted, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep := o.adopt(base, Options{RunID: "f"})
+	if !contains(rep.Applied, "index") {
+		t.Fatalf("%+v", rep)
+	}
+	got, _ := os.ReadFile(filepath.Join(r.gitdir(), "index"))
+	ix, err := ParseIndex(got, 20)
+	if err != nil || slices.Contains(ix.Extensions, "FSMN") {
+		t.Fatalf("adopted index: %v %v", ix, err)
+	}
+	if s := r.git("status", "--porcelain"); s != "A  staged\n" {
+		t.Fatalf("status %q", s)
 	}
 }
