@@ -114,7 +114,22 @@ func Adopt(gitdirFD, upperFD int, base *Snapshot, opt Options) (*Report, error) 
 	a.adoptConfig(up, base)
 	a.adoptIndex(up, base)
 	up.rest(rep)
+	if err := a.sync(); err != nil {
+		return rep, err
+	}
 	return rep, nil
+}
+
+// sync makes what the adoption wrote durable in one call, once, before
+// the caller may delete the sandbox's copy of it.
+func (a *adopter) sync() error {
+	if len(a.rep.Applied) == 0 && len(a.rep.Conflicts) == 0 {
+		return nil
+	}
+	if err := unix.Syncfs(a.gitfd); err != nil {
+		return fmt.Errorf("gitstate: sync: %w", err)
+	}
+	return nil
 }
 
 func readHostConfig(gitdirFD int) (*Config, error) {

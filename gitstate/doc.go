@@ -59,7 +59,9 @@
 // Writes follow git's protocol: "<ref>.lock" created O_EXCL beneath the
 // held directory, the value checked again under the lock (so a concurrent
 // git or a second adoption makes it a conflict rather than a lost update),
-// fsync, renameat over the ref. Deleting a packed ref rewrites packed-refs
+// renameat over the ref. Like git (core.fsync's default) single files are
+// not fsynced; one syncfs at the end of Adopt and AdoptNew makes the
+// result durable before the caller removes the sandbox's copy. Deleting a packed ref rewrites packed-refs
 // under packed-refs.lock, keeping every other line byte for byte.
 //
 // # Reflogs and messages

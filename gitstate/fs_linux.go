@@ -213,8 +213,8 @@ func splitName(name string) (string, string) {
 }
 
 // lockFile is git's lock protocol on one file: "<name>.lock" created with
-// O_EXCL in the file's (held) directory, written, fsynced, then renamed
-// over the name. A git process running at the same time sees the lock and
+// O_EXCL in the file's (held) directory, written, then renamed over the
+// name. A git process running at the same time sees the lock and
 // waits or fails, as it would with another git.
 type lockFile struct {
 	dirfd int // owned
@@ -264,16 +264,16 @@ func lock(dirfd int, name string, mode uint32) (*lockFile, error) {
 	}
 }
 
-// commit writes data to the lock, fsyncs and renames it over the name.
+// commit writes data to the lock and renames it over the name. It does
+// not fsync (git's default core.fsync does not sync refs or the index
+// either); Adopt and AdoptNew sync the file system once at the end, before
+// the caller may remove the sandbox's copy.
 func (l *lockFile) commit(data []byte) error {
 	if l.done {
 		return errors.New("lock already released")
 	}
 	f := os.NewFile(uintptr(l.fd), l.base+".lock")
 	_, err := f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
 	cerr := f.Close()
 	l.fd = -1
 	if err == nil {

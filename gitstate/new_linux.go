@@ -176,6 +176,9 @@ func AdoptNew(gitdirFD, srcFD int, opt Options) (*Report, error) {
 	}
 	rep.applied("HEAD")
 	src.rest(rep)
+	if err := a.sync(); err != nil {
+		return rep, err
+	}
 	return rep, nil
 }
 
@@ -343,9 +346,6 @@ func linkOrCopy(src *upperTree, p string, dstDir int, rel string) error {
 	src.bytesRead += nb
 	if err == nil && nb != st.Size {
 		err = errors.New("changed size while being copied")
-	}
-	if err == nil {
-		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -27,6 +27,10 @@ var errRaced = errors.New("changed by another process while being adopted")
 type refStore struct {
 	fd     int
 	hexLen int
+
+	cache     []packedRef // the last packed-refs parsed, and its identity
+	cacheData []byte
+	cacheID   [4]int64
 }
 
 // readLoose reads the loose ref or pseudo-ref file name: its value, or ""
@@ -42,9 +46,19 @@ func (r *refStore) readLoose(name string) (string, error) {
 	return parseRefValue(name, data, r.hexLen)
 }
 
-// packed reads the packed-refs file; an absent file is an empty one.
+// packed reads the packed-refs file; an absent file is an empty one. The
+// parse is kept while the file's inode, size and time stay the same (git
+// replaces the file by rename, so a change is a new inode), which keeps
+// adopting many refs from re-reading a large file for each.
 func (r *refStore) packed() ([]packedRef, []byte, error) {
-	data, _, err := readFile(r.fd, "packed-refs", maxPackedRefs, false)
+	st, err := lstatBeneath(r.fd, "packed-refs")
+	if errors.Is(err, unix.ENOENT) {
+		return nil, nil, nil
+	}
+	if err == nil && r.cache != nil && r.cacheID == [4]int64{int64(st.Ino), st.Size, st.Mtim.Nano(), st.Ctim.Nano()} {
+		return r.cache, r.cacheData, nil
+	}
+	data, fi, err := readFile(r.fd, "packed-refs", maxPackedRefs, false)
 	if errors.Is(err, unix.ENOENT) {
 		return nil, nil, nil
 	}
@@ -54,6 +68,12 @@ func (r *refStore) packed() ([]packedRef, []byte, error) {
 	refs, err := parsePackedRefs(data, r.hexLen)
 	if err != nil {
 		return nil, nil, fmt.Errorf("parse packed-refs: %w", err)
+	}
+	var fst unix.Stat_t
+	if lst, err := lstatBeneath(r.fd, "packed-refs"); err == nil && lst.Ino == fi.Ino {
+		fst = lst
+		r.cache, r.cacheData = refs, data
+		r.cacheID = [4]int64{int64(fst.Ino), fst.Size, fst.Mtim.Nano(), fst.Ctim.Nano()}
 	}
 	return refs, data, nil
 }
