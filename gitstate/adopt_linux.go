@@ -49,6 +49,9 @@ type adopter struct {
 	deleted map[string]bool
 	// headLast leaves HEAD to the caller (AdoptNew writes it last).
 	headLast bool
+	// headSandbox and headHost are the commits HEAD resolves to in the
+	// sandbox's view and on the host after the refs were adopted.
+	headSandbox, headHost string
 }
 
 func newAdopter(gitdirFD, hexLen int, opt Options, rep *Report) (*adopter, error) {
@@ -299,7 +302,31 @@ func (a *adopter) adoptRefs(up *upperTree, base *Snapshot) error {
 	for _, x := range names {
 		a.adoptRef(x, baseRefs[x], intent[x], host)
 	}
+	// The index goes with a commit: it is adopted only when the host's
+	// HEAD now names the commit the sandbox's HEAD named.
+	view := func(n string) string {
+		if v, ok := intent[n]; ok {
+			return v
+		}
+		return baseRefs[n]
+	}
+	a.headSandbox = resolveRef(view, "HEAD")
+	a.headHost = resolveRef(func(n string) string { return host[n] }, "HEAD")
 	return nil
+}
+
+// resolveRef follows symbolic refs (at most five, as git's own limit is
+// small too) to an object id, "" for an unborn or broken chain.
+func resolveRef(get func(string) string, name string) string {
+	for i := 0; i < 5; i++ {
+		v := get(name)
+		t, ok := strings.CutPrefix(v, "ref: ")
+		if !ok {
+			return v
+		}
+		name = t
+	}
+	return ""
 }
 
 func describe(v string) string {

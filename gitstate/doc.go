@@ -96,8 +96,10 @@
 // # Index
 //
 // The sandbox's index is adopted only when the host's index is unchanged
-// since the Snapshot (same content; checked again under index.lock), and
-// only when ParseIndex accepts it: versions 2, 3 and 4, the checksum
+// since the Snapshot (same content; checked again under index.lock), the
+// host's HEAD (after the refs were adopted) names the commit the sandbox's
+// HEAD named (else the index would show changes undoing the difference),
+// and ParseIndex accepts it: versions 2, 3 and 4, the checksum
 // verified, entries in git's order with modes git writes, every path one
 // git's verify_path accepts on any platform (no ".git" component in any
 // spelling), extensions skipped by signature except a split index ("link",

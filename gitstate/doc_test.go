@@ -37,10 +37,11 @@ same way into the host's empty ` + "`.git`" + `, with a config jail writes itsel
 - **Reflogs** (` + "`logs/**`" + `): new lines in git's reflog format, appended.
 - **Messages**: ` + "`COMMIT_EDITMSG`" + `, ` + "`MERGE_MSG`" + `, ` + "`SQUASH_MSG`" + `, ` + "`TAG_EDITMSG`" + ` (text),
   ` + "`MERGE_MODE`" + `.
-- **Index**: when the host's index did not change during the run, and it parses (versions 2-4,
+- **Index**: when the host's index did not change during the run, the host's ` + "`HEAD`" + ` names the
+  commit the sandbox's did, and it parses (versions 2-4,
   checksum, paths git accepts), and it stages no new gitlink (a nested repository whose
   ` + "`core.fsmonitor`" + ` the host's ` + "`git status`" + ` would run) except for submodules jail adopted.
-  Split and sparse indexes are refused.
+  Split and sparse indexes are refused; the fsmonitor token is removed.
 - **Config**: only the keys below, with the values shown; every other key the sandbox added,
   changed or removed is dropped and named. The host's file is rewritten under ` + "`config.lock`" + `, the
   rest of it byte for byte.

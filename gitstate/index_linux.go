@@ -44,6 +44,12 @@ func (a *adopter) adoptIndex(up *upperTree, base *Snapshot) {
 		a.rep.conflict("index: changed on the host during the run; the host's kept")
 		return
 	}
+	if !a.headLast && a.headSandbox != a.headHost {
+		// Staged against another commit than the host's HEAD, it would
+		// show as changes undoing the difference.
+		a.rep.conflict("index: the sandbox's HEAD (%s) is not the host's (%s); the host's index kept", orNone(a.headSandbox), orNone(a.headHost))
+		return
+	}
 	var hostIx *Index
 	if present {
 		if hostIx, err = ParseIndex(host, a.hexLen/2); err != nil {
@@ -96,4 +102,11 @@ func newGitlinks(ix, old *Index, allowed []string) []string {
 	}
 	sort.Strings(bad)
 	return bad
+}
+
+func orNone(v string) string {
+	if v == "" {
+		return "none"
+	}
+	return v
 }

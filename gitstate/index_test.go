@@ -218,3 +218,26 @@ func TestAdoptIndexDropsFsmonitorToken(t *testing.T) {
 		t.Fatalf("status %q", s)
 	}
 }
+
+// The host moves its branch during the run without touching its index:
+// the sandbox's index was staged against the old commit and is not
+// adopted. On a new branch at the same commit it is.
+func TestAdoptIndexFollowsHEAD(t *testing.T) {
+	r := newRepo(t)
+	base := r.take()
+	o := r.overlay()
+	o.run(`git checkout -q -b topic && echo new > staged && git add staged`)
+	rep := o.adopt(base, Options{RunID: "h1"})
+	if !contains(rep.Applied, "index") || !contains(rep.Applied, "HEAD") {
+		t.Fatalf("%+v", rep)
+	}
+	r2 := newRepo(t)
+	base = r2.take()
+	o = r2.overlay()
+	o.run(`echo new > staged && git add staged`)
+	r2.git("update-ref", "refs/heads/main", strings.TrimSpace(r2.git("commit-tree", "-p", "main", "-m", "host", "main^{tree}")))
+	rep = o.adopt(base, Options{RunID: "h2"})
+	if !contains(rep.Conflicts, "index: the sandbox's HEAD") {
+		t.Fatalf("%+v", rep)
+	}
+}
