@@ -1048,7 +1048,15 @@ static int json_safe(const char *s) {
 
 // report writes the note and the result object (jsonResult in run.go,
 // field for field and in its order) for a run that ended with code.
+static void report_error(const struct result *r, int code, const char *error);
 static void report(const struct result *r, int code) {
+	report_error(r, code, NULL);
+}
+
+// report_error is report for a run that ended before the command did, as
+// runOptions.fail prints it: with "error" (jail's message, printable
+// ASCII) and the stage "sandbox" when error is set.
+static void report_error(const struct result *r, int code, const char *error) {
 	if (r->timed_out && r->timeout_note[0]) say(r->timeout_note);
 	if (!r->json) return;
 	char buf[512];
@@ -1056,8 +1064,10 @@ static void report(const struct result *r, int code) {
 	long long ms = (long long)((now_ns() - r->start_ns) / 1000000ULL);
 	int n = snprintf(buf, sizeof(buf), "{\"exit_code\":%d", code);
 	if (sig[0]) n += snprintf(buf + n, sizeof(buf) - n, ",\"signal\":\"%s\"", sig);
-	n += snprintf(buf + n, sizeof(buf) - n, ",\"timed_out\":%s,\"duration_ms\":%lld,\"max_rss_kb\":%ld,\"limits\":\"none\",\"policy_sha256\":\"%s\"}\n",
+	n += snprintf(buf + n, sizeof(buf) - n, ",\"timed_out\":%s,\"duration_ms\":%lld,\"max_rss_kb\":%ld,\"limits\":\"none\",\"policy_sha256\":\"%s\"",
 		      r->timed_out ? "true" : "false", ms, r->max_rss_kb, json_safe(r->policy) ? r->policy : "");
+	if (error && json_safe(error)) n += snprintf(buf + n, sizeof(buf) - n, ",\"error\":\"%s\",\"stage\":\"sandbox\"", error);
+	n += snprintf(buf + n, sizeof(buf) - n, "}\n");
 	if (n > 0 && (size_t)n < sizeof(buf)) jail_write_all(2, buf, n);
 }
 
@@ -1140,7 +1150,10 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 				close(e->status);
 				int st;
 				waitpid(e->pid, &st, 0);
-				if (nheld > 0) finish(f, foreground, 128 + held[0]);
+				if (nheld > 0) {
+					report_error(res, 128 + held[0], "interrupted while the sandbox started");
+					finish(f, foreground, 128 + held[0]);
+				}
 				fall_back(f, argv, envp, sv, !strstr(line, "\"layer\":\"exec\""));
 			} else if (strstr(line, "\"stage\":\"notice\"")) {
 				print_notice(line);
@@ -1173,8 +1186,12 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 		while (waitpid(e->pid, &st, 0) < 0 && errno == EINTR)
 			;
 		if (!started) {
-			if (nheld > 0) finish(f, foreground, 128 + held[0]);
+			if (nheld > 0) {
+				report_error(res, 128 + held[0], "interrupted while the sandbox started");
+				finish(f, foreground, 128 + held[0]);
+			}
 			say("jail: the sandbox's init ended before the command started\n");
+			report_error(res, 125, "the sandbox's init ended before the command started");
 			finish(f, foreground, 125);
 		}
 		if (res->timed_out) {
