@@ -3,6 +3,7 @@
 package confine
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -96,11 +97,19 @@ func (l *Layout) toolPaths(home string, ms []Mount) []Mount {
 		if !ok || inRoots(r) || shown(r) {
 			return
 		}
+		// Recorded whatever it is: a root made later (~/.rustup after
+		// ~/.cargo/bin) must make the plan be made again.
 		var st unix.Stat_t
-		if unix.Lstat(r, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			return
+		if err := unix.Lstat(r, &st); err != nil {
+			if !errors.Is(err, unix.ENOENT) {
+				l.Facts.Unsure()
+			}
+			st.Mode = 0
 		}
 		l.Facts.fileType(r, st.Mode)
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return
+		}
 		roots = slices.DeleteFunc(roots, func(o string) bool { return pathWithin(o, r) })
 		roots = append(roots, r)
 	}
