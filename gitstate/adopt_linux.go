@@ -6,33 +6,9 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
-
-// Options tune an adoption.
-type Options struct {
-	// RunID names this run's conflict refs: refs/jail/<RunID>/<ref>. It
-	// must be one valid ref name component; empty takes a time stamp.
-	RunID string
-	// Submodules are index paths of gitlinks (mode 160000) the index may
-	// newly stage because jail adopted those repositories itself. Any
-	// other new gitlink makes the index refused.
-	Submodules []string
-	// Limits bound what is read from the sandbox's side.
-	Limits Limits
-}
-
-func (o Options) runID() (string, error) {
-	if o.RunID == "" {
-		return time.Now().UTC().Format("20060102T150405.000000000Z"), nil
-	}
-	if strings.Contains(o.RunID, "/") || !validRefPath(o.RunID) {
-		return "", fmt.Errorf("gitstate: run id %s is not a valid ref name component", esc(o.RunID))
-	}
-	return o.RunID, nil
-}
 
 // adopter carries one adoption's state.
 type adopter struct {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"sort"
 
 	"golang.org/x/sys/unix"
 )
@@ -136,41 +135,4 @@ func (a *adopter) applyConfig(allowed []setting, baseMap map[keyID][]string) err
 		a.rep.applied("config %s", esc(ch.Key.String()))
 	}
 	return nil
-}
-
-// diffConfig lists the keys whose values differ between two configs,
-// with the new config's values (none: removed), in the new file's order
-// and then the removed keys sorted.
-func diffConfig(old, new *Config) []setting {
-	om, _ := old.valueMap()
-	nm, order := new.valueMap()
-	var out []setting
-	for _, k := range order {
-		if !equalValues(om[k], nm[k]) {
-			out = append(out, setting{Key: k, Values: nm[k]})
-		}
-	}
-	var gone []keyID
-	for k := range om {
-		if _, ok := nm[k]; !ok {
-			gone = append(gone, k)
-		}
-	}
-	sort.Slice(gone, func(i, j int) bool { return gone[i].String() < gone[j].String() })
-	for _, k := range gone {
-		out = append(out, setting{Key: k})
-	}
-	return out
-}
-
-func equalValues(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

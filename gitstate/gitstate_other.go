@@ -9,12 +9,6 @@ import "errors"
 // held directory, which needs Linux 5.6 or later.
 var ErrUnsupported = errors.New("gitstate: needs Linux (openat2)")
 
-// Options tune an adoption (see the Linux implementation).
-type Options struct {
-	RunID      string
-	Submodules []string
-}
-
 // Take is unsupported off Linux.
 func Take(gitdirFD int) (*Snapshot, error) { return nil, ErrUnsupported }
 
@@ -25,3 +19,6 @@ func Adopt(gitdirFD, upperFD int, base *Snapshot, opt Options) (*Report, error) 
 
 // ReadConfig is unsupported off Linux.
 func ReadConfig(fd int) (*Config, error) { return nil, ErrUnsupported }
+
+// AdoptNew is unsupported off Linux.
+func AdoptNew(gitdirFD, srcFD int, opt Options) (*Report, error) { return nil, ErrUnsupported }

@@ -8,31 +8,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Limits bound what Adopt reads from a sandbox's upper directory. A zero
-// field takes its default.
-type Limits struct {
-	Entries   int   // names in the upper, all directories together (default 100000)
-	Bytes     int64 // bytes read from the upper in total (default 2 GiB)
-	FileBytes int64 // size of any one file (default 1 GiB; refs and config have smaller fixed caps)
-	Depth     int   // directory depth (default 64)
-}
-
-func (l Limits) withDefaults() Limits {
-	if l.Entries <= 0 {
-		l.Entries = 100000
-	}
-	if l.Bytes <= 0 {
-		l.Bytes = 2 << 30
-	}
-	if l.FileBytes <= 0 {
-		l.FileBytes = 1 << 30
-	}
-	if l.Depth <= 0 {
-		l.Depth = 64
-	}
-	return l
-}
-
 type upperKind int
 
 const (

@@ -1,0 +1,55 @@
+package gitstate
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Options tune an adoption.
+type Options struct {
+	// RunID names this run's conflict refs: refs/jail/<RunID>/<ref>. It
+	// must be one valid ref name component; empty takes a time stamp.
+	RunID string
+	// Submodules are index paths of gitlinks (mode 160000) the index may
+	// newly stage because jail adopted those repositories itself. Any
+	// other new gitlink makes the index refused.
+	Submodules []string
+	// Limits bound what is read from the sandbox's side.
+	Limits Limits
+}
+
+func (o Options) runID() (string, error) {
+	if o.RunID == "" {
+		return time.Now().UTC().Format("20060102T150405.000000000Z"), nil
+	}
+	if strings.Contains(o.RunID, "/") || !validRefPath(o.RunID) {
+		return "", fmt.Errorf("gitstate: run id %s is not a valid ref name component", esc(o.RunID))
+	}
+	return o.RunID, nil
+}
+
+// Limits bound what Adopt reads from a sandbox's upper directory. A zero
+// field takes its default.
+type Limits struct {
+	Entries   int   // names in the upper, all directories together (default 100000)
+	Bytes     int64 // bytes read from the upper in total (default 2 GiB)
+	FileBytes int64 // size of any one file (default 1 GiB; refs and config have smaller fixed caps)
+	Depth     int   // directory depth (default 64)
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.Entries <= 0 {
+		l.Entries = 100000
+	}
+	if l.Bytes <= 0 {
+		l.Bytes = 2 << 30
+	}
+	if l.FileBytes <= 0 {
+		l.FileBytes = 1 << 30
+	}
+	if l.Depth <= 0 {
+		l.Depth = 64
+	}
+	return l
+}
