@@ -37,10 +37,12 @@ demo: build
 	./jail run -- /bin/sh -c 'echo "hello from $$(hostname): uid $$(id -u), cwd $$PWD"; ls -A "$$HOME" | wc -l | xargs echo "entries in HOME:"; cat /etc/shadow | wc -c | xargs echo "bytes of /etc/shadow:"'
 
 # jail run -- /bin/true against bare /bin/true and bubblewrap, interleaved,
-# plus jail's peak RSS; and the Go benchmarks.
+# plus jail's peak RSS; the workload section (go build, npx, git status in
+# jail against bare); and the Go benchmarks.
 bench: build
 	$(GO) build -o bench/interleave.bin ./bench/interleave
 	./bench/run.sh ./jail bench/interleave.bin
+	./bench/workload.sh ./jail bench/interleave.bin
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./confine/
 
 fmt:
