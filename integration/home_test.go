@@ -7,6 +7,10 @@ package integration
 
 import (
 	"encoding/json"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -196,6 +200,114 @@ func TestPolicyPathMissing(t *testing.T) {
 		mustExit(t, res, 0)
 		if b, _ := os.ReadFile(filepath.Join(missing, "f")); string(b) != "w\n" {
 			t.Fatalf("the created rw path was not bound: %q", b)
+		}
+	})
+}
+
+// reachable skips unless rawURL answers from this host, and returns what a policy needs to let
+// the sandbox reach its host through the proxy: the allow entry, and the host's addresses that
+// are not public (a machine may reach a registry through a mirror or gateway at a private or
+// reserved address; the policy then allows exactly those, as its operator would).
+func reachable(t *testing.T, rawURL string) (allow string, private []string) {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Timeout: 15 * time.Second}
+	resp, err := client.Get(rawURL)
+	if err != nil {
+		t.Skipf("requires %s reachable from this host: %v", rawURL, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Skipf("requires %s reachable from this host: %s", rawURL, resp.Status)
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(t.Context(), "ip", u.Hostname())
+	if err != nil {
+		t.Skipf("requires %s to resolve on this host: %v", u.Hostname(), err)
+	}
+	for _, a := range addrs {
+		if !publicAddr(a) {
+			private = append(private, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()).String())
+		}
+	}
+	port := u.Port()
+	if port == "" {
+		port = "443"
+		if u.Scheme == "http" {
+			port = "80"
+		}
+	}
+	return u.Hostname() + ":" + port, private
+}
+
+// caEnv passes the certificate authority this machine's tools are configured with, if any.
+func caEnv() []string {
+	if ca := os.Getenv("NODE_EXTRA_CA_CERTS"); ca != "" {
+		return []string{"NODE_EXTRA_CA_CERTS=" + ca}
+	}
+	return nil
+}
+
+// TestPersistentHomeOffline: what a run downloaded into its home is there for the next run of
+// the workspace with the network off: Go modules after `go get` (go test runs offline), and
+// the package npx fetched (npx runs it again without the registry). The downloads go through
+// jail's proxy to the Go module proxy and the npm registry this machine is configured with.
+func TestPersistentHomeOffline(t *testing.T) {
+	goBin := "/usr/local/go/bin/go"
+	if _, err := os.Stat(goBin); err != nil {
+		t.Skipf("requires Go at %s: %v", goBin, err)
+	}
+	goAllow, goPrivate := reachable(t, "https://proxy.golang.org/github.com/google/go-cmp/@v/list")
+	out, err := exec.Command("npm", "config", "get", "registry").Output()
+	if err != nil {
+		t.Skipf("requires npm's registry setting: %v", err)
+	}
+	registry := strings.TrimSuffix(strings.TrimSpace(string(out)), "/")
+	npmAllow, npmPrivate := reachable(t, registry+"/semver")
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-offline-")
+		r.cleanAfter(t, ws)
+		cfg := r.dir(t, "jail-it-offlinecfg-")
+		policyFile := filepath.Join(cfg, "policy.toml")
+		r.writeFile(t, policyFile, netPolicy("proxy", "", filepath.Join(cfg, "audit.jsonl"),
+			[]string{goAllow, npmAllow}, append(append([]string{}, goPrivate...), npmPrivate...)))
+		r.writeFile(t, filepath.Join(ws, "go.mod"), "module example.com/m\n\ngo 1.22\n")
+		r.writeFile(t, filepath.Join(ws, "m_test.go"), "package m\n\nimport (\n\t\"testing\"\n\n\t\"github.com/google/go-cmp/cmp\"\n)\n\nfunc TestDiff(t *testing.T) {\n\tif d := cmp.Diff(1, 1); d != \"\" {\n\t\tt.Fatal(d)\n\t}\n}\n")
+		gitInit := exec.Command("git", "init", "-q", ws)
+		r.prepare(gitInit)
+		if out, err := gitInit.CombinedOutput(); err != nil {
+			t.Fatalf("git init: %v: %s", err, out)
+		}
+		online := func(argv ...string) result {
+			args := append([]string{"run", "--policy", policyFile, "--env", "npm_config_registry=" + registry + "/", "--"}, argv...)
+			return r.jail(t, call{dir: ws, env: caEnv(), args: args, limit: 5 * time.Minute})
+		}
+		offline := func(argv ...string) result {
+			args := append([]string{"run", "--net", "none", "--env", "GOPROXY=off", "--env", "npm_config_registry=" + registry + "/", "--"}, argv...)
+			return r.jail(t, call{dir: ws, env: caEnv(), args: args, limit: 5 * time.Minute})
+		}
+		res := online(goBin, "get", "github.com/google/go-cmp@v0.6.0")
+		mustExit(t, res, 0)
+		res = offline(goBin, "test", "./...")
+		mustExit(t, res, 0)
+		if !strings.Contains(res.stdout, "ok") {
+			t.Fatalf("go test offline: %q\n%s", res.stdout, res.stderr)
+		}
+		res = online("npx", "--yes", "semver@7.6.3", "1.2.3")
+		mustExit(t, res, 0)
+		res = offline("npx", "--yes", "semver@7.6.3", "1.2.3")
+		mustExit(t, res, 0)
+		if !strings.Contains(res.stdout, "1.2.3") {
+			t.Fatalf("npx offline: %q\n%s", res.stdout, res.stderr)
+		}
+		// Host side: the module and npx's package are in the workspace's persistent home.
+		h := r.sandboxHomes(t)[ws]
+		for _, p := range []string{"go/pkg/mod/cache/download/github.com/google/go-cmp/@v/v0.6.0.zip", ".npm/_npx"} {
+			if _, err := os.Stat(filepath.Join(h, p)); err != nil {
+				t.Errorf("not in the persistent home %s: %v", h, err)
+			}
 		}
 	})
 }
