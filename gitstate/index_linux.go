@@ -50,8 +50,10 @@ func (a *adopter) adoptIndex(up *upperTree, base *Snapshot) {
 		a.rep.conflict("index: the sandbox's HEAD (%s) is not the host's (%s); the host's index kept", orNone(a.headSandbox), orNone(a.headHost))
 		return
 	}
+	// The host's index is read only when the sandbox's stages gitlinks
+	// the caller did not name (most indexes stage none).
 	var hostIx *Index
-	if present {
+	if present && len(newGitlinks(ix, nil, a.opt.Submodules)) > 0 {
 		if hostIx, err = ParseIndex(host, a.hexLen/2); err != nil {
 			a.rep.dropped("index: the host's index: %v", err)
 			return

@@ -241,3 +241,21 @@ func TestAdoptIndexFollowsHEAD(t *testing.T) {
 		t.Fatalf("%+v", rep)
 	}
 }
+
+// A gitlink the host's index already had is the host's own submodule: an
+// index that keeps staging it is adopted.
+func TestAdoptIndexKeepsExistingGitlink(t *testing.T) {
+	r := newRepo(t)
+	r.git("update-index", "--add", "--cacheinfo", "160000,"+r.rev("HEAD")+",sub")
+	r.git("commit", "-q", "-m", "gitlink")
+	base := r.take()
+	o := r.overlay()
+	o.run(`echo new > staged && git add staged`)
+	rep := o.adopt(base, Options{RunID: "k"})
+	if !contains(rep.Applied, "index") {
+		t.Fatalf("%+v", rep)
+	}
+	if got := r.git("ls-files", "-s", "sub"); !strings.HasPrefix(got, "160000 ") {
+		t.Fatalf("gitlink lost: %q", got)
+	}
+}

@@ -187,9 +187,13 @@ func (t *upperTree) under(prefix string) []string {
 // contents are reported one by one otherwise.
 func (t *upperTree) rest(rep *Report) {
 	var names []string
+	parents := map[string]bool{} // directories with something in them
 	for p, e := range t.entries {
 		if !e.used {
 			names = append(names, p)
+		}
+		if dir, _ := splitName(p); dir != "" {
+			parents[dir] = true
 		}
 	}
 	sort.Strings(names)
@@ -197,7 +201,7 @@ func (t *upperTree) rest(rep *Report) {
 		e := t.entries[p]
 		switch e.kind {
 		case kindDir:
-			if len(t.under(p)) > 1 || isKnownDir(p) {
+			if parents[p] || isKnownDir(p) {
 				continue
 			}
 			rep.dropped("%s: new directory, not adopted", esc(p))
