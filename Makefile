@@ -43,6 +43,7 @@ bench: build
 	$(GO) build -o bench/interleave.bin ./bench/interleave
 	./bench/run.sh ./jail bench/interleave.bin
 	./bench/workload.sh ./jail bench/interleave.bin
+	./bench/git.sh ./jail "" bench/interleave.bin
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./confine/
 
 fmt:

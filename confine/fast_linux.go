@@ -138,7 +138,8 @@ func DirsHash(fd int, skipGit bool) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var sum, n uint64
+	var names []string
+	var dirs []bool
 	for _, e := range ents {
 		t := e.Type()
 		if t == os.ModeIrregular { // DT_UNKNOWN
@@ -147,21 +148,38 @@ func DirsHash(fd int, skipGit bool) (uint64, error) {
 				t = os.ModeDir
 			}
 		}
-		if t != os.ModeDir && e.Name() != ".git" || skipGit && e.Name() == ".git" {
+		names = append(names, e.Name())
+		dirs = append(dirs, t == os.ModeDir)
+	}
+	return DirsHashOf(names, dirs, skipGit), nil
+}
+
+// DirsHashOf is DirsHash of a directory listing: names, and whether each
+// is a directory (a symlink is not).
+func DirsHashOf(names []string, dirs []bool, skipGit bool) uint64 {
+	var sum, n uint64
+	for i, name := range names {
+		if !dirs[i] && name != ".git" || skipGit && name == ".git" {
 			continue
 		}
 		h := uint64(14695981039346656037)
-		for i := 0; i < len(e.Name()); i++ {
-			h ^= uint64(e.Name()[i])
+		for j := 0; j < len(name); j++ {
+			h ^= uint64(name[j])
 			h *= 1099511628211
 		}
-		if t == os.ModeDir {
+		if dirs[i] {
 			h += 0x9e3779b97f4a7c15
 		}
 		sum += h
 		n++
 	}
-	return sum ^ n*0xff51afd7ed558ccd, nil
+	return sum ^ n*0xff51afd7ed558ccd
+}
+
+// DirsHashed records a Dirs fact whose hash the caller computed with
+// DirsHashOf from a listing it made.
+func (f *Facts) DirsHashed(path string, root bool, hash uint64) {
+	f.add(fact{kind: factDirs, path: path, hash: hash, root: root})
 }
 
 // Unsure marks the plan as depending on more than its facts.

@@ -199,7 +199,14 @@ func (r *Run) RecordWalk() {
 		return
 	}
 	for _, d := range r.launch.visited {
-		r.opt.Facts.Dirs(filepath.Join(r.opt.Workspace, d), d == ".")
+		// The walk's own hash, unless the directory changed since (the
+		// layout made one of jail's directories in it).
+		var st unix.Stat_t
+		if unix.Fstatat(r.ws, d, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && idOf(&st) == r.launch.ids[d] {
+			r.opt.Facts.DirsHashed(filepath.Join(r.opt.Workspace, d), d == ".", r.launch.hashes[d])
+		} else {
+			r.opt.Facts.Dirs(filepath.Join(r.opt.Workspace, d), d == ".")
+		}
 	}
 }
 
@@ -545,7 +552,7 @@ func (r *Run) Finish() {
 		if run == "" {
 			run = newRunName()
 		}
-		scanNew(r.opt.Report, r.ws, r.launch.skip, append(append([]string{}, r.launch.gitDirs...), r.launch.gitFiles...), run)
+		scanNew(r.opt.Report, r.ws, r.launch.changedSince(r.ws), append(append([]string{}, r.launch.gitDirs...), r.launch.gitFiles...), run)
 		r.launch = nil
 	}
 	for _, fd := range []*int{&r.keyfd, &r.ws} {
@@ -822,7 +829,7 @@ func AdoptMain(args []string, w io.Writer) int {
 			}
 		}
 	}
-	scanNew(w, wsfd, skip, nil, run)
+	scanNew(w, wsfd, walk(wsfd, skip), nil, run)
 	return code
 }
 
@@ -860,8 +867,7 @@ func adoptHeld(w io.Writer, wsfd int, ws, keyArg, runArg, name string) bool {
 // hooks and keys that run programs dropped), a gitfile or symlink is
 // removed. It appeared on the host as the sandbox wrote it; from now on
 // the host's git finds nothing in it that runs (docs/git.md).
-func scanNew(w io.Writer, wsfd int, skip string, known []string, run string) {
-	f := walk(wsfd, skip)
+func scanNew(w io.Writer, wsfd int, f *found, known []string, run string) {
 	seen := map[string]bool{}
 	for _, k := range known {
 		seen[k] = true

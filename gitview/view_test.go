@@ -1,0 +1,182 @@
+//go:build linux
+
+package gitview
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/jail-sandbox/jail/confine"
+	"golang.org/x/sys/unix"
+)
+
+func mkdirs(t *testing.T, root string, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		if err := os.MkdirAll(filepath.Join(root, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func openWS(t *testing.T, ws string) int {
+	t.Helper()
+	fd, err := unix.Open(ws, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
+}
+
+// TestWalk: .git directories and gitfiles below the root are found down
+// to walkDepth; node_modules, git directories themselves, symlinks and
+// the skipped directory are not entered.
+func TestWalk(t *testing.T) {
+	ws := t.TempDir()
+	mkdirs(t, ws, ".git", "a/.git", "a/b/c/d/.git", "a/b/c/d/e/.git", "node_modules/x/.git", "state/jail/.git", "sub/.git/modules/m/.git")
+	os.WriteFile(filepath.Join(ws, "lib", ".git"), nil, 0o644)
+	mkdirs(t, ws, "lib")
+	os.WriteFile(filepath.Join(ws, "lib", ".git"), []byte("gitdir: ../.git/modules/lib\n"), 0o644)
+	outside := t.TempDir()
+	mkdirs(t, outside, "r/.git")
+	os.Symlink(outside, filepath.Join(ws, "link"))
+	f := walk(openWS(t, ws), "state")
+	slices.Sort(f.gitDirs)
+	if want := []string{"a/.git", "a/b/c/d/.git", "sub/.git"}; !slices.Equal(f.gitDirs, want) {
+		t.Errorf("git directories %v, want %v", f.gitDirs, want)
+	}
+	if !slices.Equal(f.gitFiles, []string{"lib/.git"}) {
+		t.Errorf("gitfiles %v", f.gitFiles)
+	}
+	if f.truncated || !slices.Contains(f.visited, ".") || slices.Contains(f.visited, "node_modules") || slices.Contains(f.visited, "link") {
+		t.Errorf("visited %v (truncated %v)", f.visited, f.truncated)
+	}
+}
+
+// TestModules: submodules' git directories beneath modules/, names with
+// slashes and submodules of submodules included.
+func TestModules(t *testing.T) {
+	ws := t.TempDir()
+	for _, g := range []string{".git/modules/a", ".git/modules/ns/b", ".git/modules/a/modules/c"} {
+		mkdirs(t, ws, g+"/objects", g+"/refs")
+		os.WriteFile(filepath.Join(ws, g, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	}
+	got := modules(openWS(t, ws), ".git/modules", 0)
+	slices.Sort(got)
+	if want := []string{".git/modules/a", ".git/modules/a/modules/c", ".git/modules/ns/b"}; !slices.Equal(got, want) {
+		t.Errorf("modules %v, want %v", got, want)
+	}
+}
+
+func TestIsGitDir(t *testing.T) {
+	ws := t.TempDir()
+	mkdirs(t, ws, "r/objects", "r/refs", "c/objects", "c/refs", "e")
+	for _, d := range []string{"r", "c"} {
+		os.WriteFile(filepath.Join(ws, d, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	}
+	os.WriteFile(filepath.Join(ws, "c", "commondir"), []byte("../r\n"), 0o644)
+	fd := openWS(t, ws)
+	if !isGitDir(fd, "r") || isGitDir(fd, "c") || isGitDir(fd, "e") || isGitDir(fd, "missing") {
+		t.Error("isGitDir: want only r (c has a commondir, e is empty)")
+	}
+	if !isEmptyDir(fd, "e") || isEmptyDir(fd, "r") {
+		t.Error("isEmptyDir")
+	}
+}
+
+func TestExpand(t *testing.T) {
+	for _, c := range []struct{ v, want string }{
+		{"~/hooks", "/home/u/hooks"},
+		{"~", "/home/u"},
+		{"~other/x", ""},
+		{"/abs/../x", "/x"},
+		{".husky/_", "/ws/.husky/_"},
+		{"", ""},
+	} {
+		if got := expand(c.v, "/home/u", "/ws"); got != c.want {
+			t.Errorf("expand(%q) = %q, want %q", c.v, got, c.want)
+		}
+	}
+	if got := expand("~/x", "", "/ws"); got != "" {
+		t.Errorf("~ without a home: %q", got)
+	}
+}
+
+// TestConfigTargets: hooks directories and include files are read from
+// the user's config, includes followed, and each lands where the sandbox
+// could write it: guarded, or protected when a missing include file is in
+// the workspace; targets elsewhere or in .git are left alone.
+func TestConfigTargets(t *testing.T) {
+	home, ws, rw := t.TempDir(), t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[core]\n\thooksPath = "+ws+"/hooks\n[include]\n\tpath = more.cfg\n"), 0o644)
+	os.WriteFile(filepath.Join(home, "more.cfg"), []byte("[includeIf \"gitdir:~/x/\"]\n\tpath = "+ws+"/local.cfg\n[include]\n\tpath = "+rw+"/shared.cfg\n\tpath = /etc/elsewhere.cfg\n\tpath = "+ws+"/.git/extra\n"), 0o644)
+	os.WriteFile(filepath.Join(rw, "shared.cfg"), []byte("[core]\n\thooksPath = ~/h2\n"), 0o644)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	r := &Run{opt: Options{Workspace: ws, Home: home, Writable: []string{rw, home}}}
+	tg := &configTargets{}
+	for _, f := range userConfigs(home, "") {
+		tg.read(f, -1, home, ws, 0, nil)
+	}
+	r.guardTargets(tg)
+	if want := []string{filepath.Join(ws, "hooks"), filepath.Join(home, "h2")}; !slices.Equal(r.guardDirs, want) {
+		t.Errorf("guarded directories %v, want %v", r.guardDirs, want)
+	}
+	if want := []string{filepath.Join(home, "more.cfg"), filepath.Join(rw, "shared.cfg")}; !slices.Equal(r.guardFiles, want) {
+		t.Errorf("guarded files %v, want %v", r.guardFiles, want)
+	}
+	if !slices.Equal(r.protect, []string{"local.cfg"}) {
+		t.Errorf("protected %v, want the missing include in the workspace", r.protect)
+	}
+}
+
+// TestRemoveAll removes what a sandbox can leave in an upper, a
+// directory it made unreadable included, without following a symlink.
+func TestRemoveAll(t *testing.T) {
+	d, outside := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(outside, "keep"), []byte("x"), 0o644)
+	mkdirs(t, d, "run/a/b")
+	os.Symlink(outside, filepath.Join(d, "run", "a", "link"))
+	os.WriteFile(filepath.Join(d, "run", "a", "b", "f"), nil, 0o644)
+	os.Chmod(filepath.Join(d, "run", "a", "b"), 0)
+	fd := openWS(t, d)
+	dfd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(dfd)
+	if err := removeAll(dfd, "run"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(d, "run")); err == nil {
+		t.Error("run is still there")
+	}
+	if _, err := os.Stat(filepath.Join(outside, "keep")); err != nil {
+		t.Error("removeAll followed a symlink")
+	}
+}
+
+// TestWalkHashes: the hash the walk records of each directory is the one
+// the plan cache's constructor computes (confine.DirsHash, the same
+// function as jail_dir_hash).
+func TestWalkHashes(t *testing.T) {
+	ws := t.TempDir()
+	mkdirs(t, ws, ".git", "a/.git", "a/b", "c")
+	os.WriteFile(filepath.Join(ws, "c", ".git"), []byte("gitdir: x\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "file"), nil, 0o644)
+	os.Symlink("a", filepath.Join(ws, "link"))
+	f := walk(openWS(t, ws), "")
+	for _, rel := range f.visited {
+		fd, err := unix.Open(filepath.Join(ws, rel), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := confine.DirsHash(fd, rel == ".")
+		unix.Close(fd)
+		if err != nil || h != f.hashes[rel] {
+			t.Errorf("%s: walk %x, DirsHash %x (%v)", rel, f.hashes[rel], h, err)
+		}
+	}
+}
