@@ -24,9 +24,13 @@ if [ -n "$interleave_in" ]; then
 else
   (cd "$(dirname "$0")/.." && go build -o "$tmp/bin/interleave" ./bench/interleave)
 fi
-export HOME=$tmp/home XDG_CACHE_HOME=$tmp/home/.cache XDG_STATE_HOME=$tmp/home/.local/state
+export HOME=$tmp/home
 export GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@b GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@b GIT_CONFIG_NOSYSTEM=1
-mkdir -p "$XDG_CACHE_HOME" "$XDG_STATE_HOME"
+# Each binary has a plan cache (and git state) of its own: their entries
+# for one directory and one argument list would replace each other.
+for b in jail base; do
+  mkdir -p "$tmp/home-$b/.cache" "$tmp/home-$b/.local/state"
+done
 
 # tree DIR: 100k files: 90k in node_modules (900 packages of 100 files in
 # 10 directories), 10k in src (500 directories of 20 files), nothing else.
@@ -77,8 +81,8 @@ for ws in "$plain" "$big" "$repo"; do
   for b in jail base; do
     [ -x "$tmp/bin/$b" ] || continue
     for mode in cached planned; do
-      env=""
-      [ $mode = planned ] && env="JAIL_PLAN_CACHE=off"
+      env="XDG_CACHE_HOME=$tmp/home-$b/.cache XDG_STATE_HOME=$tmp/home-$b/.local/state"
+      [ $mode = planned ] && env="$env JAIL_PLAN_CACHE=off"
       cmd="env $env $tmp/bin/$b run -w $ws -- /bin/true"
       # shellcheck disable=SC2086
       $cmd >/dev/null 2>&1 || { echo "bench: $cmd fails" >&2; exit 1; }

@@ -226,6 +226,16 @@ static int authentic(const uint8_t *b, size_t len) {
 
 // ---- tracing --------------------------------------------------------------
 
+// dirseen is a directory of the plan's walk, as a cached run found it
+// before the sandbox started (FACT_DIRS).
+#define MAX_DIRS 4096
+struct dirseen {
+	const char *path;
+	int root;
+	uint64_t hash;
+	uint64_t id[4]; // dev, ino, mtime, ctime
+};
+
 struct fast {
 	int trace;
 	const char *why; // why the cache was not used
@@ -246,9 +256,10 @@ struct fast {
 	const char *grel;
 	char **envp;
 	const sigset_t *mask; // the caller's signal mask, for the adopter
-	// the entry's facts, checked again after the run
-	struct cursor facts;
-	int has_facts;
+	// the walk's directories as found before the run, checked again
+	// after it
+	struct dirseen *dirs;
+	int ndirs;
 };
 
 static void say(const char *s) { jail_write_all(2, s, strlen(s)); }
@@ -427,6 +438,8 @@ static char *resolve(const char *path, char buf[PATH_MAX]) {
 	return buf;
 }
 
+static int dir_changed(struct dirseen *d, const uint64_t want[4]);
+
 // check_facts checks every fact about the host the plan was made from.
 static int check_facts(struct fast *f, struct cursor *c) {
 	uint32_t n = cur_u32(c);
@@ -491,12 +504,16 @@ static int check_facts(struct fast *f, struct cursor *c) {
 			break;
 		}
 		case FACT_DIRS: {
+			// The directory's identity first: only one whose entries
+			// changed (mtime, ctime) is listed and hashed again.
 			uint32_t root = cur_u32(c);
-			uint64_t want = cur_u64(c);
-			int d = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			uint64_t have = d >= 0 ? jail_dir_hash(d, root != 0) : 0;
-			if (d >= 0) close(d);
-			if (d < 0 || have != want) return miss(f, "the directories the plan's git view was made from changed", path);
+			struct dirseen d = {.path = path, .root = root != 0};
+			uint64_t want[4];
+			for (int j = 0; j < 4; j++) want[j] = cur_u64(c);
+			d.hash = cur_u64(c);
+			if (c->bad) break;
+			if (dir_changed(&d, want)) return miss(f, "the directories the plan's git view was made from changed", path);
+			if (f->dirs && f->ndirs < MAX_DIRS) f->dirs[f->ndirs++] = d;
 			break;
 		}
 		default:
@@ -504,6 +521,24 @@ static int check_facts(struct fast *f, struct cursor *c) {
 		}
 	}
 	return c->bad ? miss(f, "malformed entry", NULL) : 0;
+}
+
+// dir_changed reports whether the directory d->path no longer holds the
+// subdirectories and .git entries it held (hash d->hash) when its
+// identity was want (dev, ino, mtime, ctime); d->id takes what it has now.
+static int dir_changed(struct dirseen *d, const uint64_t want[4]) {
+	struct stat st;
+	if (lstat(d->path, &st) < 0 || !S_ISDIR(st.st_mode)) return 1;
+	d->id[0] = st.st_dev;
+	d->id[1] = st.st_ino;
+	d->id[2] = (uint64_t)st.st_mtim.tv_sec * 1000000000ULL + st.st_mtim.tv_nsec;
+	d->id[3] = (uint64_t)st.st_ctim.tv_sec * 1000000000ULL + st.st_ctim.tv_nsec;
+	if (!memcmp(d->id, want, sizeof(d->id))) return 0;
+	if (d->id[0] != want[0] || d->id[1] != want[1]) return 1;
+	int fd = open(d->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	uint64_t have = fd >= 0 ? jail_dir_hash(fd, d->root) : 0;
+	if (fd >= 0) close(fd);
+	return fd < 0 || have != d->hash;
 }
 
 // ---- placeholders (placeholders_linux.go) ---------------------------------
@@ -629,17 +664,17 @@ static void git_after(struct fast *f, int adopt) {
 		;
 }
 
-static int check_facts(struct fast *f, struct cursor *c);
-
-// facts_changed reports whether a fact the plan was made from no longer
-// holds once the sandbox ended (its placeholders and .git removed): the
-// directories the walk recorded gained a subdirectory or a .git, where
-// the sandbox may have made a repository.
+// facts_changed reports whether a directory the plan's walk recorded
+// gained or lost a subdirectory or a .git while the sandbox ran (its
+// placeholders and .git removed by then), where the sandbox may have
+// made a repository.
 static int facts_changed(struct fast *f) {
-	if (!f->has_facts) return 0;
-	struct fast tmp = {.inode = -1, .gkey = -1, .grun = -1, .ggit = -1, .gws = -1};
-	struct cursor c = f->facts;
-	return check_facts(&tmp, &c) < 0;
+	for (int i = 0; i < f->ndirs; i++) {
+		uint64_t before[4];
+		memcpy(before, f->dirs[i].id, sizeof(before));
+		if (dir_changed(&f->dirs[i], before)) return 1;
+	}
+	return 0;
 }
 
 // make_fresh redoes the git view's fresh directory for this run: its own
@@ -1279,10 +1314,8 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 		goto out;
 	}
 	c.p += 8;
-	if (check_key(&f, &c, cwd, argv + 2, dd - 1) < 0) goto out;
-	f.facts = c;
-	f.has_facts = 1;
-	if (check_facts(&f, &c) < 0) goto out;
+	f.dirs = calloc(MAX_DIRS, sizeof(struct dirseen));
+	if (check_key(&f, &c, cwd, argv + 2, dd - 1) < 0 || check_facts(&f, &c) < 0) goto out;
 	// From here to the end of the run, the signals that are forwarded to
 	// the command are blocked (supervise reads them): one arriving now
 	// must not end this process with placeholders in the workspace.

@@ -54,7 +54,7 @@ type fact struct {
 	path, value string
 	typ         uint32
 	present     bool
-	st          [5]uint64 // dev, ino, size, mtime ns, ctime ns (factDir: dev, ino, uid, birth ns)
+	st          [5]uint64 // dev, ino, size, mtime ns, ctime ns (factDir: dev, ino, uid, birth ns; factDirs: dev, ino, mtime, ctime)
 	hash        uint64    // factDirs
 	root        bool      // factDirs: the workspace's root, whose .git does not count
 }
@@ -111,12 +111,16 @@ func (f *Facts) Dirs(path string, root bool) {
 		return
 	}
 	defer unix.Close(fd)
+	var st unix.Stat_t
 	h, err := DirsHash(fd, root)
+	if err == nil {
+		err = unix.Fstat(fd, &st)
+	}
 	if err != nil {
 		f.unsure = true
 		return
 	}
-	f.add(fact{kind: factDirs, path: path, hash: h, root: root})
+	f.DirsHashed(path, root, h, &st)
 }
 
 // DirsHash sums a hash of the name of each subdirectory and each entry
@@ -177,9 +181,12 @@ func DirsHashOf(names []string, dirs []bool, skipGit bool) uint64 {
 }
 
 // DirsHashed records a Dirs fact whose hash the caller computed with
-// DirsHashOf from a listing it made.
-func (f *Facts) DirsHashed(path string, root bool, hash uint64) {
-	f.add(fact{kind: factDirs, path: path, hash: hash, root: root})
+// DirsHashOf from a listing it made of the directory st. The constructor
+// first compares the directory's device, inode, mtime and ctime: only a
+// directory whose entries changed is listed again.
+func (f *Facts) DirsHashed(path string, root bool, hash uint64, st *unix.Stat_t) {
+	f.add(fact{kind: factDirs, path: path, hash: hash, root: root,
+		st: [5]uint64{st.Dev, st.Ino, uint64(st.Mtim.Nano()), uint64(st.Ctim.Nano())}})
 }
 
 // Unsure marks the plan as depending on more than its facts.
@@ -394,6 +401,9 @@ func (c *Cmd) CachePlan(dir string, e *CacheEntry) error {
 			}
 		case factDirs:
 			p.u32(boolU32(f.root))
+			for _, v := range f.st[:4] {
+				p.u64(v)
+			}
 			p.u64(f.hash)
 		}
 	}

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -428,5 +429,58 @@ echo SANDBOX-DONE`)
 		}
 		r.judge(t, filepath.Join(ws, "sub"), marker)
 		r.judge(t, ws, marker)
+	})
+}
+
+// TestServeConcurrentCommits: two bash calls of one jail serve run at
+// once (each waits until both moved their refs), each in a sandbox of its
+// own with its own upper; each adopts when its sandbox ends. Both move
+// refs (their own branches, and the same main): no ref is lost, the
+// second main is kept aside under refs/jail/.
+func TestServeConcurrentCommits(t *testing.T) {
+	needGit(t)
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		r.gitRepo(t, ws)
+		pol, _ := r.toolPolicy(t, r.dir(t, "jail-it-cfg-"), "")
+		s := r.serve(t, ws, "--policy", pol, "--max-concurrency", "2")
+		script := func(n int) string {
+			return fmt.Sprintf(`{"command":"export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b; git config --global --add safe.directory '*'; c=$(git commit-tree -m call%d -p HEAD HEAD^{tree}) && git update-ref refs/heads/b%d $c && git update-ref refs/heads/main $c && touch ready.%d && i=0; while [ ! -e ready.1 ] || [ ! -e ready.2 ]; do i=$((i+1)); [ $i -gt 200 ] && echo ALONE && break; sleep 0.05; done; echo $c"}`, n, n, n)
+		}
+		// Two tasks: calls of one task's bash session run in turn.
+		s.send(`{"id":1,"tool":"bash","context":{"task_id":"t1"},"args":` + script(1) + `}`)
+		s.send(`{"id":2,"tool":"bash","context":{"task_id":"t2"},"args":` + script(2) + `}`)
+		var commits []string
+		for range 2 {
+			res := s.next()
+			if res.Type != "result" || res.Result == nil || res.Result.IsError {
+				t.Fatalf("bash call: %+v\nstderr: %s", res, s.err.String())
+			}
+			if strings.Contains(res.Result.Content, "ALONE") {
+				t.Fatalf("the two calls did not run at once: %s", res.Result.Content)
+			}
+			commits = append(commits, strings.TrimSpace(res.Result.Content))
+		}
+		refs, err := r.hostGit(t, ws, "for-each-ref", "--format=%(objectname) %(refname)")
+		if err != nil {
+			t.Fatal(err, refs)
+		}
+		for _, want := range []string{"refs/heads/b1", "refs/heads/b2"} {
+			if !strings.Contains(refs, want) {
+				t.Errorf("the host lacks %s after two concurrent calls:\n%s\nstderr: %s", want, refs, s.err.String())
+			}
+		}
+		// Each call's move of main is on the host: main contains it (the
+		// later call built on the earlier's), or it is kept aside.
+		for _, c := range commits {
+			if len(c) < 40 {
+				t.Fatalf("bash call printed %q", c)
+			}
+			c = c[len(c)-40:]
+			_, err := r.hostGit(t, ws, "merge-base", "--is-ancestor", c, "main")
+			if err != nil && !strings.Contains(refs, c+" refs/jail/") {
+				t.Errorf("commit %s is neither on main nor kept aside under refs/jail/:\n%s\nstderr: %s", c, refs, s.err.String())
+			}
+		}
 	})
 }
