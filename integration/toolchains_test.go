@@ -209,3 +209,45 @@ exit 0`}, dir: ws, env: []string{"HOME=" + home}})
 		}
 	})
 }
+
+// TestToolchainsKeepSecretsHidden attacks the PATH rule: a PATH entry that
+// is a symlink into ~/.ssh, the home itself, a command that is a symlink
+// to a key, and credentials inside a tool root. None of the secrets is
+// readable inside; the tool next to the credentials still runs.
+func TestToolchainsKeepSecretsHidden(t *testing.T) {
+	forEachPath(t, func(t *testing.T, r runner) {
+		home, err := os.MkdirTemp("/var/tmp", "jail-it-home-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(home) })
+		r.writeFile(t, filepath.Join(home, ".ssh", "id_ed25519"), "SSH-KEY")
+		r.writeFile(t, filepath.Join(home, ".cargo", "credentials.toml"), "CARGO-TOKEN")
+		r.writeFile(t, filepath.Join(home, ".cargo", "bin", "cargo-tool"), "#!/bin/sh\necho CARGO-TOOL\n")
+		os.Chmod(filepath.Join(home, ".cargo", "bin", "cargo-tool"), 0o755)
+		r.writeFile(t, filepath.Join(home, "notes.txt"), "NOTES")
+		os.MkdirAll(filepath.Join(home, ".local", "bin"), 0o755)
+		for _, l := range [][2]string{{".ssh", filepath.Join(home, "bin")}, {"../../.ssh/id_ed25519", filepath.Join(home, ".local", "bin", "key")}} {
+			if err := os.Symlink(l[0], l[1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.own(t, home)
+		ws := r.dir(t, "jail-it-secrets-")
+		path := strings.Join([]string{filepath.Join(home, "bin"), filepath.Join(home, ".local", "bin"), filepath.Join(home, ".cargo", "bin"), home, "/usr/bin", "/bin"}, ":")
+		res := r.jail(t, call{args: []string{"run", "--", "/bin/sh", "-c", `
+cargo-tool
+for f in "$HOME/.ssh/id_ed25519" "$HOME/bin/id_ed25519" "$HOME/.local/bin/key" "$HOME/notes.txt"; do cat "$f" 2>/dev/null; done
+cat "$HOME/.cargo/credentials.toml" 2>/dev/null
+exit 0`}, dir: ws, env: []string{"HOME=" + home, "PATH=" + path}})
+		mustExit(t, res, 0)
+		if !strings.Contains(res.stdout, "CARGO-TOOL") {
+			t.Errorf("the tool in ~/.cargo/bin did not run:\n%s\n%s", res.stdout, res.stderr)
+		}
+		for _, secret := range []string{"SSH-KEY", "CARGO-TOKEN", "NOTES"} {
+			if strings.Contains(res.stdout, secret) {
+				t.Errorf("%s readable inside:\n%s", secret, res.stdout)
+			}
+		}
+	})
+}
