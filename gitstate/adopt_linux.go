@@ -173,6 +173,13 @@ func (a *adopter) sandboxRefs(up *upperTree, base *Snapshot) map[string]string {
 		e.used = true
 		switch e.kind {
 		case kindWhiteout:
+			if n == "HEAD" {
+				// Without HEAD the host's git would no longer see a
+				// repository at all.
+				a.rep.dropped("HEAD: deletion not adopted (a repository needs HEAD)")
+				a.skipLogs[n] = true
+				continue
+			}
 			pseudo[n] = ""
 		case kindFile:
 			data, err := up.read(n, maxRefFile)

@@ -150,9 +150,10 @@ printf '%s\n' "$(git rev-parse main)" > '.git/refs/heads/bad..name'
 printf '%s\n' "$(git rev-parse main)" > .git/refs/jail/x 2>/dev/null || { mkdir -p .git/refs/jail && printf '%s\n' "$(git rev-parse main)" > .git/refs/jail/x; }
 ln -s ../../../../etc/passwd .git/refs/heads/link
 mkfifo .git/refs/heads/fifo
-printf 'ref: ../../etc\n' > .git/ORIG_HEAD`)
+printf 'ref: ../../etc\n' > .git/ORIG_HEAD
+rm .git/HEAD`)
 	rep := o.adopt(base, Options{RunID: "r6"})
-	for _, want := range []string{"refs/heads/missing: points to", "refs/heads/garbage", "bad..name", "refs/jail/x", "refs/heads/link: symbolic link", "refs/heads/fifo: FIFO", "ORIG_HEAD"} {
+	for _, want := range []string{"refs/heads/missing: points to", "refs/heads/garbage", "bad..name", "refs/jail/x", "refs/heads/link: symbolic link", "refs/heads/fifo: FIFO", "ORIG_HEAD", "HEAD: deletion not adopted"} {
 		if !contains(rep.Dropped, want) {
 			t.Errorf("not dropped: %s\n%+v", want, rep.Dropped)
 		}
