@@ -44,7 +44,8 @@
 // object id of the repository's format (SHA-1 or SHA-256) or, for HEAD and
 // refs/, "ref: refs/...". A ref is never made to point at an object the
 // host does not have (a loose object or an entry of a pack's .idx;
-// alternates are not consulted). FETCH_HEAD is not adopted.
+// alternates are not consulted). FETCH_HEAD is not adopted, nor is a
+// deletion of HEAD.
 //
 // The comparison is three-way, per ref: the Snapshot (base), the host now,
 // and the sandbox's intent, read from the upper alone. A ref counts as
@@ -121,6 +122,17 @@
 // (core.repositoryformatversion, core.filemode, core.bare = false,
 // core.logallrefupdates, extensions.objectformat for SHA-256) and the
 // allowlisted keys. HEAD is written last. No hooks, no info/, nothing else.
+//
+// # What it does not cover
+//
+// Objects are shared live, not adopted: what the sandbox writes under
+// objects/ is the host's at once (data git verifies by hash, but also
+// objects/info/alternates). A ref may be adopted that points at a commit
+// whose tree holds a gitlink; the index rule does not see it until the
+// host checks that commit out, so the repository such a gitlink names must
+// itself be harmless (jail reduces repositories the sandbox made with
+// AdoptNew). An overlay mounted with metacopy would leave data-less files
+// in the upper; they read as empty and are refused as bad values.
 //
 // # Never adopted
 //
