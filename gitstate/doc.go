@@ -132,7 +132,7 @@
 // host checks that commit out, so the repository such a gitlink names must
 // itself be harmless (jail reduces repositories the sandbox made with
 // AdoptNew). An overlay mounted with metacopy would leave data-less files
-// in the upper; they read as empty and are refused as bad values.
+// in the upper (holes that read as zeros); they are refused as bad values.
 //
 // # Never adopted
 //
