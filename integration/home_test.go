@@ -126,7 +126,7 @@ func TestPersistentHomeCleanDoesNotFollow(t *testing.T) {
 		ws := r.dir(t, "jail-it-homeclean-")
 		r.cleanAfter(t, ws)
 		path, content := r.canary(t)
-		res := r.sh(t, ws, `ln -s `+filepath.Dir(path)+` "$HOME/link" && ln -s `+path+` "$HOME/file" && mkdir -p "$HOME/ro/sub" && echo x > "$HOME/ro/sub/f" && chmod 0444 "$HOME/ro/sub/f" && chmod 0555 "$HOME/ro/sub" "$HOME/ro" && echo ok`)
+		res := r.sh(t, ws, `ln -s `+filepath.Dir(path)+` "$HOME/link" && ln -s `+path+` "$HOME/file" && mkdir -p "$HOME/ro/sub" && echo x > "$HOME/ro/sub/f" && chmod 0444 "$HOME/ro/sub/f" && chmod 0555 "$HOME/ro/sub" "$HOME/ro" && mkdir -p "$HOME/locked/in" && chmod 0 "$HOME/locked/in" "$HOME/locked" && echo ok`)
 		mustExit(t, res, 0)
 		res = r.jail(t, call{dir: ws, args: []string{"clean"}})
 		mustExit(t, res, 0)
