@@ -167,7 +167,17 @@ func TestGitWorksInside(t *testing.T) {
 		ws := r.dir(t, "jail-it-ws-")
 		r.gitRepo(t, ws)
 		before, _ := r.hostGit(t, ws, "status", "--porcelain")
+		if out, err := r.hostGit(t, ws, "update-ref", "refs/remotes/origin/y", "HEAD"); err != nil {
+			t.Fatalf("%v %s", err, out)
+		}
+		home := "/root"
+		if r.uid != 0 {
+			home = "/home/" + testUser
+		}
+		globalBefore, _ := os.ReadFile(filepath.Join(home, ".gitconfig"))
 		res := r.sh(t, ws, `set -e
+git config --global user.name inside-global
+git checkout -qb x origin/y && git checkout -q main
 export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b
 git config --global --add safe.directory '*' 2>/dev/null || true
 git config user.email inside@example.com
@@ -197,6 +207,12 @@ git log --oneline | wc -l`)
 		out, _ = r.hostGit(t, ws, "remote", "get-url", "origin")
 		if strings.TrimSpace(out) != "https://example.com/x.git" {
 			t.Errorf("the remote added inside is %q on the host", out)
+		}
+		if out, _ := r.hostGit(t, ws, "rev-parse", "--verify", "-q", "refs/heads/x"); strings.TrimSpace(out) == "" {
+			t.Errorf("the branch checked out inside from origin/y is not on the host")
+		}
+		if globalAfter, _ := os.ReadFile(filepath.Join(home, ".gitconfig")); string(globalAfter) != string(globalBefore) {
+			t.Errorf("git config --global inside changed the host's ~/.gitconfig: %q", globalAfter)
 		}
 		after, _ := r.hostGit(t, ws, "status", "--porcelain")
 		if after != before {
