@@ -310,5 +310,17 @@ func (r *Run) nested(f *found) (unsure bool) {
 	for _, g := range f.gitFiles {
 		r.protect = appendNew(r.protect, g)
 	}
+	// The directories on the way to each .git below the root are pinned
+	// (mounted onto themselves; a mountpoint can be neither renamed nor
+	// removed): moving vendor/lib aside would take its shown .git along
+	// and leave the name free for a repository of the sandbox's own,
+	// which the host's git in vendor/lib would then use.
+	pinned := map[string]bool{}
+	for _, g := range append(append([]string{}, f.gitDirs...), f.gitFiles...) {
+		for d := filepath.Dir(g); d != "." && d != "/" && !pinned[d]; d = filepath.Dir(d) {
+			pinned[d] = true
+			r.mounts = append(r.mounts, confine.Mount{Kind: confine.Pin, Dest: filepath.Join(r.opt.Workspace, d)})
+		}
+	}
 	return len(todo) > 0 || len(f.gitDirs) > 0 || len(f.gitFiles) > 0 || f.truncated
 }

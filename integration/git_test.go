@@ -393,12 +393,15 @@ for d in vendor/nested/.git .git/modules/lib; do
   git --git-dir=$d config core.fsmonitor "$PWD/.payload"
 done
 mv vendor/nested/.git vendor/nested/.g && echo MOVED
+mv vendor/nested vendor/n2 && echo MOVED-PARENT
+mv vendor v2 && echo MOVED-GRANDPARENT
+mv lib lib2 && echo MOVED-SUBMODULE
 echo "gitdir: $PWD/evil" > lib/.git && echo GITFILE
 (cd lib && git commit -q --no-verify --allow-empty -m inside-lib) || echo LIB-COMMIT-FAILED
 (cd vendor/nested && git commit -q --no-verify --allow-empty -m inside-nested) || echo NESTED-COMMIT-FAILED
 echo SANDBOX-DONE`)
 		mustExit(t, res, 0)
-		for _, w := range []string{"MOVED", "GITFILE", "COMMIT-FAILED"} {
+		for _, w := range []string{"MOVED", "GITFILE", "COMMIT-FAILED"} { // MOVED-* included
 			if strings.Contains(res.stdout, w) {
 				t.Errorf("%s:\n%s\n%s", w, res.stdout, res.stderr)
 			}
