@@ -906,7 +906,7 @@ static int passes(const char *kv, char **pass, uint32_t npass) {
 }
 
 // env_set sets name=value (kv is "name=value") in env, keeping the place
-// of an earlier entry of the same name, as buildEnv does.
+// of an earlier entry of the same name, as BuildEnv does.
 static void env_set(char **env, uint32_t *n, char *kv) {
 	size_t nl = name_len(kv);
 	for (uint32_t i = 0; i < *n; i++)
@@ -928,7 +928,7 @@ static int go_duplicate(char **envp, char **e) {
 	return 0;
 }
 
-// caller_value is the value buildEnv's map ends with for name: the last
+// caller_value is the value BuildEnv's map ends with for name: the last
 // of the entries os.Environ keeps ("" for one without "=").
 static const char *caller_value(char **envp, const char *name, size_t nl) {
 	const char *v = NULL;
@@ -937,7 +937,7 @@ static const char *caller_value(char **envp, const char *name, size_t nl) {
 	return v;
 }
 
-// build_env is buildEnv in run.go: the pass-listed variables of the
+// build_env is BuildEnv in env.go: the pass-listed variables of the
 // caller in its order, then each extra (NAME passes the caller's value,
 // NAME=VALUE sets one), then PATH and TMPDIR when missing.
 static char **build_env(char **envp, char **pass, uint32_t npass, char **extra, uint32_t nextra, uint32_t *count) {

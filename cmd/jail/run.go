@@ -165,62 +165,6 @@ func parseSize(s string) (int64, error) {
 	return n * mult, nil
 }
 
-// buildEnv keeps the pass-listed variables of the caller and applies
-// --env: NAME passes the caller's value, NAME=VALUE sets one.
-func buildEnv(caller []string, pass []string, extra []string) ([]string, error) {
-	keep := func(name string) bool {
-		for _, p := range pass {
-			if p == name || strings.HasSuffix(p, "*") && strings.HasPrefix(name, strings.TrimSuffix(p, "*")) {
-				return true
-			}
-		}
-		return false
-	}
-	vals := map[string]string{}
-	var order []string
-	set := func(k, v string) {
-		if _, ok := vals[k]; !ok {
-			order = append(order, k)
-		}
-		vals[k] = v
-	}
-	callerVal := map[string]string{}
-	for _, kv := range caller {
-		k, v, _ := strings.Cut(kv, "=")
-		callerVal[k] = v
-		if keep(k) {
-			set(k, v)
-		}
-	}
-	for _, e := range extra {
-		k, v, hasVal := strings.Cut(e, "=")
-		if k == "" || strings.ContainsAny(k, "\x00") {
-			return nil, fmt.Errorf("--env %q: want NAME or NAME=VALUE", e)
-		}
-		if !hasVal {
-			cv, ok := callerVal[k]
-			if !ok {
-				continue // asked to pass what is not set: nothing to pass
-			}
-			v = cv
-		}
-		set(k, v)
-	}
-	if _, ok := vals["PATH"]; !ok {
-		set("PATH", "/usr/local/bin:/usr/bin:/bin")
-	}
-	// TMPDIR names the sandbox's own /tmp unless the caller set it with
-	// --env NAME=VALUE (a path it bound with --rw, say).
-	if _, ok := vals["TMPDIR"]; !ok {
-		set("TMPDIR", "/tmp")
-	}
-	env := make([]string, 0, len(order))
-	for _, k := range order {
-		env = append(env, k+"="+vals[k])
-	}
-	return env, nil
-}
-
 func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	// A reader that goes away (jail run ... | head) must not kill jail
 	// before it cleans up: with SIGPIPE caught, a write fails with EPIPE

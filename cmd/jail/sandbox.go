@@ -136,7 +136,7 @@ func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []str
 	l.GuardedFiles = append(slices.Clip(layout.GuardedFiles), gf...)
 	// The command's environment first: its PATH decides which tool roots
 	// in the home the layout binds.
-	env, err := buildEnv(os.Environ(), pass, extraEnv)
+	env, err := confine.BuildEnv(os.Environ(), pass, extraEnv)
 	var mounts []confine.Mount
 	if err == nil {
 		l.Path = filepath.SplitList(envValue(env, "PATH"))
@@ -147,7 +147,7 @@ func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []str
 		// What the view needs (GIT_CONFIG_GLOBAL), before --env, which
 		// wins over it.
 		h.viewEnv = l.Env
-		env, err = buildEnv(os.Environ(), pass, append(slices.Clone(l.Env), extraEnv...))
+		env, err = confine.BuildEnv(os.Environ(), pass, append(slices.Clone(l.Env), extraEnv...))
 	}
 	f := <-filter
 	if err == nil {
