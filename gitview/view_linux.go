@@ -336,6 +336,24 @@ func (r *Run) Cache() (c *confine.CacheFresh, ok bool) {
 	return &confine.CacheFresh{KeyDir: r.keyDir, Run: r.name, Rel: r.repos[0].Rel}, true
 }
 
+// Env are variables the command needs because of the view. A workspace
+// with no repository shows an empty .git (the private directory a
+// repository made inside goes to): Go's build takes any .git for a
+// repository and fails when git finds none there ("error obtaining VCS
+// status"), so VCS stamping is off, as it would have nothing to stamp
+// on the host either. --env GOFLAGS=... wins over it.
+func (r *Run) Env() []string {
+	if r == nil {
+		return nil
+	}
+	for _, g := range r.repos {
+		if g.Fresh && g.Rel == ".git" {
+			return []string{"GOFLAGS=-buildvcs=false"}
+		}
+	}
+	return nil
+}
+
 // Mounts are the sandbox's mounts of the git view, parents first.
 func (r *Run) Mounts() []confine.Mount {
 	if r == nil {

@@ -142,6 +142,7 @@ func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []str
 		l.Path = filepath.SplitList(envValue(env, "PATH"))
 		mounts, h.ph, err = l.Build()
 		h.git.RecordWalk()
+		l.Env = append(l.Env, h.git.Env()...)
 	}
 	if err == nil && len(l.Env) > 0 {
 		// What the view needs (GIT_CONFIG_GLOBAL), before --env, which
