@@ -268,3 +268,25 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// MemTotal is the machine's memory in bytes (MemTotal of /proc/meminfo),
+// or 0 when it cannot be read. The default tmpfs sizes are fractions of
+// it; a change needs a memory hotplug, and a reboot changes the boot id
+// the plan cache checks.
+func MemTotal() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 2 && f[1] == "kB" {
+				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					return kb << 10
+				}
+			}
+		}
+	}
+	return 0
+}

@@ -71,6 +71,14 @@ type Layout struct {
 	// more. A bind whose source lies inside one (a workspace's own
 	// persistent home) is not affected: it does not show the directory.
 	HiddenState []string
+	// RootOnly are system directories (/etc, /opt) beneath which every
+	// entry others may not read is hidden (HideUnreadable): set for a
+	// caller that is root, whose sandbox would otherwise read them.
+	RootOnly []string
+	// TmpSize bounds the private /tmp and /var/tmp, ShmSize /dev/shm and
+	// HomeSize the empty home, in bytes; zero leaves the kernel's default
+	// (half of the memory, each).
+	TmpSize, ShmSize, HomeSize int64
 	// Outputs are files jail writes for the user after the sandbox ran
 	// (--json-out); Build refuses one that a writable bind shows.
 	Outputs []*Output
@@ -221,6 +229,9 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 			continue
 		}
 		ms = append(ms, Mount{Kind: Bind, Source: d, Dest: d, Exec: true})
+		if slices.Contains(l.RootOnly, d) {
+			ms = append(ms, Mount{Kind: HideUnreadable, Dest: d})
+		}
 	}
 	for _, s := range l.Secrets {
 		ms = append(ms, Mount{Kind: Hide, Dest: s})
@@ -228,9 +239,9 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 	ms = append(ms,
 		Mount{Kind: Bind, Source: "/sys", Dest: "/sys"},
 		Mount{Kind: Proc, Dest: "/proc"},
-		Mount{Kind: Dev, Dest: "/dev"},
-		Mount{Kind: Tmpfs, Dest: "/tmp", Writable: true, Exec: true},
-		Mount{Kind: Tmpfs, Dest: "/var/tmp", Writable: true, Exec: true},
+		Mount{Kind: Dev, Dest: "/dev", Size: l.ShmSize},
+		Mount{Kind: Tmpfs, Dest: "/tmp", Writable: true, Exec: true, Size: l.TmpSize},
+		Mount{Kind: Tmpfs, Dest: "/var/tmp", Writable: true, Exec: true, Size: l.TmpSize},
 	)
 	for _, d := range l.SystemData {
 		// Bound only where it is a real directory reached through no
@@ -277,6 +288,8 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 			}
 			l.Facts.dir(l.HomeDir, &st)
 			m = Mount{Kind: Bind, Source: l.HomeDir, Dest: home, Writable: true, Exec: true}
+		} else if kind == Tmpfs {
+			m.Size = l.HomeSize
 		}
 		ms = append(ms, m)
 	}
@@ -900,7 +913,7 @@ func userBind(p string, writable bool, facts *Facts) (Mount, error) {
 func sortMounts(ms []Mount) {
 	rank := func(m Mount) int {
 		d := strings.Count(m.Dest, "/") * 2
-		if m.Kind == Hide || m.Kind == Protect || m.Kind == Pin {
+		if m.Kind == Hide || m.Kind == Protect || m.Kind == Pin || m.Kind == HideUnreadable {
 			d++
 		}
 		return d

@@ -40,13 +40,20 @@ const (
 	// Proc mounts a fresh /proc of the sandbox's pid namespace.
 	Proc MountKind = "proc"
 	// Dev mounts a minimal /dev: null, zero, full, random, urandom, tty,
-	// a private devpts with ptmx, and a private /dev/shm.
+	// a private devpts with ptmx, and a private /dev/shm (of Size bytes).
 	Dev MountKind = "dev"
 	// Overlay mounts an overlay at Dest whose lower layer is the host
 	// directory Source (read-only) and whose upper and work directories
 	// are Upper and Work: the sandbox's changes land in Upper, never in
 	// Source (a git directory, which jail adopts from Upper afterwards).
 	Overlay MountKind = "overlay"
+	// HideUnreadable covers every entry beneath Dest (a bound host tree)
+	// that others may not read, or a directory they may not search, the
+	// way Hide covers one path: a caller that is root then sees /etc and
+	// /opt as an unprivileged user does. The sandbox's init walks the tree
+	// on every run (at most maxUnreadableWalk entries), so a file made
+	// root-only since the plan was cached is hidden too.
+	HideUnreadable MountKind = "hide-unreadable"
 )
 
 // Mount is one entry of the sandbox's file-system view.
@@ -67,6 +74,9 @@ type Mount struct {
 	// Exec allows executing files under Dest (Landlock's execute right);
 	// system directories, the workspace and /tmp have it.
 	Exec bool `json:"exec,omitempty"`
+	// Size bounds a Tmpfs (its size= option), or a Dev's /dev/shm, in
+	// bytes; zero leaves the kernel's default, half of the memory.
+	Size int64 `json:"size,omitempty"`
 }
 
 // NetMode is the network the sandbox gets.
@@ -248,14 +258,14 @@ func (s *Spec) Validate() error {
 			if m.Source == "" {
 				return fmt.Errorf("spec: mount %d: symlink %s has no target", i, m.Dest)
 			}
-		case Tmpfs, Hide, Protect, Pin, Proc, Dev, File:
+		case Tmpfs, Hide, Protect, Pin, Proc, Dev, File, HideUnreadable:
 		default:
 			return fmt.Errorf("spec: mount %d: unknown kind %q", i, m.Kind)
 		}
 		// A later mount at or above an earlier one would cover it: the
 		// earlier entry would silently do nothing.
 		for _, later := range s.Mounts[i+1:] {
-			if later.Kind != Protect && later.Kind != Hide && later.Kind != Pin && within(m.Dest, later.Dest) {
+			if later.Kind != Protect && later.Kind != Hide && later.Kind != Pin && later.Kind != HideUnreadable && within(m.Dest, later.Dest) {
 				return fmt.Errorf("spec: mount %s (%s) is covered by the later mount %s (%s): list parents first", m.Dest, m.Kind, later.Dest, later.Kind)
 			}
 		}

@@ -296,3 +296,40 @@ func TestAliasBypassRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestRootOnlyFilesHidden: a caller that is root (CI) does not read what
+// only root may read under /etc and /opt, as if it were an unprivileged
+// user; [sandbox] root_only = "show" widens it again.
+func TestRootOnlyFilesHidden(t *testing.T) {
+	if !suite.root {
+		t.Skip("requires root: files under /etc and /opt only root may read")
+	}
+	name := "jail-it-rootonly-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	secret := "ROOT-ONLY-" + name
+	etcFile := filepath.Join("/etc", name+".conf")
+	optDir := filepath.Join("/opt", name)
+	os.WriteFile(etcFile, []byte(secret), 0o600)
+	os.MkdirAll(filepath.Join(optDir, "private"), 0o755)
+	os.Chmod(filepath.Join(optDir, "private"), 0o700)
+	os.WriteFile(filepath.Join(optDir, "private", "token"), []byte(secret), 0o644)
+	os.WriteFile(filepath.Join(optDir, "public.txt"), []byte("PUBLIC"), 0o644)
+	t.Cleanup(func() { os.Remove(etcFile); os.RemoveAll(optDir) })
+	script := "cat " + etcFile + " " + filepath.Join(optDir, "private", "token") + " " + filepath.Join(optDir, "public.txt") + " 2>/dev/null; echo; wc -c </etc/passwd"
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		res := r.sh(t, ws, script)
+		if strings.Contains(res.stdout, secret) || !strings.Contains(res.stdout, "PUBLIC") {
+			t.Fatalf("%s read what only root may read, or not what everyone may:\n%s\nstderr: %s", r.name, res.stdout, res.stderr)
+		}
+		if r.uid != 0 {
+			return
+		}
+		cfg := r.dir(t, "jail-it-cfg-")
+		pol := filepath.Join(cfg, "show.toml")
+		r.writeFile(t, pol, "[sandbox]\nroot_only = \"show\"\n")
+		res = r.jail(t, call{dir: ws, args: []string{"run", "--policy", pol, "--", "/bin/sh", "-c", script}})
+		if !strings.Contains(res.stdout, secret) {
+			t.Fatalf("root_only = \"show\" did not show the root-only files:\n%s\nstderr: %s", res.stdout, res.stderr)
+		}
+	})
+}

@@ -15,9 +15,41 @@ const (
 	DefaultMemory      = Bytes(0)
 	DefaultPids        = 0
 	DefaultOutputChars = 100000
-	DefaultTmp         = Bytes(256 << 20)
 	DefaultAskTimeout  = 2 * time.Minute
+	// DefaultRootOnly hides what only root may read under /etc and /opt from a root caller's
+	// sandbox (docs/supervisor.md).
+	DefaultRootOnly = RootOnlyHide
 )
+
+// [sandbox] root_only values.
+const (
+	RootOnlyHide = "hide"
+	RootOnlyShow = "show"
+)
+
+// The private tmpfs sizes, as fractions of the machine's memory, when the policy sets none:
+// without them each tmpfs may grow to half the memory (the kernel's default), and where no
+// memory cgroup can be made (the rlimit fallback, which does not count tmpfs pages) /tmp,
+// /var/tmp, /dev/shm and the home together could take the host down. Together these are
+// 7/16 of the memory.
+const (
+	DefaultTmpFraction  = 8  // /tmp and /var/tmp, each
+	DefaultShmFraction  = 16 // /dev/shm
+	DefaultHomeFraction = 8  // the empty home
+)
+
+// TmpfsSizes returns the sizes of /tmp (and /var/tmp), /dev/shm and the home for a machine
+// with memTotal bytes: the policy's values, or the default fractions. A zero memTotal (not
+// known) leaves the kernel's defaults.
+func (s Sandbox) TmpfsSizes(memTotal int64) (tmp, shm, home int64) {
+	pick := func(set Bytes, frac int64) int64 {
+		if set > 0 {
+			return int64(set)
+		}
+		return memTotal / frac
+	}
+	return pick(s.Tmp, DefaultTmpFraction), pick(s.Shm, DefaultShmFraction), pick(s.HomeTmp, DefaultHomeFraction)
+}
 
 // DefaultRO returns the system directories bound read-only when the file names none. Entries
 // missing on a host (/lib64 on arm64) are skipped by the confinement layer.
@@ -71,8 +103,8 @@ func (p *Policy) applyDefaults(env Env) {
 	if _, ok := s.EnvSet["TMPDIR"]; !ok {
 		s.EnvSet["TMPDIR"] = "/tmp"
 	}
-	if s.Tmp == 0 {
-		s.Tmp = DefaultTmp
+	if s.RootOnly == "" {
+		s.RootOnly = DefaultRootOnly
 	}
 	if s.Home == "" {
 		s.Home = HomePersistent

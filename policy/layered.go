@@ -209,6 +209,19 @@ func (t *tightener) apply(base *Policy) {
 	if t.has("access", "level") && p.Access.Level != "" && base.Access.Level != LevelElevated {
 		o.Access.Level, o.Access.Expanded = p.Access.Level, p.Access.Expanded
 	}
+	if t.has("sandbox", "shm") {
+		o.Sandbox.Shm = t.smaller("sandbox.shm", p.Sandbox.Shm, base.Sandbox.Shm)
+	}
+	if t.has("sandbox", "home_tmp") {
+		o.Sandbox.HomeTmp = t.smaller("sandbox.home_tmp", p.Sandbox.HomeTmp, base.Sandbox.HomeTmp)
+	}
+	if t.has("sandbox", "root_only") && p.Sandbox.RootOnly != base.Sandbox.RootOnly {
+		if p.Sandbox.RootOnly == RootOnlyHide {
+			o.Sandbox.RootOnly = RootOnlyHide
+		} else {
+			t.widen("sandbox.root_only", "a project file cannot show root-only files")
+		}
+	}
 	if t.has("sandbox", "tmp") {
 		o.Sandbox.Tmp = t.smaller("sandbox.tmp", p.Sandbox.Tmp, base.Sandbox.Tmp)
 	}

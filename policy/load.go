@@ -315,6 +315,9 @@ func (v *validator) check() {
 	v.nonNegative("limits.pids", p.Limits.Pids)
 	v.nonNegative("limits.output_chars", p.Limits.OutputChars)
 	v.nonNegative("tools.disclosure_budget", p.Tools.DisclosureBudget)
+	if p.Sandbox.RootOnly != "" {
+		v.oneOf("sandbox.root_only", p.Sandbox.RootOnly, []string{RootOnlyHide, RootOnlyShow})
+	}
 
 	n := &p.Network
 	v.oneOf("network.mode", n.Mode, netModes())

@@ -58,12 +58,23 @@ type Sandbox struct {
 	Env []string `toml:"env" json:"env"`
 	// EnvSet sets variables inside the sandbox after the pass-list. Empty sets only TMPDIR=/tmp.
 	EnvSet map[string]string `toml:"env_set" json:"env_set"`
-	// Tmp is the size of the private /tmp (tmpfs), e.g. "512M". Zero means 256M.
+	// Tmp is the size of each of the private /tmp and /var/tmp (tmpfs), e.g. "512M". Zero
+	// means an eighth of the machine's memory (DefaultTmpFraction).
 	Tmp Bytes `toml:"tmp" json:"tmp"`
 	// Home is "persistent": $HOME inside is a directory of this workspace's own that lasts
 	// between runs (caches, an agent's state; docs/home.md), or "empty": a fresh empty tmpfs
 	// every run. Empty means persistent.
 	Home string `toml:"home" json:"home"`
+	// Shm is the size of the private /dev/shm. Zero means a sixteenth of the machine's memory.
+	Shm Bytes `toml:"shm" json:"shm"`
+	// HomeTmp is the size of the empty private home (a tmpfs, home = "empty"). Zero means an eighth of the
+	// machine's memory.
+	HomeTmp Bytes `toml:"home_tmp" json:"home_tmp"`
+	// RootOnly decides what a caller that is root sees of /etc and /opt: "hide" covers every
+	// file and directory there that others may not read, so the sandbox sees them as an
+	// unprivileged user would; "show" leaves them readable (only the secrets list is hidden).
+	// Empty means "hide". Other callers never read them: the kernel's permissions apply.
+	RootOnly string `toml:"root_only" json:"root_only"`
 	// WorkspaceRO mounts the workspace read-only for every run and tool call, and removes the
 	// tools that need fs.write, so nothing (bash included) can change it. Absent means false.
 	WorkspaceRO bool `toml:"workspace_ro" json:"workspace_ro"`

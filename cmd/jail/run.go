@@ -272,6 +272,12 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 	layout := &confine.Layout{Workspace: ws, Home: penv.Home, Secrets: confine.DefaultSecrets(), SystemData: confine.DefaultSystemData(), GitConfig: true,
 		WorkspaceReadOnly: p.Sandbox.WorkspaceRO}
 	layout.Guarded, layout.GuardedFiles, layout.HiddenState = guarded(penv, o.policyFile, p)
+	layout.TmpSize, layout.ShmSize, layout.HomeSize = p.Sandbox.TmpfsSizes(confine.MemTotal())
+	if os.Getuid() == 0 && p.Sandbox.RootOnly != policy.RootOnlyShow {
+		// Root's sandbox keeps uid 0 on the host's files: what only root
+		// may read under /etc and /opt is hidden (docs/supervisor.md).
+		layout.RootOnly = []string{"/etc", "/opt"}
+	}
 	for _, d := range sb.RO {
 		switch {
 		case system[d] || d == "/nix/store":
