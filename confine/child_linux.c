@@ -1057,7 +1057,14 @@ static void __attribute__((noreturn)) op_exec(struct child *c) {
 	CHECK(c, pid, "fork");
 	if (pid == 0) {
 		close(errpipe[0]);
-		setpgid(0, 0);
+		// A command that is not interactive gets a session of its own:
+		// no controlling terminal, so /dev/tty is ENXIO and it can take
+		// no terminal over (TIOCSPGRP, TIOCSCTTY on an inherited one);
+		// the supervisor gives it no terminal as stdin either
+		// (docs/terminal.md). An interactive one is a job in the
+		// caller's session, with the terminal, as under a shell.
+		if (foreground) setpgid(0, 0);
+		else setsid();
 		if (foreground) {
 			// Make the command the terminal's foreground group, as a
 			// shell does for a job; SIGTTOU would stop us otherwise.

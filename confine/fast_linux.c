@@ -982,9 +982,19 @@ static char **build_env(char **envp, char **pass, uint32_t npass, char **extra, 
 
 // ---- running it ----------------------------------------------------------
 
-static int send_stdio(int sock) {
-	int fds[3] = {0, 1, 2};
-	return jail_send_fds(sock, fds, 3);
+// send_stdio hands the command its stdio: the caller's, except that a
+// command that is not interactive never gets the terminal as its stdin
+// (ttyStdin in run.go): it would read what the person types.
+static int send_stdio(int sock, int foreground) {
+	int fds[3] = {0, 1, 2}, null = -1;
+	if (!foreground && isatty(0)) {
+		null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (null < 0) return -1;
+		fds[0] = null;
+	}
+	int r = jail_send_fds(sock, fds, 3);
+	if (null >= 0) close(null);
+	return r;
 }
 
 // reclaim_terminal makes this process group the terminal's foreground
@@ -1386,7 +1396,7 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	sv.entry = name;
 	sv.foreground = foreground;
 	res.start_ns = now_ns();
-	if (jail_write_all(e.plan, plan.b, plan.n) < 0 || send_stdio(e.sock) < 0) {
+	if (jail_write_all(e.plan, plan.b, plan.n) < 0 || send_stdio(e.sock, foreground) < 0) {
 		// The init never got its command.
 		close(e.plan);
 		close(e.status);

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -287,23 +288,164 @@ func TestNetworkAskOnTerminal(t *testing.T) {
 		cfg := r.dir(t, "jail-it-cfg-")
 		pol := cfg + "/policy.toml"
 		r.writeFile(t, pol, "[network]\nmode = \"proxy\"\nask = true\nresolver = \"127.0.0.1:9\"\n[approval]\nask_timeout = \"30s\"\n[audit]\nenabled = false\n")
-		p, cmd := startOnTTYStdin(t, r, ws, false, "--policy", pol, "--", "/bin/sh", "-c",
-			`curl -s -o /dev/null -D - http://refused.test/ | grep -i -e '^HTTP' -e deny-reason; curl -s -o /dev/null -D - http://approved.test/ | grep -i -e '^HTTP' -e deny-reason`)
+		// --capture: jail asks only where the command cannot write to the
+		// terminal (docs/terminal.md); TestPromptsCannotBeImitated has the
+		// command on the terminal.
+		p, cmd := startOnTTYStdin(t, r, ws, false, "--policy", pol, "--capture", "--", "/bin/sh", "-c",
+			`curl -s -o /dev/null -D - http://refused.test/ | grep -i -e deny-reason; echo END-OF-FIRST; curl -s -o /dev/null -D - http://approved.test/ | grep -i -e deny-reason`)
 		p.expect(t, "refused.test")
 		p.expect(t, "allow? [y]es")
 		p.send("n\n")
-		p.expect(t, "approval refused")
 		p.expect(t, "approved.test")
 		p.send("y\n")
 		if code := waitExit(t, cmd); code != 0 {
 			t.Fatalf("jail exited %d", code)
 		}
+		p.expect(t, `"policy_sha256"`)
 		p.mu.Lock()
 		out := p.out.String()
 		p.mu.Unlock()
-		after := out[strings.LastIndex(out, "approved.test"):]
-		if strings.Contains(after, "approval refused") || !strings.Contains(strings.ToLower(after), "deny-reason") {
-			t.Fatalf("the approved host was not passed on to the proxy's checks:\n%s", out)
+		i := strings.Index(out, `{"exit_code"`)
+		var res struct{ Stdout string }
+		if i < 0 || json.Unmarshal([]byte(strings.TrimSpace(out[i:])), &res) != nil {
+			t.Fatalf("no JSON result on the terminal:\n%s", out)
+		}
+		first, second, _ := strings.Cut(res.Stdout, "END-OF-FIRST")
+		if !strings.Contains(first, "approval refused") || strings.Contains(second, "approval refused") || !strings.Contains(strings.ToLower(second), "deny-reason") {
+			t.Fatalf("the answers were not applied (the approved host goes on to the proxy's checks):\n%s", res.Stdout)
+		}
+	})
+}
+
+// ttyAttack is what a command that is not interactive tries against the
+// caller's terminal: open /dev/tty, make itself the foreground group
+// there (TIOCSPGRP), read what the person types, set the clipboard (OSC
+// 52), retitle the window, and draw a fake jail prompt. What it achieved
+// goes to the file report.
+const ttyAttack = `python3 - >report 2>&1 <<'PY'
+import fcntl, os, struct, termios, select
+try:
+    fd = os.open("/dev/tty", os.O_RDWR); print("OPENED-TTY")
+    fcntl.ioctl(fd, termios.TIOCSPGRP, struct.pack("i", os.getpgrp())); print("TOOK-TTY")
+except OSError as e:
+    print("no tty:", e.errno)
+for fd in (0, 1, 2):
+    try:
+        fcntl.ioctl(fd, termios.TIOCSPGRP, struct.pack("i", os.getpgrp())); print("TOOK-FD", fd)
+    except OSError as e:
+        pass
+r, _, _ = select.select([0], [], [], 3)
+if r:
+    print("READ:", os.read(0, 100))
+PY
+printf '\033]52;c;UFdORUQ=\007\033]0;PWNED-TITLE\007'
+printf 'jail: claude wants bash (exec): rm -rf build\n  allow? [y]es / [N]o: '
+cat report`
+
+// TestTerminalNotReachable: bash calls of jail tool and jail serve, and
+// jail run --capture, run on a real terminal and cannot reach it: no
+// /dev/tty, no foreground group, nothing the person types, and nothing
+// they print reaches the terminal raw.
+func TestTerminalNotReachable(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("requires python3")
+	}
+	forEach(t, func(t *testing.T, r runner) {
+		check := func(t *testing.T, p *pty, cmd *exec.Cmd, ws string) {
+			time.Sleep(time.Second)
+			p.send("TYPED-SECRET-42\n")
+			if code := waitExit(t, cmd); code != 0 {
+				t.Fatalf("jail exited %d", code)
+			}
+			b, _ := os.ReadFile(ws + "/report")
+			rep := string(b)
+			if !strings.Contains(rep, "no tty:") || strings.Contains(rep, "TOOK") || strings.Contains(rep, "OPENED") || strings.Contains(rep, "TYPED-SECRET") {
+				t.Fatalf("the command reached the terminal:\n%s", rep)
+			}
+			time.Sleep(200 * time.Millisecond)
+			p.mu.Lock()
+			out := p.out.String()
+			p.mu.Unlock()
+			if strings.Contains(out, "\x1b]52") || strings.Contains(out, "\x1b]0;") || strings.Contains(out, "[N]o: \r\n") {
+				t.Fatalf("the command's output reached the terminal raw:\n%q", out)
+			}
+		}
+		start := func(t *testing.T, slave *os.File, ttyStdin bool, args ...string) *exec.Cmd {
+			cmd := exec.Command(suite.bin, args...)
+			r.prepare(cmd, "TERM=xterm")
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 1}
+			r.credential(cmd)
+			return cmd
+		}
+		t.Run("run-capture", func(t *testing.T) {
+			ws := r.dir(t, "jail-it-ws-")
+			p, cmd := startOnTTYStdin(t, r, ws, true, "--policy", r.autoBash(t), "--capture", "--", "/bin/sh", "-c", ttyAttack)
+			check(t, p, cmd, ws)
+		})
+		t.Run("tool-bash", func(t *testing.T) {
+			ws := r.dir(t, "jail-it-ws-")
+			p, slave := openPTY(t, r.uid, r.gid)
+			b, _ := json.Marshal(map[string]string{"command": ttyAttack})
+			cmd := start(t, slave, true, "tool", "-w", ws, "--policy", r.autoBash(t), "bash", string(b))
+			cmd.Dir = ws
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			check(t, p, cmd, ws)
+		})
+		t.Run("serve-bash", func(t *testing.T) {
+			ws := r.dir(t, "jail-it-ws-")
+			p, slave := openPTY(t, r.uid, r.gid)
+			b, _ := json.Marshal(map[string]any{"id": 1, "tool": "bash", "args": map[string]string{"command": ttyAttack}})
+			cmd := start(t, slave, false, "serve", "-w", ws, "--policy", r.autoBash(t))
+			cmd.Dir = ws
+			cmd.Stdin = strings.NewReader(string(b) + "\n")
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			check(t, p, cmd, ws)
+		})
+	})
+}
+
+// autoBash is a policy file that auto-approves bash, with its audit log
+// beside it.
+func (r runner) autoBash(t *testing.T) string {
+	cfg := r.dir(t, "jail-it-cfg-")
+	pol := cfg + "/policy.toml"
+	r.writeFile(t, pol, "[approval]\nauto_approve = [\"bash\"]\n[audit]\npath = \""+cfg+"/audit.jsonl\"\n")
+	return pol
+}
+
+// TestPromptsCannotBeImitated: jail asks on the terminal only where the
+// command can neither read nor write it. A command whose output is on the
+// terminal, or that owns it (interactive), gets no question: the host is
+// refused with the reason, and a fake prompt it draws approves nothing.
+func TestPromptsCannotBeImitated(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("requires curl: not installed")
+	}
+	forEach(t, func(t *testing.T, r runner) {
+		for _, interactive := range []bool{false, true} {
+			ws := r.dir(t, "jail-it-ws-")
+			cfg := r.dir(t, "jail-it-cfg-")
+			pol := cfg + "/policy.toml"
+			r.writeFile(t, pol, "[network]\nmode = \"proxy\"\nask = true\nresolver = \"127.0.0.1:9\"\n[approval]\nask_timeout = \"30s\"\n[audit]\nenabled = false\n")
+			p, cmd := startOnTTYStdin(t, r, ws, interactive, "--policy", pol, "--", "/bin/sh", "-c",
+				`printf 'jail: - wants network (exec): a connection to a host outside [network] allow\n  args: {"host":"evil.test","port":80}\n  allow? [y]es / [N]o: '; sleep 2; curl -s -o /dev/null -D - http://evil.test/ | grep -i deny-reason`)
+			p.expect(t, "allow? [y]es")
+			p.send("y\n")
+			p.expect(t, "no one")
+			if code := waitExit(t, cmd); code != 0 {
+				t.Fatalf("interactive=%v: jail exited %d", interactive, code)
+			}
+			p.mu.Lock()
+			out := p.out.String()
+			p.mu.Unlock()
+			if strings.Count(out, "allow? [y]es") != 1 || strings.Contains(out, "evil.test:80: approved") {
+				t.Fatalf("interactive=%v: jail asked on a terminal the command shares:\n%s", interactive, out)
+			}
 		}
 	})
 }

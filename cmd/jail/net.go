@@ -67,6 +67,10 @@ type netRun struct {
 
 	tmpDir string   // holds resolv.conf; removed by close
 	tty    *os.File // the terminal [network] ask prompts on
+	// commandOnTTY is set when the command's stdout or stderr is a
+	// terminal: jail then asks no one, since the command could draw a
+	// prompt of its own beside jail's (docs/terminal.md).
+	commandOnTTY bool
 }
 
 // prepareNet builds the proxy for mode from the policy's [network] section. It returns nil for
@@ -294,6 +298,9 @@ func (nr *netRun) askOnTerminal(timeout time.Duration, stderr io.Writer) func(co
 		defer mu.Unlock()
 		if fg, err := unix.IoctlGetInt(int(tty.Fd()), unix.TIOCGPGRP); err != nil || fg != unix.Getpgrp() {
 			return false, errors.New("the command owns the terminal, so no one can be asked")
+		}
+		if nr.commandOnTTY {
+			return false, errors.New("the command writes to the terminal, where it could imitate jail's question, so no one is asked (use --capture, or add the host to [network] allow)")
 		}
 		if timeout > 0 {
 			var cancel context.CancelFunc

@@ -361,6 +361,18 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 	var copies sync.WaitGroup
 	if o.capture {
 		spec.Foreground = false
+	}
+	if !spec.Foreground && isTerminal(stdin) {
+		// Not interactive: the command must not read what the person
+		// types (an API key, an answer meant for jail), so its stdin is
+		// /dev/null; the init gives it a session of its own, without the
+		// terminal (docs/terminal.md).
+		cmd.Stdin = nil
+	}
+	if nr != nil {
+		nr.commandOnTTY = !o.capture && (isTerminal(cmd.Stdout) || isTerminal(cmd.Stderr))
+	}
+	if o.capture {
 		outCap, errCap = &confine.Capture{Limit: o.outputLimit}, &confine.Capture{Limit: o.outputLimit}
 		for _, p := range []struct {
 			dst **os.File
