@@ -34,17 +34,57 @@ const (
 
 // cgroup is a child cgroup jail created for one sandbox.
 type cgroup struct {
-	method LimitMethod
-	dirs   []string // created directories, removed by cleanup
-	fd     int      // cgroup2 directory, for CLONE_INTO_CGROUP; -1 if none
-	why    string   // why a better method was not usable
+	method   LimitMethod
+	limits   Limits
+	dirs     []string // created directories, removed by cleanup
+	fd       int      // cgroup2 directory, for CLONE_INTO_CGROUP; -1 if none
+	why      string   // why a better method was not usable
+	attached bool     // a process was moved in through cgroup.procs
+}
+
+// newCgroupAgain is the fallback of a cgroup that could not take the
+// early child: rlimits, with the reason.
+func newCgroupAgain(old *cgroup) *cgroup {
+	return &cgroup{method: LimitRLimit, limits: old.limits, fd: -1, why: "cannot move the sandbox into its " + string(old.method) + " cgroup"}
+}
+
+// events reads whether the memory limit made the kernel kill a process
+// (oom_kill in memory.events, or memory.oom_control on v1) and whether
+// a fork failed at the process limit (max in pids.events), before the
+// cgroup is removed.
+func (cg *cgroup) events() (oom, pids bool) {
+	count := func(file, key string) int64 {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return 0
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) == 2 && f[0] == key {
+				n, _ := strconv.ParseInt(f[1], 10, 64)
+				return n
+			}
+		}
+		return 0
+	}
+	for _, d := range cg.dirs {
+		switch {
+		case cg.method == LimitCgroup2:
+			oom = oom || count(filepath.Join(d, "memory.events"), "oom_kill") > 0
+			pids = pids || count(filepath.Join(d, "pids.events"), "max") > 0
+		case strings.Contains(d, "/memory/"):
+			oom = oom || count(filepath.Join(d, "memory.oom_control"), "oom_kill") > 0
+		case strings.Contains(d, "/pids/"):
+			pids = pids || count(filepath.Join(d, "pids.events"), "max") > 0
+		}
+	}
+	return oom, pids
 }
 
 // newCgroup creates the best limit container jail may create here. It does
 // not fail when no cgroup is usable: the caller falls back to rlimits and
 // reports cg.why.
 func newCgroup(l Limits, name string) *cgroup {
-	cg := &cgroup{method: LimitNone, fd: -1}
+	cg := &cgroup{method: LimitNone, limits: l, fd: -1}
 	if l.MemoryBytes == 0 && l.Pids == 0 {
 		return cg
 	}
@@ -122,7 +162,7 @@ func (cg *cgroup) tryV2(l Limits, name string) error {
 	}
 	dir := filepath.Join(own, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		return err
+		return mkdirError(own, err)
 	}
 	cg.dirs = append(cg.dirs, dir)
 	if err := cg.write(dir, "memory.max", l.MemoryBytes); err != nil {
@@ -170,7 +210,7 @@ func (cg *cgroup) tryV1(l Limits, name string) error {
 		dir := filepath.Join(base, name)
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			cg.cleanup()
-			return err
+			return mkdirError(base, err)
 		}
 		cg.dirs = append(cg.dirs, dir)
 		if err := cg.write(dir, c.file, c.val); err != nil {
@@ -184,6 +224,17 @@ func (cg *cgroup) tryV1(l Limits, name string) error {
 	}
 	cg.method = LimitCgroup1
 	return nil
+}
+
+// mkdirError names the parent, not the cgroup's own name (which differs
+// on every run): the note is part of the result, and a cached run prints
+// the planned run's.
+func mkdirError(parent string, err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Errorf("cannot create a cgroup in %s: %w", parent, err)
 }
 
 func needControllers(l Limits) []string {
@@ -218,9 +269,11 @@ func (cg *cgroup) write(dir, file string, v int64) error {
 	return nil
 }
 
-// attach moves pid into a v1 cgroup (v2 uses CLONE_INTO_CGROUP at clone).
+// attach moves pid into the cgroup through cgroup.procs: a v1 cgroup's
+// child, or an early child (forked before jail knew it would need a
+// cgroup) on v1 or v2. A child cloned into its v2 cgroup needs nothing.
 func (cg *cgroup) attach(pid int) error {
-	if cg.method != LimitCgroup1 {
+	if cg.method != LimitCgroup1 && cg.method != LimitCgroup2 {
 		return nil
 	}
 	for _, d := range cg.dirs {
@@ -228,6 +281,22 @@ func (cg *cgroup) attach(pid int) error {
 			return fmt.Errorf("attach to %s: %w", d, err)
 		}
 	}
+	// An early child has forked its pid 1 already (it waits there for
+	// the header), and moving a process leaves its children where they
+	// are: they are moved too. Read after the move, so a child forked
+	// meanwhile is either listed or born in the cgroup.
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return fmt.Errorf("attach: list the children of %d: %w", pid, err)
+	}
+	for _, f := range strings.Fields(string(b)) {
+		for _, d := range cg.dirs {
+			if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(f), 0); err != nil {
+				return fmt.Errorf("attach to %s: %w", d, err)
+			}
+		}
+	}
+	cg.attached = true
 	return nil
 }
 
@@ -289,4 +358,19 @@ func MemTotal() int64 {
 		}
 	}
 	return 0
+}
+
+// FormatSize writes a byte count as the largest exact unit (4G, 512M,
+// 1536K) or bytes, for messages; the cached run's report formats it the
+// same way (format_size in fast_linux.c).
+func FormatSize(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		shift  uint
+	}{{"G", 30}, {"M", 20}, {"K", 10}} {
+		if n > 0 && n%(1<<u.shift) == 0 {
+			return strconv.FormatInt(n>>u.shift, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
 }

@@ -70,6 +70,12 @@ type Result struct {
 	// why a cgroup could not be used.
 	Limits     LimitMethod `json:"limits"`
 	LimitsNote string      `json:"limits_note,omitempty"`
+	// OOMKilled says the memory limit was hit and the kernel killed a
+	// process of the sandbox for it; PidsLimited that a fork or clone
+	// failed at the process limit. Both need a cgroup: with rlimits the
+	// command sees ENOMEM or EAGAIN and jail cannot tell.
+	OOMKilled   bool `json:"oom_killed,omitempty"`
+	PidsLimited bool `json:"pids_limited,omitempty"`
 	// Killed says the sandbox was ended (Signal, Abort or the timeout)
 	// before its init reported how the command ended.
 	Killed bool `json:"-"`
@@ -110,7 +116,9 @@ func (c *Cmd) Start() error {
 		c.Abort()
 		return err
 	}
-	if c.proc.early && !s.Hold && len(s.Sockets) == 0 && len(s.RLimits) == 0 {
+	if c.proc.early && !s.Hold && len(s.Sockets) == 0 {
+		// The rlimits are the command's (op_exec, after the setup); a
+		// cached run adds them from the entry's limits.
 		c.setup = body[:setup:setup]
 	}
 	proc, statusR, sockMine := c.proc, c.statusF, c.pre.sockets
@@ -283,10 +291,15 @@ func (c *Cmd) Prestart() error {
 	s := c.Spec
 	c.cg = newCgroup(c.Limits, "jail-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
 	if e, ok := takeEarly(); ok {
-		// An early child cannot be started in a cgroup, and has the
-		// network namespace already.
-		if c.cg.method == LimitNone || c.cg.method == LimitRLimit {
-			if namespaceFlags(s) == earlyFlags {
+		// An early child has the network namespace already; it is moved
+		// into the cgroup (cgroup.procs) before it gets the header, so
+		// pid 1 and everything after it start there.
+		if namespaceFlags(s) == earlyFlags {
+			if err := c.cg.attach(e.pid); err != nil {
+				c.cg.cleanup()
+				c.cg = newCgroupAgain(c.cg)
+			}
+			if c.cg.method == LimitNone || c.cg.method == LimitRLimit || c.cg.attached {
 				ok, err := c.adopt(e)
 				if ok || err != nil {
 					return err
@@ -586,6 +599,7 @@ func (c *Cmd) wait() (*Result, error) {
 		c.timer.Stop()
 	}
 	c.statusF.Close()
+	oom, pidsHit := c.cg.events()
 	c.cg.cleanup()
 	if c.Spec.Foreground {
 		reclaimTerminal()
@@ -594,6 +608,8 @@ func (c *Cmd) wait() (*Result, error) {
 		return nil, fmt.Errorf("wait for sandbox: %w", err)
 	}
 	res := &Result{
+		OOMKilled:   oom,
+		PidsLimited: pidsHit,
 		DurationMS: time.Since(c.start).Milliseconds(),
 		TimedOut:   timedOut,
 		MaxRSSKB:   r.MaxRSSKB,

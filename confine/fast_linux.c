@@ -32,6 +32,7 @@
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -46,7 +47,7 @@
 
 #include "early_linux.h"
 
-#define CACHE_MAGIC "JAILFST2"
+#define CACHE_MAGIC "JAILFST3"
 #define MAX_ENTRY (1 << 20) // maxCacheEntry in fast_linux.go
 #define FACT_REALPATH 1
 #define FACT_TYPE 2
@@ -1066,6 +1067,157 @@ static void __attribute__((noreturn)) fall_back(struct fast *f, char **argv, cha
 	_exit(125);
 }
 
+// ---- limits (cgroup_linux.go) ---------------------------------------------
+//
+// A cached run enforces the limits its plan was made with, by the method
+// the Go supervisor used then: a child cgroup v2 of the one it made it in,
+// cgroup v1 memory and pids hierarchies, or rlimits on the command. The
+// early child is moved into the cgroup before it gets the plan, so pid 1
+// and the command start there. If the cgroup cannot be made now, the Go
+// supervisor plans afresh.
+
+static uint64_t now_ns(void);
+
+#define LIMIT_NONE 0
+#define LIMIT_CGROUP2 1
+#define LIMIT_CGROUP1 2
+#define LIMIT_RLIMIT 3
+
+struct limits {
+	uint32_t method;
+	uint64_t memory, pids;
+	const char *parent; // cgroup v2: where the sandbox's cgroup is made
+	const char *note;   // limits_note, a JSON string
+	const char *memtext;
+	int ndirs;
+	char dirs[2][PATH_MAX];
+};
+
+static const char *limit_name(uint32_t m) {
+	static const char *names[] = {"none", "cgroup2", "cgroup1", "rlimit"};
+	return m < 4 ? names[m] : "none";
+}
+
+// cg_write writes a number (or "0" for v == 0 when forced) into dir/file.
+static int cg_write(const char *dir, const char *file, unsigned long long v) {
+	char path[PATH_MAX + 64], num[32];
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0) return -1;
+	int n = snprintf(num, sizeof(num), "%llu", v);
+	int r = write(fd, num, n) == n ? 0 : -1;
+	close(fd);
+	return r;
+}
+
+static void lim_remove(struct limits *l) {
+	for (int i = l->ndirs - 1; i >= 0; i--) rmdir(l->dirs[i]);
+	l->ndirs = 0;
+}
+
+// lim_create makes the cgroups of the run and writes their limits.
+static int lim_create(struct limits *l) {
+	char name[64];
+	snprintf(name, sizeof(name), "jail-%d-%llx", getpid(), (unsigned long long)now_ns());
+	if (l->method == LIMIT_CGROUP2) {
+		snprintf(l->dirs[0], PATH_MAX, "%s/%s", l->parent, name);
+		if (mkdir(l->dirs[0], 0755) < 0) return -1;
+		l->ndirs = 1;
+		if ((l->memory && cg_write(l->dirs[0], "memory.max", l->memory) < 0) ||
+		    (l->pids && cg_write(l->dirs[0], "pids.max", l->pids) < 0)) {
+			lim_remove(l);
+			return -1;
+		}
+		if (l->memory && cg_write(l->dirs[0], "memory.swap.max", 0) < 0 && errno != ENOENT) {
+			lim_remove(l);
+			return -1;
+		}
+		return 0;
+	}
+	if (l->method != LIMIT_CGROUP1) return 0;
+	if (l->memory) {
+		snprintf(l->dirs[l->ndirs], PATH_MAX, "/sys/fs/cgroup/memory/%s", name);
+		if (mkdir(l->dirs[l->ndirs], 0755) < 0) return -1;
+		l->ndirs++;
+		if (cg_write(l->dirs[l->ndirs - 1], "memory.limit_in_bytes", l->memory) < 0) {
+			lim_remove(l);
+			return -1;
+		}
+		// Without this the limit only pushes pages to swap.
+		cg_write(l->dirs[l->ndirs - 1], "memory.memsw.limit_in_bytes", l->memory);
+	}
+	if (l->pids) {
+		snprintf(l->dirs[l->ndirs], PATH_MAX, "/sys/fs/cgroup/pids/%s", name);
+		if (mkdir(l->dirs[l->ndirs], 0755) < 0) {
+			lim_remove(l);
+			return -1;
+		}
+		l->ndirs++;
+		if (cg_write(l->dirs[l->ndirs - 1], "pids.max", l->pids) < 0) {
+			lim_remove(l);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+// lim_attach moves the early child into every cgroup of the run, and its
+// pid 1, which it forked already and which is not moved with it
+// (cgroup.attach in cgroup_linux.go). The children are read after the
+// move: one forked meanwhile is listed or born in the cgroup.
+static int lim_attach(struct limits *l, pid_t pid) {
+	for (int i = 0; i < l->ndirs; i++)
+		if (cg_write(l->dirs[i], "cgroup.procs", (unsigned long long)pid) < 0) return -1;
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", pid, pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0) return -1;
+	buf[n] = 0;
+	for (char *p = buf; *p;) {
+		char *end;
+		unsigned long long child = strtoull(p, &end, 10);
+		if (end == p) break;
+		for (int i = 0; i < l->ndirs; i++)
+			if (cg_write(l->dirs[i], "cgroup.procs", child) < 0) return -1;
+		p = end;
+		while (*p == ' ' || *p == '\n') p++;
+	}
+	return 0;
+}
+
+// cg_count reads the number after key in dir/file ("oom_kill 1").
+static long long cg_count(const char *dir, const char *file, const char *key) {
+	char path[PATH_MAX + 64], buf[1024];
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0) return 0;
+	buf[n] = 0;
+	size_t kl = strlen(key);
+	for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+		if (!strncmp(line, key, kl) && line[kl] == ' ') return strtoll(line + kl + 1, NULL, 10);
+	return 0;
+}
+
+// lim_events is cgroup.events in cgroup_linux.go.
+static void lim_events(struct limits *l, int *oom, int *pids) {
+	for (int i = 0; i < l->ndirs; i++) {
+		if (l->method == LIMIT_CGROUP2) {
+			*oom |= cg_count(l->dirs[i], "memory.events", "oom_kill") > 0;
+			*pids |= cg_count(l->dirs[i], "pids.events", "max") > 0;
+		} else if (strstr(l->dirs[i], "/memory/")) {
+			*oom |= cg_count(l->dirs[i], "memory.oom_control", "oom_kill") > 0;
+		} else {
+			*pids |= cg_count(l->dirs[i], "pids.events", "max") > 0;
+		}
+	}
+}
+
 // result is what a cached run reports at the end, as launch in run.go
 // does: with --json, the object of the Go path (confine.Result and the
 // policy's hash) on stderr; with a timeout, the note before it.
@@ -1078,6 +1230,8 @@ struct result {
 	int timed_out;
 	int signal;               // the signal that ended the command, or 0
 	long max_rss_kb;
+	struct limits *lim;
+	int oom, pids_hit;
 };
 
 static uint64_t now_ns(void) {
@@ -1118,16 +1272,33 @@ static void report(const struct result *r, int code) {
 // ASCII) and the stage "sandbox" when error is set.
 static void report_error(const struct result *r, int code, const char *error) {
 	if (r->timed_out && r->timeout_note[0]) say(r->timeout_note);
+	char buf[4096];
+	int n;
+	// limitsHit in run.go.
+	if (r->oom) {
+		n = snprintf(buf, sizeof(buf), "jail: the sandbox hit its memory limit (%s): the kernel killed a process of it (--memory, [limits] memory)\n", r->lim->memtext);
+		if (n > 0 && (size_t)n < sizeof(buf)) jail_write_all(2, buf, n);
+	}
+	if (r->pids_hit) {
+		n = snprintf(buf, sizeof(buf), "jail: the sandbox hit its process limit (%llu): a fork failed (--pids, [limits] pids)\n", (unsigned long long)r->lim->pids);
+		if (n > 0 && (size_t)n < sizeof(buf)) jail_write_all(2, buf, n);
+	}
 	if (!r->json) return;
-	char buf[512];
 	const char *sig = jail_signal_name(r->signal);
 	long long ms = (long long)((now_ns() - r->start_ns) / 1000000ULL);
-	int n = snprintf(buf, sizeof(buf), "{\"exit_code\":%d", code);
+	n = snprintf(buf, sizeof(buf), "{\"exit_code\":%d", code);
 	if (sig[0]) n += snprintf(buf + n, sizeof(buf) - n, ",\"signal\":\"%s\"", sig);
-	n += snprintf(buf + n, sizeof(buf) - n, ",\"timed_out\":%s,\"duration_ms\":%lld,\"max_rss_kb\":%ld,\"limits\":\"none\",\"policy_sha256\":\"%s\"",
-		      r->timed_out ? "true" : "false", ms, r->max_rss_kb, json_safe(r->policy) ? r->policy : "");
-	if (error && json_safe(error)) n += snprintf(buf + n, sizeof(buf) - n, ",\"error\":\"%s\",\"stage\":\"sandbox\"", error);
-	n += snprintf(buf + n, sizeof(buf) - n, "}\n");
+	n += snprintf(buf + n, sizeof(buf) - n, ",\"timed_out\":%s,\"duration_ms\":%lld,\"max_rss_kb\":%ld,\"limits\":\"%s\"",
+		      r->timed_out ? "true" : "false", ms, r->max_rss_kb, limit_name(r->lim->method));
+	// The note is stored JSON-encoded (and escaped) by the Go supervisor.
+	if (strcmp(r->lim->note, "\"\"") && (size_t)n < sizeof(buf))
+		n += snprintf(buf + n, sizeof(buf) - n, ",\"limits_note\":%s", r->lim->note);
+	if (r->oom && (size_t)n < sizeof(buf)) n += snprintf(buf + n, sizeof(buf) - n, ",\"oom_killed\":true");
+	if (r->pids_hit && (size_t)n < sizeof(buf)) n += snprintf(buf + n, sizeof(buf) - n, ",\"pids_limited\":true");
+	if ((size_t)n < sizeof(buf))
+		n += snprintf(buf + n, sizeof(buf) - n, ",\"policy_sha256\":\"%s\"", json_safe(r->policy) ? r->policy : "");
+	if (error && json_safe(error) && (size_t)n < sizeof(buf)) n += snprintf(buf + n, sizeof(buf) - n, ",\"error\":\"%s\",\"stage\":\"sandbox\"", error);
+	if ((size_t)n < sizeof(buf)) n += snprintf(buf + n, sizeof(buf) - n, "}\n");
 	if (n > 0 && (size_t)n < sizeof(buf)) jail_write_all(2, buf, n);
 }
 
@@ -1263,6 +1434,15 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 		}
 	}
 	if (foreground) reclaim_terminal();
+	if (res->lim->ndirs > 0) {
+		// A cgroup can be read for its events and removed once the
+		// process outside pid 1 has exited too.
+		int st;
+		while (waitpid(e->pid, &st, 0) < 0 && errno == EINTR)
+			;
+		lim_events(res->lim, &res->oom, &res->pids_hit);
+		lim_remove(res->lim);
+	}
 	// A repository the sandbox made is adopted, and those it made in
 	// subdirectories reduced, before the result, which is the last line
 	// jail prints.
@@ -1347,6 +1527,14 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	res.policy = cur_str(&c);
 	res.timeout_ns = cur_u64(&c);
 	res.timeout_note = cur_str(&c);
+	static struct limits lim;
+	lim.method = cur_u32(&c);
+	lim.memory = cur_u64(&c);
+	lim.pids = cur_u64(&c);
+	lim.parent = cur_str(&c);
+	lim.note = cur_str(&c);
+	lim.memtext = cur_str(&c);
+	res.lim = &lim;
 	uint32_t hn, sn;
 	const uint8_t *header = cur_bytes(&c, &hn), *setup = cur_bytes(&c, &sn);
 	if (c.bad || !lists[0] || !lists[1] || c.p != c.end || hn == 0 || sn == 0) {
@@ -1377,15 +1565,47 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	for (uint32_t i = 0; i < envc; i++) put_str(&plan, env[i]);
 	put_str(&plan, dir);
 	put_u32(&plan, foreground);
-	put_u32(&plan, 0); // no rlimits: a run with limits is not cached
+	if (lim.method == LIMIT_RLIMIT) {
+		// rlimitsFor in cgroup_linux.go: RLIMIT_DATA per process,
+		// RLIMIT_NPROC per uid (in the sandbox's user namespace).
+		uint32_t k = (lim.memory != 0) + (lim.pids != 0);
+		put_u32(&plan, k);
+		if (lim.memory) {
+			put_u32(&plan, RLIMIT_DATA);
+			put(&plan, &lim.memory, 8);
+			put(&plan, &lim.memory, 8);
+		}
+		if (lim.pids) {
+			put_u32(&plan, RLIMIT_NPROC);
+			put(&plan, &lim.pids, 8);
+			put(&plan, &lim.pids, 8);
+		}
+	} else {
+		put_u32(&plan, 0);
+	}
 	if (plan.oom) {
 		miss(&f, "out of memory", NULL);
 		goto out;
 	}
+	if ((lim.method == LIMIT_CGROUP1 || lim.method == LIMIT_CGROUP2) && lim_create(&lim) < 0) {
+		miss(&f, "cannot make the limits' cgroup", NULL);
+		goto out;
+	}
 	struct jail_early e;
 	if (!jail_take_early(&e)) {
+		lim_remove(&lim);
 		miss(&f, "no early child", NULL);
 		goto out;
+	}
+	if (lim.ndirs > 0 && lim_attach(&lim, e.pid) < 0) {
+		// Before the plan: nothing ran. The Go supervisor plans afresh.
+		lim_remove(&lim);
+		kill(e.pid, SIGKILL);
+		int st;
+		waitpid(e.pid, &st, 0);
+		close(e.plan);
+		close(e.status);
+		fall_back(&f, argv, envp, &sv, 0);
 	}
 	if (f.trace) say("jail: plan cache: used\n");
 	// A reader that goes away must not end this process before it

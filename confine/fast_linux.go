@@ -8,6 +8,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -293,6 +294,38 @@ type CacheFresh struct {
 // fast_linux.c).
 const AdoptCommand = "__git-adopt"
 
+// limitCode is a LimitMethod as the cached run reads it (LIMIT_* in
+// fast_linux.c).
+func limitCode(m LimitMethod) uint32 {
+	switch m {
+	case LimitCgroup2:
+		return 1
+	case LimitCgroup1:
+		return 2
+	case LimitRLimit:
+		return 3
+	}
+	return 0
+}
+
+// EscapeNote is the JSON string of a limits note as the Go path writes
+// it (policy.MarshalLine's extra escapes: $ ` DEL and C1), so the cached
+// run prints the same bytes. confine cannot import policy.
+func EscapeNote(b []byte) []byte {
+	var out []byte
+	for _, c := range b {
+		switch c {
+		case '$':
+			out = append(out, `\u0024`...)
+		case '`':
+			out = append(out, `\u0060`...)
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // PlanCacheDir is where plans are cached: $XDG_CACHE_HOME/jail/plans, or
 // ~/.cache/jail/plans. Empty when neither is an absolute path.
 func PlanCacheDir(home, xdgCache string) string {
@@ -327,7 +360,7 @@ func planCacheName(uid int, cwd string, args []string) string {
 	return fmt.Sprintf("%016x.plan", h)
 }
 
-const cacheMagic = "JAILFST2"
+const cacheMagic = "JAILFST3"
 
 // maxCacheEntry bounds an entry; fast_linux.c refuses larger ones.
 const maxCacheEntry = 1 << 20
@@ -442,6 +475,24 @@ func (c *Cmd) CachePlan(dir string, e *CacheEntry) error {
 	p.str(e.PolicySHA256)
 	p.u64(uint64(max(e.Timeout, 0)))
 	p.str(e.TimeoutNote)
+	// The limits, which the cached run enforces the way this one did
+	// (the same method; if it cannot, the Go supervisor plans afresh):
+	// the method, the bounds, where a cgroup v2 goes, and the note and
+	// sizes the result and the messages print.
+	cgParent := ""
+	if c.cg.method == LimitCgroup2 && len(c.cg.dirs) > 0 {
+		cgParent = filepath.Dir(c.cg.dirs[0])
+	}
+	note, err := json.Marshal(c.cg.why)
+	if err != nil {
+		return err
+	}
+	p.u32(limitCode(c.cg.method))
+	p.u64(uint64(max(c.Limits.MemoryBytes, 0)))
+	p.u64(uint64(max(c.Limits.Pids, 0)))
+	p.str(cgParent)
+	p.str(string(EscapeNote(note)))
+	p.str(FormatSize(c.Limits.MemoryBytes))
 	p.bytes(c.header)
 	p.bytes(c.setup)
 	for _, v := range append(append(append([]string{e.PolicySHA256, e.TimeoutNote}, e.Args...), e.Pass...), e.Extra...) {

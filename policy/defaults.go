@@ -8,14 +8,22 @@ import (
 // The defaults. They are documented in policy.toml.example and README.md (Policy); change them
 // together.
 const (
-	// No timeout, memory or process limit by default: `jail run -- claude`
-	// is an interactive session that may last hours. A policy sets them
-	// for CI; tool calls carry their own per-call timeouts.
-	DefaultTimeout     = time.Duration(0)
-	DefaultMemory      = Bytes(0)
-	DefaultPids        = 0
-	DefaultOutputChars = 100000
-	DefaultAskTimeout  = 2 * time.Minute
+	// No timeout by default: `jail run -- claude` is an interactive
+	// session that may last hours. A policy sets one for CI; tool calls
+	// carry their own per-call timeouts.
+	DefaultTimeout = time.Duration(0)
+	// DefaultMemory zero means half of the machine's memory
+	// (DefaultMemoryFraction), applied at launch: a memory bomb leaves the
+	// host the other half, and a large build still fits.
+	DefaultMemory = Bytes(0)
+	// DefaultPids bounds the sandbox's processes and threads: far above
+	// what builds and agents use (make -j with compilers, language
+	// servers, test runners: hundreds), far below what takes a host down;
+	// a fork bomb stops there.
+	DefaultPids           = 4096
+	DefaultMemoryFraction = 2
+	DefaultOutputChars    = 100000
+	DefaultAskTimeout     = 2 * time.Minute
 	// DefaultRootOnly hides what only root may read under /etc and /opt from a root caller's
 	// sandbox (docs/supervisor.md).
 	DefaultRootOnly = RootOnlyHide

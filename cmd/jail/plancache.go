@@ -145,7 +145,7 @@ func newPlanCache(args []string, o *runOptions, p *policy.Policy, penv policy.En
 	if mode == "off" {
 		return nil
 	}
-	if o.capture || o.jsonOut != "" || o.memory != 0 || o.pids != 0 ||
+	if o.capture || o.jsonOut != "" ||
 		o.net != policy.NetNone || warned || len(o.degraded) > 0 || p.Sandbox.HasGlobs() {
 		return nil
 	}

@@ -44,6 +44,7 @@ type runOptions struct {
 	jsonOut                  string
 	jsonOutFile              *confine.Output // its directory, held from before the sandbox starts
 	envValues                bool            // an --env NAME=VALUE: the run is never cached (no value goes to disk)
+	limitsAsked              bool            // --memory, --pids or the policy set limits (not the defaults)
 	outputLimit              int
 	asRoot                   bool
 	allowPtrace              bool
@@ -326,8 +327,14 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 	if o.timeout == 0 {
 		o.timeout = p.Limits.Timeout
 	}
+	// The rlimit fallback is reported when limits were asked for; the
+	// default bounds apply quietly (docs/supervisor.md, "Default bounds").
+	o.limitsAsked = o.memory != 0 || o.pids != 0 || p.Limits.Memory != 0 || p.Limits.Pids != policy.DefaultPids
 	if o.memory == 0 {
 		o.memory = int64(p.Limits.Memory)
+	}
+	if o.memory == 0 {
+		o.memory = confine.MemTotal() / policy.DefaultMemoryFraction
 	}
 	if o.pids == 0 {
 		o.pids = p.Limits.Pids
@@ -453,7 +460,10 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 	if res.TimedOut {
 		fmt.Fprint(stderr, timeoutNote(o.timeout))
 	}
-	if res.Limits == confine.LimitRLimit && !o.json {
+	for _, l := range limitsHit(res, o) {
+		fmt.Fprintln(stderr, l)
+	}
+	if res.Limits == confine.LimitRLimit && !o.json && o.limitsAsked {
 		fmt.Fprintf(stderr, "jail: --memory/--pids enforced with rlimits (per process, weaker than a cgroup): %s\n", res.LimitsNote)
 	}
 	if o.json {
@@ -476,6 +486,19 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 // keeps it for its own runs).
 func timeoutNote(d time.Duration) string {
 	return fmt.Sprintf("jail: timed out after %s: the sandbox and every process in it were killed\n", d)
+}
+
+// limitsHit are the lines that say which limit a run hit (the cached
+// run prints the same: report in fast_linux.c).
+func limitsHit(res *confine.Result, o *runOptions) []string {
+	var out []string
+	if res.OOMKilled {
+		out = append(out, fmt.Sprintf("jail: the sandbox hit its memory limit (%s): the kernel killed a process of it (--memory, [limits] memory)", confine.FormatSize(o.memory)))
+	}
+	if res.PidsLimited {
+		out = append(out, fmt.Sprintf("jail: the sandbox hit its process limit (%d): a fork failed (--pids, [limits] pids)", o.pids))
+	}
+	return out
 }
 
 // jsonResult is the object `jail run --json` prints (README: Result).
