@@ -610,12 +610,12 @@ func (c *Cmd) wait() (*Result, error) {
 	res := &Result{
 		OOMKilled:   oom,
 		PidsLimited: pidsHit,
-		DurationMS: time.Since(c.start).Milliseconds(),
-		TimedOut:   timedOut,
-		MaxRSSKB:   r.MaxRSSKB,
-		Limits:     c.cg.method,
-		LimitsNote: c.cg.why,
-		Killed:     r.Stage != "exit",
+		DurationMS:  time.Since(c.start).Milliseconds(),
+		TimedOut:    timedOut,
+		MaxRSSKB:    r.MaxRSSKB,
+		Limits:      c.cg.method,
+		LimitsNote:  c.cg.why,
+		Killed:      r.Stage != "exit",
 	}
 	switch {
 	case timedOut:
