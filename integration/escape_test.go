@@ -421,10 +421,19 @@ func TestForkAndMemoryBombs(t *testing.T) {
 		if !strings.Contains(res.stderr, `"limits":"`) {
 			t.Fatalf("no JSON result naming the limit method:\n%s", res.stderr)
 		}
-		res = r.jail(t, call{dir: ws, limit: 90 * time.Second, args: []string{"run", "--memory", "64M", "--timeout", "30s",
+		// With a cgroup (root here: v1) jail says which limit was hit;
+		// with rlimits the command sees EAGAIN and jail cannot tell.
+		cgroup := !strings.Contains(res.stderr, `"limits":"rlimit"`)
+		if cgroup && (!strings.Contains(res.stderr, `"pids_limited":true`) || !strings.Contains(res.stderr, "jail: the sandbox hit its process limit (64)")) {
+			t.Fatalf("fork bomb: the result does not say the process limit was hit:\n%s", res.stderr)
+		}
+		res = r.jail(t, call{dir: ws, limit: 90 * time.Second, args: []string{"run", "--memory", "64M", "--timeout", "30s", "--json",
 			"--", "python3", "-c", "a=[]\nwhile True: a.append(bytearray(10**7))"}})
 		if res.code == 0 || res.code == 124 {
 			t.Fatalf("memory bomb: exit %d (want a failure before the timeout)\n%s", res.code, res.stderr)
+		}
+		if cgroup && (!strings.Contains(res.stderr, `"oom_killed":true`) || !strings.Contains(res.stderr, "jail: the sandbox hit its memory limit (64M)")) {
+			t.Fatalf("memory bomb: the result does not say the memory limit was hit:\n%s", res.stderr)
 		}
 		// The host is still ours: a plain command runs right after.
 		mustExit(t, r.sh(t, ws, "true"), 0)

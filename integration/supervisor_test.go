@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -330,6 +331,40 @@ func TestRootOnlyFilesHidden(t *testing.T) {
 		res = r.jail(t, call{dir: ws, args: []string{"run", "--policy", pol, "--", "/bin/sh", "-c", script}})
 		if !strings.Contains(res.stdout, secret) {
 			t.Fatalf("root_only = \"show\" did not show the root-only files:\n%s\nstderr: %s", res.stdout, res.stderr)
+		}
+	})
+}
+
+// TestDefaultBounds: with no policy, a run is bounded: processes (4096),
+// memory (half the machine's) and each tmpfs, by a cgroup where jail can
+// make one and by rlimits otherwise, on both launch paths.
+func TestDefaultBounds(t *testing.T) {
+	b, _ := os.ReadFile("/proc/meminfo")
+	var memKB int64
+	fmt.Sscanf(strings.TrimPrefix(strings.SplitN(string(b), "\n", 2)[0], "MemTotal:"), "%d", &memKB)
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		res := r.jail(t, call{dir: ws, args: []string{"run", "--json", "--", "/bin/sh", "-c",
+			`df -k /tmp /var/tmp /dev/shm | awk 'NR>1 {print "size", $6, $2}'; grep -E '^Max (processes|data size)' /proc/self/limits`}})
+		mustExit(t, res, 0)
+		for _, want := range []string{
+			fmt.Sprintf("size /tmp %d", memKB/8), fmt.Sprintf("size /var/tmp %d", memKB/8), fmt.Sprintf("size /dev/shm %d", memKB/16),
+		} {
+			if !strings.Contains(res.stdout, want) {
+				t.Errorf("want %q in:\n%s", want, res.stdout)
+			}
+		}
+		switch {
+		case strings.Contains(res.stderr, `"limits":"rlimit"`):
+			if !regexp.MustCompile(`Max processes +4096 +4096`).MatchString(res.stdout) {
+				t.Errorf("no default process rlimit:\n%s", res.stdout)
+			}
+			if strings.Contains(res.stderr, "enforced with rlimits") {
+				t.Errorf("the default bounds are reported as if asked for:\n%s", res.stderr)
+			}
+		case strings.Contains(res.stderr, `"limits":"cgroup`):
+		default:
+			t.Fatalf("the default run has no limits:\n%s", res.stderr)
 		}
 	})
 }

@@ -84,9 +84,10 @@ type Sandbox struct {
 type Limits struct {
 	// Timeout kills the whole process tree after this long, e.g. "30s", "10m". Zero means 10m.
 	Timeout time.Duration `toml:"timeout" json:"timeout"`
-	// Memory caps the sandbox's memory, e.g. "2G". Zero means 2G.
+	// Memory caps the sandbox's memory, e.g. "2G". Zero means half of the machine's memory
+	// (DefaultMemoryFraction), applied at launch.
 	Memory Bytes `toml:"memory" json:"memory"`
-	// Pids caps the number of processes. Zero means 512.
+	// Pids caps the number of processes and threads. Zero means DefaultPids (4096).
 	Pids int64 `toml:"pids" json:"pids"`
 	// OutputChars caps captured stdout/stderr each; beyond it output is cut with a marker.
 	// Zero means 100000.
