@@ -1115,8 +1115,33 @@ static void lim_remove(struct limits *l) {
 	l->ndirs = 0;
 }
 
+// lim_sweep removes the empty cgroups that earlier cached runs left in
+// dir (jail-PID-...: PID, the run's, is gone): a cached run does not wait
+// for its sandbox's namespaces to be taken down before it exits.
+static void lim_sweep(const char *dir) {
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) return;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "jail-", 5)) continue;
+		long pid = strtol(de->d_name + 5, NULL, 10);
+		if (pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH) unlinkat(fd, de->d_name, AT_REMOVEDIR);
+	}
+	closedir(d);
+}
+
 // lim_create makes the cgroups of the run and writes their limits.
 static int lim_create(struct limits *l) {
+	if (l->method == LIMIT_CGROUP2) lim_sweep(l->parent);
+	if (l->method == LIMIT_CGROUP1) {
+		if (l->memory) lim_sweep("/sys/fs/cgroup/memory");
+		if (l->pids) lim_sweep("/sys/fs/cgroup/pids");
+	}
 	char name[64];
 	snprintf(name, sizeof(name), "jail-%d-%llx", getpid(), (unsigned long long)now_ns());
 	if (l->method == LIMIT_CGROUP2) {
@@ -1437,9 +1462,12 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 	if (res->lim->ndirs > 0) {
 		// A cgroup can be read for its events and removed once the
 		// process outside pid 1 has exited too.
-		int st;
-		while (waitpid(e->pid, &st, 0) < 0 && errno == EINTR)
-			;
+		// The events are final once pid 1 reported (every other process
+		// of the sandbox is gone by then). The cgroup can be removed only
+		// once pid 1 and the process outside have exited, after the
+		// kernel took the namespaces down (milliseconds): it is removed
+		// now if it can be, else by the next run (lim_sweep), so this
+		// run does not wait.
 		lim_events(res->lim, &res->oom, &res->pids_hit);
 		lim_remove(res->lim);
 	}
