@@ -1460,8 +1460,6 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 	}
 	if (foreground) reclaim_terminal();
 	if (res->lim->ndirs > 0) {
-		// A cgroup can be read for its events and removed once the
-		// process outside pid 1 has exited too.
 		// The events are final once pid 1 reported (every other process
 		// of the sandbox is gone by then). The cgroup can be removed only
 		// once pid 1 and the process outside have exited, after the
