@@ -18,6 +18,11 @@ import (
 type Limits struct {
 	MemoryBytes int64
 	Pids        int64
+	// MemoryCgroupOnly applies MemoryBytes only where a cgroup enforces
+	// it, never as RLIMIT_DATA: the default bound, which must not break
+	// what reserves large writable address space it never touches
+	// (AddressSanitizer's shadow memory, some runtimes' heaps).
+	MemoryCgroupOnly bool
 }
 
 // LimitMethod says which kernel mechanism enforces Limits.
@@ -320,7 +325,7 @@ func (cg *cgroup) cleanup() {
 // cgroup, which is why jail reports the method it used.
 func rlimitsFor(l Limits) []RLimit {
 	var r []RLimit
-	if l.MemoryBytes > 0 {
+	if l.MemoryBytes > 0 && !l.MemoryCgroupOnly {
 		r = append(r, RLimit{Resource: unix.RLIMIT_DATA, Cur: uint64(l.MemoryBytes), Max: uint64(l.MemoryBytes)})
 	}
 	if l.Pids > 0 {

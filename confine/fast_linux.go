@@ -487,8 +487,12 @@ func (c *Cmd) CachePlan(dir string, e *CacheEntry) error {
 	if err != nil {
 		return err
 	}
+	mem := c.Limits.MemoryBytes
+	if c.cg.method == LimitRLimit && c.Limits.MemoryCgroupOnly {
+		mem = 0 // as rlimitsFor: no RLIMIT_DATA for the default bound
+	}
 	p.u32(limitCode(c.cg.method))
-	p.u64(uint64(max(c.Limits.MemoryBytes, 0)))
+	p.u64(uint64(max(mem, 0)))
 	p.u64(uint64(max(c.Limits.Pids, 0)))
 	p.str(cgParent)
 	p.str(string(EscapeNote(note)))

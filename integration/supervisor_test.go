@@ -206,6 +206,9 @@ func TestStateHidden(t *testing.T) {
 		for _, f := range []string{".local/state/jail/audit.jsonl", ".local/share/jail/homes/other/.secret"} {
 			r.writeFile(t, filepath.Join(home, f), "STATE-SECRET\n")
 		}
+		for _, d := range []string{".local/state/jail", ".local/share/jail", ".local/share/jail/homes", ".local/share/jail/homes/other"} {
+			os.Chmod(filepath.Join(home, d), 0o700) // jail's own state directories are private
+		}
 		r.own(t, home)
 		env := []string{"HOME=" + home}
 		// The plan cache fills ~/.cache/jail of this home.

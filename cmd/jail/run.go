@@ -45,6 +45,7 @@ type runOptions struct {
 	jsonOutFile              *confine.Output // its directory, held from before the sandbox starts
 	envValues                bool            // an --env NAME=VALUE: the run is never cached (no value goes to disk)
 	limitsAsked              bool            // --memory, --pids or the policy set limits (not the defaults)
+	memoryDefault            bool            // the memory bound is the default one (cgroups only)
 	outputLimit              int
 	asRoot                   bool
 	allowPtrace              bool
@@ -334,7 +335,9 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 		o.memory = int64(p.Limits.Memory)
 	}
 	if o.memory == 0 {
+		// The default bound: a cgroup's only, never RLIMIT_DATA (Limits).
 		o.memory = confine.MemTotal() / policy.DefaultMemoryFraction
+		o.memoryDefault = true
 	}
 	if o.pids == 0 {
 		o.pids = p.Limits.Pids
@@ -360,7 +363,7 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.SeccompOptions, nr *netRun, cache *planCache, stdin *os.File, stdout, stderr io.Writer) int {
 	spec := newSpec(o, o.argv, stderr)
 	spec.Foreground = isForeground(stdin)
-	cmd := &confine.Cmd{Spec: spec, Stdin: stdin, Timeout: o.timeout, Limits: confine.Limits{MemoryBytes: o.memory, Pids: o.pids},
+	cmd := &confine.Cmd{Spec: spec, Stdin: stdin, Timeout: o.timeout, Limits: confine.Limits{MemoryBytes: o.memory, Pids: o.pids, MemoryCgroupOnly: o.memoryDefault},
 		Notice: func(line string) { fmt.Fprintln(stderr, line) }}
 	cmd.Stdout, cmd.Stderr = asFile(stdout), asFile(stderr)
 

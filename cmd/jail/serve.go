@@ -114,7 +114,7 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 			// No Timeout: a worker lives for many calls; each call has its
 			// own, enforced inside the worker and again by the supervisor.
 			cmd := &confine.Cmd{Spec: spec, Stdin: inR, Stdout: outW, Stderr: errFile,
-				Limits: confine.Limits{MemoryBytes: o.run.memory, Pids: o.run.pids}}
+				Limits: confine.Limits{MemoryBytes: o.run.memory, Pids: o.run.pids, MemoryCgroupOnly: o.run.memoryDefault}}
 			ph, err := startSandbox(cmd, layout, pass, o.run.env, filter, nr, stderr)
 			inR.Close()
 			outW.Close()
@@ -163,7 +163,7 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 		}
 		spec := newSpec(&o.run, nil, io.Discard)
 		spec.Hold = true
-		cmd := &confine.Cmd{Spec: spec, Stderr: errFile, Limits: confine.Limits{MemoryBytes: o.run.memory, Pids: o.run.pids},
+		cmd := &confine.Cmd{Spec: spec, Stderr: errFile, Limits: confine.Limits{MemoryBytes: o.run.memory, Pids: o.run.pids, MemoryCgroupOnly: o.run.memoryDefault},
 			Notice: func(line string) { fmt.Fprintln(stderr, line) }}
 		ph, err := startSandbox(cmd, l, pass, o.run.env, filter, nr, stderr)
 		if err != nil {
