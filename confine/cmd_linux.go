@@ -492,8 +492,12 @@ func (c *Cmd) next() (report, error) {
 // killLocked ends the sandbox: pid 1 first (its namespace goes with it),
 // then the process outside that waits for it. c.mu is held.
 func (c *Cmd) killLocked() {
+	// pid 1 only, when known: the process outside waits for it, and pid
+	// 1's exit waits for every process of its namespace, so once the
+	// outside one is reaped nothing of the sandbox is left.
 	if c.pid1 > 0 {
 		unix.Kill(c.pid1, unix.SIGKILL)
+		return
 	}
 	c.proc.signal(unix.SIGKILL)
 }

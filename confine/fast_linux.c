@@ -1357,8 +1357,13 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 			uint64_t now = now_ns();
 			if (now >= deadline) {
 				res->timed_out = 1;
+				// pid 1 only, when known: the process outside waits for
+				// it, and pid 1's exit waits for every process of its
+				// namespace, so once the outside one is reaped nothing
+				// of the sandbox is left. Killing the outside one too
+				// could end this run while the tree still dies.
 				if (pid1 > 0) kill(pid1, SIGKILL);
-				kill(e->pid, SIGKILL);
+				else kill(e->pid, SIGKILL);
 				continue;
 			}
 			uint64_t left = (deadline - now + 999999ULL) / 1000000ULL;
