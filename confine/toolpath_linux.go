@@ -113,10 +113,13 @@ func (l *Layout) toolPaths(home string, ms []Mount) []Mount {
 		roots = slices.DeleteFunc(roots, func(o string) bool { return pathWithin(o, r) })
 		roots = append(roots, r)
 	}
-	// follow resolves p, noting every symlink met in the home: each must
-	// exist inside too, as a symlink of the tmpfs or inside a root.
-	follow := func(p string) (string, bool) {
+	// follow resolves p, recording every symlink met as a fact. The
+	// symlinks met in the home are returned, not yet shown: each must
+	// exist inside too (as a symlink of the tmpfs or inside a root), but
+	// only once the caller accepts where they lead.
+	follow := func(p string) (string, map[string]string, bool) {
 		r, objs, err := resolveWalk(p)
+		met := map[string]string{}
 		for _, o := range objs {
 			t, lerr := os.Readlink(o)
 			if lerr != nil {
@@ -126,13 +129,21 @@ func (l *Layout) toolPaths(home string, ms []Mount) []Mount {
 			l.Facts.fileType(o, unix.S_IFLNK)
 			l.Facts.link(o, t)
 			if pathWithin(o, home) {
-				links[o] = t
+				met[o] = t
 			}
 		}
 		resolved := resolvedOrNone(p)
 		l.Facts.realpath(p, resolved)
-		return r, err == nil && resolved == r
+		return r, met, err == nil && resolved == r
 	}
+	accept := func(met map[string]string) {
+		for o, t := range met {
+			links[o] = t
+		}
+	}
+	// Files and package directories that command symlinks lead to across
+	// tool roots: bound alone, never their root.
+	var singles []Mount
 	seen := map[string]bool{}
 	for _, d := range l.Path {
 		if !filepath.IsAbs(d) {
@@ -143,7 +154,7 @@ func (l *Layout) toolPaths(home string, ms []Mount) []Mount {
 			continue
 		}
 		seen[d] = true
-		r, ok := follow(d)
+		r, met, ok := follow(d)
 		if !ok {
 			continue
 		}
@@ -154,9 +165,34 @@ func (l *Layout) toolPaths(home string, ms []Mount) []Mount {
 		if !pathWithin(r, home) {
 			continue // a system directory shows itself; anything else stays hidden
 		}
-		if _, ok := toolRoot(home, r); !ok {
+		root, ok := toolRoot(home, r)
+		if !ok {
 			continue
 		}
+		if own, _ := toolRoot(home, d); own != root {
+			// The entry leads into another tool root (~/bin ->
+			// dotfiles/bin). A sandbox that can write where the entry
+			// lies (a workspace's bin, a venv) could point it anywhere,
+			// so this is followed only through symlinks the user made at
+			// a tool root's own name, never through one a workspace may
+			// hold, and only to a place not private to the user; and
+			// then only that directory is shown, not its root.
+			if !crossOK(home, root, met) || !public(l.Facts, home, r) {
+				continue
+			}
+			accept(met)
+			show := r
+			if pkg := filepath.Dir(r); filepath.Base(r) == "bin" && pkg != root && public(l.Facts, home, pkg) {
+				show = pkg // a version's tree (~/vmbin -> .vm/current/bin)
+			}
+			var sst unix.Stat_t
+			if unix.Stat(show, &sst) == nil {
+				l.Facts.dir(show, &sst)
+				singles = append(singles, Mount{Kind: Bind, Source: show, Dest: show, Exec: true})
+			}
+			continue
+		}
+		accept(met)
 		addRoot(r)
 		if r == filepath.Join(home, ".local", "bin") {
 			addRoot(filepath.Join(home, ".local", "lib"))
@@ -187,10 +223,24 @@ func (l *Layout) toolPaths(home string, ms []Mount) []Mount {
 			if t, err := os.Readlink(filepath.Join(r, e.Name())); err == nil && !strings.Contains(t, "/") {
 				continue
 			}
-			t, ok := follow(filepath.Join(r, e.Name()))
-			if ok && pathWithin(t, home) {
-				addRoot(t)
+			c := filepath.Join(r, e.Name())
+			t, met, ok := follow(c)
+			if !ok || !pathWithin(t, home) {
+				continue
 			}
+			if tr, ok := toolRoot(home, t); !ok || tr != root && !tied(home, root, tr) {
+				// Out of the entry's tool root: the link may be a
+				// sandbox's (docs/commands.md, "Command symlinks"), so it
+				// never brings a root, only the executable it names or
+				// its package, and only when neither is private.
+				if m, ok := l.crossTarget(home, t, r == root); ok {
+					accept(met)
+					singles = append(singles, m)
+				}
+				continue
+			}
+			accept(met)
+			addRoot(t)
 		}
 	}
 	var out []Mount
@@ -201,6 +251,13 @@ func (l *Layout) toolPaths(home string, ms []Mount) []Mount {
 			if sp := filepath.Join(home, s); pathWithin(sp, r) {
 				out = append(out, Mount{Kind: Hide, Dest: sp})
 			}
+		}
+	}
+	seenSingle := map[string]bool{}
+	for _, m := range singles {
+		if !inRoots(m.Dest) && !shown(m.Dest) && !seenSingle[m.Dest] {
+			seenSingle[m.Dest] = true
+			out = append(out, m)
 		}
 	}
 	var names []string
@@ -215,6 +272,79 @@ func (l *Layout) toolPaths(home string, ms []Mount) []Mount {
 		}
 	}
 	return out
+}
+
+// tied reports whether the tool root tr is one the entry's root brings
+// with it anyway: ~/.local/bin's ~/.local/lib, ~/.cargo's ~/.rustup.
+func tied(home, root, tr string) bool {
+	return root == filepath.Join(home, ".local", "bin") && tr == filepath.Join(home, ".local", "lib") ||
+		root == filepath.Join(home, ".cargo") && tr == filepath.Join(home, ".rustup")
+}
+
+// crossOK reports whether the symlinks met resolving a PATH entry may
+// lead it into the other tool root dest: each lies at a tool root's own
+// name in the home (~/bin, ~/.local/bin), a place outside every workspace
+// below the home, or inside dest itself (a version manager's current
+// link), never inside another root (~/proj/bin, ~/proj/.venv/bin), where
+// a sandbox working in that directory could have made it.
+func crossOK(home, dest string, met map[string]string) bool {
+	for o := range met {
+		if r, ok := toolRoot(home, o); !ok || r != o && r != dest {
+			return false
+		}
+	}
+	return true
+}
+
+// public reports whether p and every directory between the home and p
+// are readable by others than the user (not umask-private, 0700/0600):
+// what a link across tool roots may show. The modes are facts of the
+// plan (a chmod changes a file's ctime).
+func public(f *Facts, home, p string) bool {
+	for q := p; q != home && pathWithin(q, home); q = filepath.Dir(q) {
+		f.File(q)
+		var st unix.Stat_t
+		if unix.Stat(q, &st) != nil {
+			return false
+		}
+		need := uint32(0o004)
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			need = 0o005
+		}
+		if st.Mode&need != need {
+			return false
+		}
+	}
+	return true
+}
+
+// crossTarget is the mount for the target t of a command symlink that
+// leads out of its entry's tool root: an executable regular file, and
+// not private, shown alone, or its package directory (the directory above
+// a bin directory holding it: a venv, an npm package, a Python version)
+// when that lies strictly inside t's tool root and is not private either,
+// and the link's entry is userMade: a tool root itself (~/.local/bin,
+// ~/bin), which no workspace below the home can be.
+func (l *Layout) crossTarget(home, t string, userMade bool) (Mount, bool) {
+	var st unix.Stat_t
+	if err := unix.Stat(t, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&0o111 == 0 {
+		l.Facts.File(t)
+		return Mount{}, false
+	}
+	if !public(l.Facts, home, t) {
+		return Mount{}, false
+	}
+	root, _ := toolRoot(home, t)
+	if bin := filepath.Dir(t); userMade && filepath.Base(bin) == "bin" {
+		if pkg := filepath.Dir(bin); pkg != root && pathWithin(pkg, root) && public(l.Facts, home, pkg) {
+			var pst unix.Stat_t
+			if unix.Stat(pkg, &pst) == nil {
+				l.Facts.dir(pkg, &pst)
+				return Mount{Kind: Bind, Source: pkg, Dest: pkg, Exec: true}, true
+			}
+		}
+	}
+	return Mount{Kind: Bind, Source: t, Dest: t, Exec: true}, true
 }
 
 // HiddenCommand explains a command that was not found inside: where the

@@ -142,3 +142,41 @@ func TestHiddenCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestToolPathsPlantedLinks: symlinks a sandbox could have planted in a
+// project's bin (a PATH entry inside a tool root) never bring another
+// root, a private file or a private directory; a public executable is
+// shown alone.
+func TestToolPathsPlantedLinks(t *testing.T) {
+	dir := homeDir(t)
+	home, ws := filepath.Join(dir, "home"), filepath.Join(dir, "ws")
+	priv, pub := filepath.Join(home, "Private"), filepath.Join(home, "pub")
+	mkdirs(t, ws, filepath.Join(home, "proj/bin"), filepath.Join(home, "proj/lib"), priv, filepath.Join(pub, "sub/bin"))
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(priv, "secret"), nil, 0o600))
+	must(os.WriteFile(filepath.Join(priv, "run"), nil, 0o700))
+	must(os.Chmod(priv, 0o700))
+	must(os.WriteFile(filepath.Join(pub, "sub/bin/tool"), nil, 0o755))
+	must(os.Symlink(filepath.Join(priv, "secret"), filepath.Join(home, "proj/bin/a")))
+	must(os.Symlink(filepath.Join(priv, "run"), filepath.Join(home, "proj/bin/b")))
+	must(os.Symlink(filepath.Join(pub, "sub/bin/tool"), filepath.Join(home, "proj/bin/c")))
+	must(os.RemoveAll(filepath.Join(home, "proj/lib")))
+	must(os.Symlink(pub, filepath.Join(home, "proj/lib")))
+	ms, _ := mustBuild(t, &Layout{Workspace: ws, Home: home, Path: []string{filepath.Join(home, "proj/bin"), filepath.Join(home, "proj/lib")}, Facts: &Facts{}})
+	var binds []string
+	for _, m := range ms {
+		if m.Kind == Bind && pathWithin(m.Dest, home) && m.Dest != home {
+			binds = append(binds, m.Dest)
+		}
+	}
+	slices.Sort(binds)
+	want := []string{filepath.Join(home, "proj"), filepath.Join(pub, "sub/bin/tool")}
+	if !slices.Equal(binds, want) {
+		t.Errorf("bound %v, want %v (the entry's root and the public executable alone)", binds, want)
+	}
+}

@@ -251,3 +251,75 @@ exit 0`}, dir: ws, env: []string{"HOME=" + home, "PATH=" + path}})
 		}
 	})
 }
+
+// TestToolchainsPlantedLinks attacks the PATH rule from a sandbox: a run
+// in one workspace under the home plants, in the workspace's bin and
+// .venv/bin (PATH entries of a later run elsewhere, as direnv or an
+// activated venv make them), a command symlink to a 0600 secret, one to
+// a private directory, and replaces a PATH entry by a symlink to that
+// directory. A later run in another workspace with those entries on PATH
+// reads none of them. A real cross-root toolchain (~/.local/bin/tool ->
+// a public version manager's bin, ~/bin -> dotfiles/bin) still runs, with
+// only its package shown, not the rest of its root.
+func TestToolchainsPlantedLinks(t *testing.T) {
+	forEachPath(t, func(t *testing.T, r runner) {
+		home, err := os.MkdirTemp("/var/tmp", "jail-it-home-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(home) })
+		priv := filepath.Join(home, "Private")
+		r.writeFile(t, filepath.Join(priv, "secret.txt"), "PRIVATE-SECRET")
+		os.Chmod(filepath.Join(priv, "secret.txt"), 0o600)
+		r.writeFile(t, filepath.Join(priv, "run.sh"), "#!/bin/sh\necho PRIVATE-RUN\n")
+		os.Chmod(filepath.Join(priv, "run.sh"), 0o700)
+		os.Chmod(priv, 0o700)
+		// A real toolchain across roots: public, with its package.
+		r.writeFile(t, filepath.Join(home, ".vm", "versions", "1", "bin", "vmtool"), "#!/bin/sh\ncat \"$(dirname \"$(readlink -f \"$0\")\")/../share/data\"\n")
+		os.Chmod(filepath.Join(home, ".vm", "versions", "1", "bin", "vmtool"), 0o755)
+		r.writeFile(t, filepath.Join(home, ".vm", "versions", "1", "share", "data"), "VM-DATA")
+		r.writeFile(t, filepath.Join(home, ".vm", "notes"), "VM-ROOT-NOTES")
+		r.writeFile(t, filepath.Join(home, "dotfiles", "bin", "dottool"), "#!/bin/sh\necho DOT-TOOL\n")
+		os.Chmod(filepath.Join(home, "dotfiles", "bin", "dottool"), 0o755)
+		r.writeFile(t, filepath.Join(home, "dotfiles", "private.env"), "DOT-SECRET")
+		os.MkdirAll(filepath.Join(home, ".local", "bin"), 0o755)
+		if err := os.Symlink("../../.vm/versions/1/bin/vmtool", filepath.Join(home, ".local", "bin", "vmtool")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("dotfiles/bin", filepath.Join(home, "bin")); err != nil {
+			t.Fatal(err)
+		}
+		ws3, ws5 := filepath.Join(home, "ws3"), filepath.Join(home, "ws5")
+		for _, d := range []string{filepath.Join(ws3, "bin"), filepath.Join(ws3, ".venv", "bin"), filepath.Join(ws3, "lib"), ws5} {
+			os.MkdirAll(d, 0o755)
+		}
+		r.own(t, home)
+		env := []string{"HOME=" + home}
+		res := r.jail(t, call{args: []string{"run", "--", "/bin/sh", "-c", `
+ln -s "$HOME/Private/secret.txt" bin/tool && ln -s "$HOME/Private/run.sh" bin/run && ln -s "$HOME/Private/secret.txt" .venv/bin/x &&
+rmdir lib && ln -s "$HOME/Private" lib`}, dir: ws3, env: env})
+		mustExit(t, res, 0)
+		if tg, err := os.Readlink(filepath.Join(ws3, "bin", "tool")); err != nil || tg != filepath.Join(priv, "secret.txt") {
+			t.Fatalf("the sandbox did not plant its link on the host: %q %v", tg, err)
+		}
+		path := strings.Join([]string{filepath.Join(ws3, "bin"), filepath.Join(ws3, ".venv", "bin"), filepath.Join(ws3, "lib"),
+			filepath.Join(home, ".local", "bin"), filepath.Join(home, "bin"), "/usr/bin", "/bin"}, ":")
+		res = r.jail(t, call{args: []string{"run", "--", "/bin/sh", "-c", `
+vmtool; echo; dottool
+cat "$HOME/Private/secret.txt" "$HOME/ws3/bin/tool" "$HOME/ws3/.venv/bin/x" "$HOME/ws3/lib/secret.txt" 2>/dev/null
+"$HOME/Private/run.sh" 2>/dev/null; run 2>/dev/null
+cat "$HOME/.vm/notes" "$HOME/dotfiles/private.env" 2>/dev/null
+exit 0`}, dir: ws5, env: append(env, "PATH="+path)})
+		mustExit(t, res, 0)
+		for _, want := range []string{"VM-DATA", "DOT-TOOL"} {
+			if !strings.Contains(res.stdout, want) {
+				t.Errorf("the real toolchain lost %s:\n%s\n%s", want, res.stdout, res.stderr)
+			}
+		}
+		for _, secret := range []string{"PRIVATE-SECRET", "PRIVATE-RUN", "VM-ROOT-NOTES", "DOT-SECRET"} {
+			if strings.Contains(res.stdout, secret) {
+				t.Errorf("%s readable inside:\n%s", secret, res.stdout)
+			}
+		}
+	})
+}
