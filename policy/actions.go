@@ -203,16 +203,20 @@ func (s *scan) classify(args []arg) {
 	case slices.Contains(readers(), name):
 		s.act(ActCodeRead)
 	case name == "find":
+		// -exec and -ok commands are classified as commands of their own by the guard.
 		s.act(ActCodeRead)
 		if has("-delete") {
 			s.act(ActCodeDelete)
 		}
-	case name == "sed" && slices.ContainsFunc(args[1:], func(a arg) bool { return strings.HasPrefix(a.v, "-i") }):
-		s.act(ActCodeWrite)
+		if findWrites(args) {
+			s.act(ActCodeWrite)
+		}
 	case slices.Contains([]string{"rm", "rmdir", "unlink", "shred"}, name):
 		s.act(ActCodeDelete)
-	case name == "sed" || name == "awk":
-		s.act(ActCodeRead)
+	case scriptName(name) == "sed":
+		s.act(sedInfo(args).actions()...)
+	case scriptName(name) == "awk":
+		s.act(awkInfo(args).actions()...)
 	case slices.Contains([]string{"cp", "mv", "mkdir", "touch", "ln", "install", "tee", "truncate", "chmod", "chown", "patch", "tar", "unzip", "gzip", "gunzip"}, name):
 		s.act(ActCodeWrite)
 	case isShell(name) && has("-c") || name == "eval":

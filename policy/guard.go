@@ -563,9 +563,38 @@ func (s *scan) command(args []arg, depth int) {
 		return
 	}
 	name := path.Base(args[0].v)
+	var sources []arg
+	if slices.Contains(treeReaders(), name) {
+		sources = treeSources(name, args)
+	}
 	for _, a := range args[1:] {
-		if !a.dyn && s.isSecret(a.v) {
-			s.hit(GuardReadSecrets, text, "touches "+a.v+", a secret jail never lets a tool read")
+		if a.dyn {
+			continue
+		}
+		v := a.v
+		if _, after, ok := strings.Cut(v, "="); ok && strings.HasPrefix(v, "-") {
+			v = after // --directory=~/.ssh
+		}
+		if s.isSecret(v) {
+			s.hit(GuardReadSecrets, text, "touches "+v+", a secret jail never lets a tool read")
+		} else if slices.ContainsFunc(sources, func(b arg) bool { return b.v == a.v }) && s.holdsSecret(v) {
+			s.hit(GuardReadSecrets, text, name+" reads "+v+", which holds a secret jail never lets a tool read")
+			break
+		}
+	}
+	switch scriptName(name) {
+	case "sed", "awk":
+		si := sedInfo(args)
+		if scriptName(name) == "awk" {
+			si = awkInfo(args)
+		}
+		if si.execs || si.unknown && !si.inPlace {
+			s.hit(GuardInline, text, name+" runs commands, or a script the guard cannot fully read")
+		}
+		// The commands the script runs are checked as command lines of their own, so rm -rf ~
+		// inside sed's e or awk's system() meets the same hard guards.
+		for _, c := range si.cmds {
+			s.script(c, depth+1)
 		}
 	}
 	switch {
@@ -624,7 +653,7 @@ func (s *scan) command(args []arg, depth int) {
 			s.hit(GuardCredWrite, text, "writes to credential file "+t.v)
 		}
 	}
-	if name == "tee" || name == "truncate" || (name == "sed" && slices.ContainsFunc(args, func(a arg) bool { return strings.HasPrefix(a.v, "-i") })) {
+	if name == "tee" || name == "truncate" || (scriptName(name) == "sed" && slices.ContainsFunc(args, func(a arg) bool { return strings.HasPrefix(a.v, "-i") })) {
 		for _, a := range args[1:] {
 			if s.isCredential(a.v) {
 				s.hit(GuardCredWrite, text, "writes to credential file "+a.v)
