@@ -497,16 +497,35 @@ static void op_sockets(struct child *c) {
 	if (k) send_batch(c, fds, k);
 }
 
+// check_identity fails the start unless fd is the object the supervisor
+// resolved (dev and ino from the plan; ino 0 is not checked). A mismatch
+// means a name on the way was swapped after the supervisor looked (a
+// concurrent sandbox renaming in a shared tree): mounting what is there
+// now could bind a secret or cover a decoy.
+static void check_identity(struct child *c, int fd, uint64_t dev, uint64_t ino, const char *what) {
+	if (ino == 0) return;
+	struct stat st;
+	CHECK(c, fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW), what);
+	if ((uint64_t)st.st_dev != dev || (uint64_t)st.st_ino != ino) {
+		char msg[4200];
+		snprintf(msg, sizeof(msg), "%s changed between the supervisor's resolution and the mount (renamed by a concurrent process?); refusing to mount another object", what);
+		fail(c, ESTALE, msg, 125);
+	}
+}
+
 // op_source opens a bind source the supervisor resolved. Any symlink in any
-// component means the tree changed since the supervisor checked it.
+// component means the tree changed since the supervisor checked it; any
+// other object than the one it resolved, likewise.
 static void op_source(struct child *c) {
 	uint32_t i = get_u32(c);
 	const char *path = get_str(c);
+	uint64_t dev = get_u64(c), ino = get_u64(c);
 	if (i >= MAX_SOURCES) fail(c, EINVAL, "source index", 125);
 	int fd = openat2_(AT_FDCWD, path, O_PATH | O_NOFOLLOW | O_CLOEXEC, J_RESOLVE_NO_SYMLINKS | J_RESOLVE_NO_MAGICLINKS);
 	if (fd < 0) fail(c, errno, path, 125);
 	struct stat st;
 	if (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode)) fail(c, ELOOP, path, 125);
+	check_identity(c, fd, dev, ino, path);
 	c->src[i] = fd;
 }
 
@@ -524,10 +543,15 @@ static void op_bind(struct child *c) {
 	const char *dest = get_str(c);
 	uint64_t attr = get_u64(c);
 	uint32_t create = get_u32(c);
+	uint32_t onto_itself = get_u32(c);
 	struct stat st;
 	CHECK(c, fstat(src, &st), dest);
 	int dst = dest_fd(c, dest, create, S_ISDIR(st.st_mode));
 	CHECK(c, dst, dest);
+	// A bind of a path onto itself inside a bound tree: the place it
+	// covers must be the object bound, or a swapped name would leave the
+	// real one uncovered (writable) beside it.
+	if (onto_itself) check_identity(c, dst, st.st_dev, st.st_ino, dest);
 	CHECK(c, attach_tree(src, dst, attr), dest);
 	close(dst);
 }
@@ -551,11 +575,21 @@ static void op_tmpfs(struct child *c) {
 	if (!writable) CHECK(c, set_readonly(path), dest);
 }
 
+// op_hide covers dest. One the supervisor resolved (an identity in the
+// plan) must still be there: a hide target that vanished was moved, and
+// "nothing to hide" would show it under its new name.
 static void op_hide(struct child *c) {
 	const char *dest = get_str(c);
+	uint64_t dev = get_u64(c), ino = get_u64(c);
 	int fd = open_in(c->root, rel(dest));
-	if (fd < 0 && errno == ENOENT) return; // nothing to hide
+	if (fd < 0 && errno == ENOENT && ino == 0) return; // nothing to hide
+	if (fd < 0 && errno == ENOENT) {
+		char msg[4200];
+		snprintf(msg, sizeof(msg), "%s vanished before it could be hidden (renamed by a concurrent process?)", dest);
+		fail(c, ENOENT, msg, 125);
+	}
 	CHECK(c, fd, dest);
+	check_identity(c, fd, dev, ino, dest);
 	CHECK(c, cover(c, fd), dest);
 	close(fd);
 }
@@ -564,8 +598,10 @@ static void op_hide(struct child *c) {
 // not followed, so it can be neither used nor replaced.
 static void op_protect(struct child *c) {
 	const char *dest = get_str(c);
+	uint64_t dev = get_u64(c), ino = get_u64(c);
 	int fd = open_in(c->root, rel(dest));
 	CHECK(c, fd, dest);
+	check_identity(c, fd, dev, ino, dest);
 	struct stat st;
 	CHECK(c, fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW), dest);
 	if (S_ISLNK(st.st_mode))
@@ -653,8 +689,10 @@ static void op_unread(struct child *c) {
 // pinned symlink still resolves.
 static void op_pin(struct child *c) {
 	const char *dest = get_str(c);
+	uint64_t dev = get_u64(c), ino = get_u64(c);
 	int fd = open_in(c->root, rel(dest));
 	CHECK(c, fd, dest);
+	check_identity(c, fd, dev, ino, dest);
 	CHECK(c, attach_tree(fd, fd, 0), dest);
 	close(fd);
 }

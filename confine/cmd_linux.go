@@ -50,8 +50,10 @@ type Cmd struct {
 	result    *Result
 	resultErr error
 	// header and setup are what a plan cache entry keeps of an early
-	// child's plan (CachedPlan).
+	// child's plan (CachedPlan); protectAt locates each Protect mount's
+	// identity in setup.
 	header, setup []byte
+	protectAt     map[string]int
 }
 
 // Result is what a finished sandbox reports. Its JSON form is the
@@ -111,7 +113,7 @@ func (c *Cmd) Start() error {
 		// Asked for by name: run without the filter this kernel cannot load.
 		s.Seccomp = nil
 	}
-	body, setup, err := compilePlan(s, abi)
+	body, setup, protectAt, err := compilePlanIDs(s, abi)
 	if err != nil {
 		c.Abort()
 		return err
@@ -120,6 +122,7 @@ func (c *Cmd) Start() error {
 		// The rlimits are the command's (op_exec, after the setup); a
 		// cached run adds them from the entry's limits.
 		c.setup = body[:setup:setup]
+		c.protectAt = protectAt
 	}
 	proc, statusR, sockMine := c.proc, c.statusF, c.pre.sockets
 	if !s.Hold {

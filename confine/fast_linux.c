@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -55,6 +56,7 @@
 #define FACT_FILE 4
 #define FACT_DIR 5
 #define FACT_DIRS 6
+#define FACT_GLOB 7
 #define OP_EXEC 21
 #define MAX_PLACEHOLDERS 64
 #define MAX_LOCKS 64
@@ -241,12 +243,14 @@ struct fast {
 	int trace;
 	const char *why; // why the cache was not used
 	char whybuf[512];
-	// placeholders made for this run
-	int inode;
+	// placeholders made for this run (placeholders_linux.go)
 	int nmade;
-	char *made[MAX_PLACEHOLDERS];
-	dev_t dev;
-	ino_t ino;
+	struct placeholder {
+		int parent, fd;
+		char *name;
+		uint64_t dev, ino;
+		uint32_t at; // where its identity goes in the plan's setup
+	} made[MAX_PLACEHOLDERS];
 	int locks[MAX_LOCKS];
 	int nlocks;
 	// the git view's fresh private directory (CacheFresh), -1 when none
@@ -517,6 +521,39 @@ static int check_facts(struct fast *f, struct cursor *c) {
 			if (f->dirs && f->ndirs < MAX_DIRS) f->dirs[f->ndirs++] = d;
 			break;
 		}
+		case FACT_GLOB: {
+			// The names matching the pattern in the directory, opened as
+			// the planner did: no symlink on the way (none if it cannot be).
+			const char *pat = cur_str(c);
+			uint32_t nn = cur_u32(c);
+			if (c->bad || nn > 4096) return miss(f, "malformed entry", NULL);
+			const char *names[4096];
+			for (uint32_t j = 0; j < nn; j++) names[j] = cur_str(c);
+			if (c->bad) return miss(f, "malformed entry", NULL);
+			struct { uint64_t flags, mode, resolve; } how = {O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0, 0x04 | 0x02};
+			int dfd = syscall(437 /* openat2 */, AT_FDCWD, path, &how, sizeof(how));
+			uint32_t seen = 0;
+			if (dfd >= 0) {
+				DIR *d = fdopendir(dfd);
+				if (!d) {
+					close(dfd);
+					return miss(f, "cannot list a directory the plan relies on", path);
+				}
+				struct dirent *de;
+				int ok = 1;
+				while (ok && (de = readdir(d))) {
+					if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || fnmatch(pat, de->d_name, 0)) continue;
+					int found = 0;
+					for (uint32_t j = 0; j < nn && !found; j++) found = !strcmp(names[j], de->d_name);
+					ok = found;
+					seen++;
+				}
+				closedir(d);
+				if (!ok) return miss(f, "a protected name appeared", path);
+			}
+			if (seen != nn) return miss(f, "a protected name changed", path);
+			break;
+		}
 		default:
 			return miss(f, "unknown fact in the entry", NULL);
 		}
@@ -740,8 +777,6 @@ static int make_fresh(struct fast *f, struct cursor *c) {
 	return bad ? miss(f, "cannot write the run's git state", NULL) : 0;
 }
 
-// release removes this run's placeholder links unless another run holds
-// the inode too, as Placeholders.Release does.
 static void release_placeholders(struct fast *f);
 
 static void release(struct fast *f) {
@@ -749,95 +784,95 @@ static void release(struct fast *f) {
 	release_placeholders(f);
 }
 
+// release removes the placeholders of this run that no other run holds
+// and whose names still hold them, by descriptor, as placeholder.release
+// does: the shared lock is converted (the last holder gets it), the name
+// is checked on the held parent, and only an empty directory can go; one
+// the host's tools wrote into loses its mark and stays.
 static void release_placeholders(struct fast *f) {
-	if (f->inode >= 0 && flock(f->inode, LOCK_EX | LOCK_NB) == 0) {
-		for (int i = 0; i < f->nmade; i++) {
-			struct stat st;
-			if (lstat(f->made[i], &st) == 0 && st.st_dev == f->dev && st.st_ino == f->ino) unlink(f->made[i]);
-		}
+	for (int i = 0; i < f->nmade; i++) {
+		struct placeholder *p = &f->made[i];
+		struct stat st;
+		if (flock(p->fd, LOCK_EX | LOCK_NB) == 0 && fstatat(p->parent, p->name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    (uint64_t)st.st_dev == p->dev && (uint64_t)st.st_ino == p->ino &&
+		    unlinkat(p->parent, p->name, AT_REMOVEDIR) < 0 && (errno == ENOTEMPTY || errno == EEXIST))
+			fremovexattr(p->fd, "user.jail");
+		close(p->fd);
+		if (p->parent >= 0) close(p->parent);
+		free(p->name);
 	}
-	for (int i = 0; i < f->nmade; i++) free(f->made[i]);
 	for (int i = 0; i < f->nlocks; i++) close(f->locks[i]);
-	if (f->inode >= 0) close(f->inode);
-	f->inode = -1;
 	f->nmade = f->nlocks = 0;
 }
 
-// make_placeholders links one read-only inode at every path where the
-// plan expects one, and locks the protected objects that exist. A path
-// that exists now means the workspace changed: the cache is not used.
+static int open_dir_beneath(int dirfd, const char *path) {
+	struct { uint64_t flags, mode, resolve; } how = {O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0, 0x08 | 0x04 | 0x02};
+	return syscall(437 /* openat2 */, dirfd, path, &how, sizeof(how));
+}
+
+// make_one makes the placeholder directory rel beneath wsfd, marked and
+// locked shared, and keeps it. A name that exists now means the
+// workspace changed (or another run is using it): the cache is not used.
+static int make_one(struct fast *f, int wsfd, const char *rel, uint32_t at) {
+	char buf[PATH_MAX];
+	snprintf(buf, sizeof(buf), "%s", rel);
+	char *slash = strrchr(buf, '/');
+	const char *name = buf;
+	int pfd;
+	if (slash) {
+		*slash = 0;
+		name = slash + 1;
+		pfd = open_beneath(wsfd, buf);
+	} else {
+		pfd = fcntl(wsfd, F_DUPFD_CLOEXEC, 3);
+	}
+	if (pfd < 0) return miss(f, "cannot open the parent of a placeholder", rel);
+	if (mkdirat(pfd, name, 0777) < 0) {
+		close(pfd);
+		return miss(f, "a protected path appeared", rel);
+	}
+	int fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st, now;
+	if (fd >= 0) fsetxattr(fd, "user.jail", "placeholder", 11, 0);
+	if (fd < 0 || flock(fd, LOCK_SH) < 0 || fstat(fd, &st) < 0 || fstatat(pfd, name, &now, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    st.st_dev != now.st_dev || st.st_ino != now.st_ino) {
+		if (fd >= 0) close(fd);
+		unlinkat(pfd, name, AT_REMOVEDIR);
+		close(pfd);
+		return miss(f, "cannot create a placeholder", rel);
+	}
+	struct placeholder *p = &f->made[f->nmade++];
+	*p = (struct placeholder){.parent = pfd, .fd = fd, .name = strdup(name), .dev = st.st_dev, .ino = st.st_ino, .at = at};
+	if (!p->name) return miss(f, "out of memory", NULL);
+	return 0;
+}
+
+// make_placeholders makes every placeholder the plan expects and locks
+// the protected directories that exist, as the Go path does.
 static int make_placeholders(struct fast *f, struct cursor *c) {
 	const char *ws = cur_str(c);
 	f->ws = ws;
 	uint32_t n = cur_u32(c);
 	if (c->bad || n > MAX_PLACEHOLDERS) return miss(f, "malformed entry", NULL);
-	int wsfd = -1;
-	if (n > 0) {
-		wsfd = open(ws, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (wsfd < 0) return miss(f, "cannot open the workspace", ws);
-		// Writable by its owner: an unprivileged owner may set a user
-		// xattr only on an inode it can write. Read-only once marked.
-		int fd = openat(wsfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-		if (fd < 0) {
-			close(wsfd);
-			return miss(f, "cannot create a placeholder (no O_TMPFILE)", ws);
-		}
-		if (fd < 3) { // never 0-2, whose /proc entry would be stdio
-			int nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-			close(fd);
-			fd = nfd;
-		}
-		f->inode = fd;
-		struct stat st;
-		// The mark first: an unprivileged owner may set a user xattr only
-		// on an inode it can write. Not every file system has user
-		// xattrs; without the mark a leftover placeholder is simply not
-		// cleaned up automatically (as in placeholders_linux.go).
-		if (fd >= 0) fsetxattr(fd, "user.jail", "placeholder", 11, 0);
-		if (fd < 0 || fchmod(fd, 0444) < 0 || fstat(fd, &st) < 0 || flock(fd, LOCK_SH) < 0) {
-			close(wsfd);
-			return miss(f, "cannot create a placeholder", ws);
-		}
-		f->dev = st.st_dev;
-		f->ino = st.st_ino;
-	}
-	char src[64];
-	snprintf(src, sizeof(src), "/proc/self/fd/%d", f->inode);
+	int wsfd = open(ws, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (wsfd < 0) return miss(f, "cannot open the workspace", ws);
 	for (uint32_t i = 0; i < n; i++) {
 		const char *rel = cur_str(c);
+		uint32_t at = cur_u32(c);
 		if (c->bad || rel[0] == '/' || rel[0] == 0) {
 			close(wsfd);
 			return miss(f, "malformed entry", NULL);
 		}
-		char buf[PATH_MAX];
-		snprintf(buf, sizeof(buf), "%s", rel);
-		char *slash = strrchr(buf, '/');
-		int pfd = wsfd;
-		const char *name = buf;
-		if (slash) {
-			*slash = 0;
-			name = slash + 1;
-			pfd = open_beneath(wsfd, buf);
-		}
-		int r = pfd < 0 ? -1 : linkat(AT_FDCWD, src, pfd, name, AT_SYMLINK_FOLLOW);
-		if (pfd >= 0 && pfd != wsfd) close(pfd);
-		if (r < 0) {
+		if (make_one(f, wsfd, rel, at) < 0) {
 			close(wsfd);
-			return miss(f, "a protected path appeared", rel);
+			return -1;
 		}
-		char full[PATH_MAX];
-		snprintf(full, sizeof(full), "%s/%s", ws, rel);
-		f->made[f->nmade++] = strdup(full);
 	}
-	if (wsfd >= 0) close(wsfd);
 	uint32_t nl = cur_u32(c);
 	for (uint32_t i = 0; i < nl && !c->bad; i++) {
-		const char *p = cur_str(c);
-		struct stat st;
-		// Only regular files and directories: opening a FIFO or a device
-		// planted at a protected path could block or act.
-		if (lstat(p, &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) || f->nlocks >= MAX_LOCKS) continue;
-		int fd = open(p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		const char *rel = cur_str(c);
+		if (f->nlocks >= MAX_LOCKS) continue;
+		int fd = open_dir_beneath(wsfd, rel);
 		if (fd < 0) continue;
 		if (flock(fd, LOCK_SH) < 0) {
 			close(fd);
@@ -845,7 +880,21 @@ static int make_placeholders(struct fast *f, struct cursor *c) {
 		}
 		f->locks[f->nlocks++] = fd;
 	}
+	close(wsfd);
 	return c->bad ? miss(f, "malformed entry", NULL) : 0;
+}
+
+// patch_identities writes each placeholder's identity into the plan's
+// setup, where the Go path wrote its own placeholder's: the init refuses
+// to protect any other object at that name.
+static int patch_identities(struct fast *f, uint8_t *setup, uint32_t sn) {
+	for (int i = 0; i < f->nmade; i++) {
+		struct placeholder *p = &f->made[i];
+		if ((uint64_t)p->at + 16 > sn) return miss(f, "malformed entry", NULL);
+		memcpy(setup + p->at, &p->dev, 8);
+		memcpy(setup + p->at + 8, &p->ino, 8);
+	}
+	return 0;
 }
 
 // ---- the command ---------------------------------------------------------
@@ -1494,7 +1543,7 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	const char *mode = getenv("JAIL_PLAN_CACHE");
 	if (mode && !strcmp(mode, "off")) return;
 	if (argv[0] && !strcmp(argv[0], REPLAN_ARG0)) return;
-	struct fast f = {.trace = mode && !strcmp(mode, "trace"), .inode = -1, .gkey = -1, .grun = -1, .ggit = -1, .gws = -1, .envp = envp};
+	struct fast f = {.trace = mode && !strcmp(mode, "trace"), .gkey = -1, .grun = -1, .ggit = -1, .gws = -1, .envp = envp};
 	int dd = -1;
 	for (int i = 2; i < argc; i++)
 		if (!strcmp(argv[i], "--")) {
@@ -1572,6 +1621,7 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 		miss(&f, "malformed entry", NULL);
 		goto out;
 	}
+	if (patch_identities(&f, (uint8_t *)setup, sn) < 0) goto out;
 	uint32_t envc;
 	char **env = build_env(envp, lists[0], counts[0], lists[1], counts[1], &envc);
 	if (!env) {

@@ -39,6 +39,7 @@ const (
 	factFile     = 4 // stat(path) is the file st, or fails with ENOENT or ENOTDIR when absent
 	factDir      = 5 // lstat(path) is a directory with this device, inode and owner
 	factDirs     = 6 // DirsHash of the directory path is value (its subdirectories and .git entries; not its own .git with root)
+	factGlob     = 7 // the names in directory path matching the pattern value are names
 )
 
 // Facts are what a plan depends on in the host's file system, in the order
@@ -58,6 +59,7 @@ type fact struct {
 	st          [5]uint64 // dev, ino, size, mtime ns, ctime ns (factDir: dev, ino, uid, birth ns; factDirs: dev, ino, mtime, ctime)
 	hash        uint64    // factDirs
 	root        bool      // factDirs: the workspace's root, whose .git does not count
+	names       []string  // factGlob: the matches, sorted
 }
 
 func (f *Facts) add(x fact) {
@@ -90,6 +92,12 @@ func (f *Facts) dir(path string, st *unix.Stat_t) {
 		birth = uint64(sx.Btime.Sec)*1e9 + uint64(sx.Btime.Nsec)
 	}
 	f.add(fact{kind: factDir, path: path, st: [5]uint64{st.Dev, st.Ino, uint64(st.Uid), birth}})
+}
+
+// glob records the names in directory dir that match pat (none when dir
+// cannot be opened without following a symlink).
+func (f *Facts) glob(dir, pat string, names []string) {
+	f.add(fact{kind: factGlob, path: dir, value: pat, names: names})
 }
 
 func (f *Facts) link(path, target string) {
@@ -223,12 +231,16 @@ func (f *Facts) FilesUnchanged() bool {
 	for _, x := range f.list {
 		if x.kind == factFile {
 			again.File(x.path)
-			if again.unsure || again.list[len(again.list)-1] != x {
+			if again.unsure || !sameFact(again.list[len(again.list)-1], x) {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+func sameFact(a, b fact) bool {
+	return a.kind == b.kind && a.path == b.path && a.value == b.value && a.typ == b.typ && a.present == b.present && a.st == b.st && slices.Equal(a.names, b.names)
 }
 
 func identity(st *unix.Stat_t) [5]uint64 {
@@ -438,19 +450,32 @@ func (c *Cmd) CachePlan(dir string, e *CacheEntry) error {
 				p.u64(v)
 			}
 			p.u64(f.hash)
+		case factGlob:
+			p.str(f.value)
+			p.u32(uint32(len(f.names)))
+			for _, n := range f.names {
+				p.str(n)
+			}
 		}
 	}
-	made, existing, err := e.Placeholders.cacheParts(e.Workspace, s.Mounts)
-	if err != nil {
-		return err
+	made, ok := e.Placeholders.cacheParts()
+	if !ok {
+		return errors.New("plan cache: this run relies on a placeholder of another run")
 	}
 	p.str(e.Workspace)
 	p.u32(uint32(len(made)))
-	for _, r := range made {
-		p.str(r)
+	for _, m := range made {
+		// The cached run makes the placeholder afresh and writes its
+		// identity into the plan where the Go path wrote this one's.
+		at, ok := c.protectAt[filepath.Join(e.Workspace, m.rel)]
+		if !ok || at+16 > len(c.setup) {
+			return fmt.Errorf("plan cache: no protect operation for the placeholder %s", m.rel)
+		}
+		p.str(m.rel)
+		p.u32(uint32(at))
 	}
-	p.u32(uint32(len(existing)))
-	for _, l := range existing {
+	p.u32(uint32(len(e.Placeholders.locked)))
+	for _, l := range e.Placeholders.locked {
 		p.str(l)
 	}
 	if f := e.Fresh; f != nil {

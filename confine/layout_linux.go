@@ -92,9 +92,46 @@ type Layout struct {
 	// Path is the command's PATH, as entries: those under Home get their
 	// tool roots bound read-only (toolpath_linux.go).
 	Path []string
+	// Homes are home directories (the caller's $HOME and its passwd
+	// entry's) that the workspace must neither be nor contain: there the
+	// sandbox could change the keys, shell start-up files and autostart
+	// entries that run outside it later. Build refuses such a workspace
+	// unless HomeWorkspace is set.
+	Homes []string
+	// HomeWorkspace allows a workspace that is or contains one of Homes.
+	// Each such home is then bound read-only, its secrets (HomeWorkspaceSecrets)
+	// are hidden, and only the ReadWrite paths inside it are writable
+	// (an allowlist: the project directories named), each with the
+	// protected paths of a workspace.
+	HomeWorkspace bool
 	// Facts, when not nil, records what Build observed of the host's file
 	// system, for the plan cache (fast_linux.go).
 	Facts *Facts
+}
+
+// HomeWorkspaceSecrets are the paths, relative to a home, hidden when the
+// home is part of the workspace (Layout.HomeWorkspace): HomeSecrets, and
+// the credentials of further tools people keep there, agents' included,
+// and the histories and browser profiles that hold them in passing.
+// Reading is what this list stops; writing anywhere in such a home is
+// refused unless a path is named writable.
+func HomeWorkspaceSecrets() []string {
+	out := HomeSecrets()
+	for _, p := range []string{
+		".my.cnf", ".pgpass", ".oci", ".config/doctl", ".config/containers/auth.json", ".config/hub",
+		".config/glab-cli", ".config/op", ".config/rclone", ".s3cfg", ".boto", ".terraform.d/credentials.tfrc.json",
+		".vault-token", ".yarnrc.yml", ".cargo/credentials", ".cargo/credentials.toml", ".gem/credentials",
+		".m2/settings.xml", ".gradle/gradle.properties", ".config/pip", ".config/keybase", ".mozilla",
+		".config/google-chrome", ".config/chromium", ".config/BraveSoftware", ".thunderbird",
+		".claude", ".claude.json", ".codex", ".config/gemini", ".gemini", ".aider", ".config/openai",
+		".bash_history", ".zsh_history", ".python_history", ".psql_history", ".mysql_history",
+		".lesshst", ".viminfo", ".local/share/fish/fish_history",
+	} {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // DefaultSystem is the read-only, executable part of every sandbox.
@@ -118,14 +155,6 @@ func SharedTmp() []string { return []string{"/tmp", "/var/tmp"} }
 func DefaultSecrets() []string {
 	return []string{"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d",
 		"/etc/ssh", "/etc/security/opasswd", "/etc/ssl/private", "/etc/libvirt", "/etc/docker/key.json"}
-}
-
-// DefaultProtected are workspace paths that would run code on the host
-// later (direnv, editor tasks, shell rc files) or change jail's own
-// policy. Git directories are the git view's (package gitview).
-func DefaultProtected() []string {
-	return []string{".envrc", ".vscode", ".idea", ".github/hooks", ".jail",
-		".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin"}
 }
 
 // ResolvePath makes p absolute (relative to base), resolves every symlink
@@ -200,6 +229,10 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 			return nil, ph, fmt.Errorf("workspace: %w", err)
 		}
 		l.Facts.dir(ws, &st)
+	}
+	homes, err := l.homesInWorkspace(ws)
+	if err != nil {
+		return nil, ph, err
 	}
 
 	var ms []Mount
@@ -294,6 +327,16 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 		ms = append(ms, m)
 	}
 	ms = append(ms, Mount{Kind: Bind, Source: ws, Dest: ws, Writable: !l.WorkspaceReadOnly, Exec: true})
+	for _, h := range homes {
+		// The home read-only, its secrets covered; the ReadWrite paths
+		// bound below are the only writable places in it.
+		ms = append(ms, Mount{Kind: Bind, Source: h, Dest: h, Exec: true})
+		for _, sec := range HomeSecrets() {
+			if _, err := os.Lstat(filepath.Join(h, sec)); err == nil {
+				ms = append(ms, Mount{Kind: Hide, Dest: filepath.Join(h, sec)})
+			}
+		}
+	}
 	for _, p := range l.ReadOnly {
 		m, err := userBind(p, false, l.Facts)
 		if err != nil {
@@ -350,11 +393,30 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 		return nil, ph, err
 	}
 	ms = append(ms, guards...)
-	prot, err := protect(ws, protected, ph, l.Facts)
+	if !l.WorkspaceReadOnly {
+		roots := []string{ws}
+		// Inside a home that is part of the workspace, the writable
+		// project directories are workspaces of their own.
+		for _, m := range ms {
+			if m.Kind == Bind && m.Writable && m.Source != ws && slices.ContainsFunc(homes, func(h string) bool { return pathWithin(m.Source, h) }) {
+				roots = append(roots, m.Source)
+			}
+		}
+		for _, root := range roots {
+			prot, err := protect(root, protected, ph, l.Facts)
+			if err != nil {
+				return nil, ph, err
+			}
+			ms = append(ms, prot...)
+		}
+	}
+	if err := identify(ms, l.Facts); err != nil {
+		return nil, ph, err
+	}
+	ms, err = pinParents(ms, l.Facts)
 	if err != nil {
 		return nil, ph, err
 	}
-	ms = append(ms, prot...)
 	if err := l.checkOutputs(ms); err != nil {
 		return nil, ph, err
 	}
@@ -537,6 +599,169 @@ func fileKind(mode uint32) string {
 		return "a file"
 	}
 	return "not a file or directory"
+}
+
+// homesInWorkspace returns the homes (Layout.Homes, resolved) that the
+// workspace ws is or contains, and refuses them unless the layout allows
+// a home as the workspace. The plan of a run with such a home is not
+// cached (its hidden secrets are looked up afresh on every run).
+func (l *Layout) homesInWorkspace(ws string) ([]string, error) {
+	var in []string
+	for _, h := range l.Homes {
+		if !filepath.IsAbs(h) || filepath.Clean(h) == "/" {
+			continue
+		}
+		r, err := ResolvePath(h, "/", "")
+		if err != nil {
+			r = filepath.Clean(h)
+		}
+		if pathWithin(r, ws) && !slices.Contains(in, r) {
+			in = append(in, r)
+		}
+	}
+	l.Facts.File("/etc/passwd") // where the passwd home came from
+	if len(in) == 0 {
+		return nil, nil
+	}
+	if !l.HomeWorkspace {
+		what := "is the home directory"
+		if in[0] != ws {
+			what = "contains the home directory"
+		}
+		return nil, fmt.Errorf("jail: refusing the workspace %s: it %s %s, where a sandbox could change the keys (~/.ssh/authorized_keys), shell start-up files (~/.bashrc, ~/.profile), PATH directories (~/.local/bin) and autostart entries (~/.config/systemd, ~/.config/autostart) that run outside it later, and read ~/.ssh and ~/.aws. Run in a project directory instead (cd ~/project, or -w ~/project), or pass --home-workspace (policy: [sandbox] home_workspace = true) to run with the home read-only, its secrets hidden, and only the --rw paths you name writable (docs/workspace.md)", ws, what, in[0])
+	}
+	l.Facts.Unsure()
+	return in, nil
+}
+
+// identify records in each mount the identity the init checks: the
+// source of every bind, and the object at every hide, protect and pin
+// inside a writable bind (reached through that bind's source without
+// following symlinks). A hide there whose target does not exist is
+// dropped: there is nothing to hide, and the fact that it is absent is
+// recorded. Pins and protects already carry theirs.
+func identify(ms []Mount, facts *Facts) error {
+	for i := range ms {
+		m := &ms[i]
+		switch m.Kind {
+		case Bind, Overlay:
+			// An overlay's lower directory (a workspace's git directory)
+			// is checked as a bind's source is.
+			st, err := statNoSymlinks(unix.AT_FDCWD, m.Source)
+			if err != nil {
+				return fmt.Errorf("mount %s: %w", m.Source, err)
+			}
+			m.Dev, m.Ino = st.Dev, st.Ino
+		case Hide:
+			w, rel := writableParent(ms, m.Dest)
+			if w == nil {
+				continue
+			}
+			st, err := statBeneath(w.Source, rel)
+			if errors.Is(err, unix.ENOENT) {
+				facts.fileType(m.Dest, 0)
+				m.Kind = "" // dropped below
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("hide %s: %w", m.Dest, err)
+			}
+			facts.fileType(m.Dest, st.Mode)
+			m.Dev, m.Ino = st.Dev, st.Ino
+		}
+	}
+	return nil
+}
+
+// writableParent returns the bind whose tree shows dest, when that bind
+// is writable and dest lies strictly inside it, and dest relative to it.
+func writableParent(ms []Mount, dest string) (*Mount, string) {
+	var deepest *Mount
+	for i := range ms {
+		b := &ms[i]
+		if (b.Kind == Bind || b.Kind == Overlay) && b.Dest != dest && pathWithin(dest, b.Dest) && (deepest == nil || len(b.Dest) > len(deepest.Dest)) {
+			deepest = b
+		}
+	}
+	if deepest == nil || !deepest.Writable {
+		return nil, ""
+	}
+	return deepest, strings.TrimPrefix(strings.TrimPrefix(dest, deepest.Dest), "/")
+}
+
+// pinParents adds a Pin, with its identity, for every directory between
+// a writable bind's root and each bind or hide inside it, so that no
+// sandbox can rename a parent away and rebuild the path around what was
+// mounted (the protected paths' walk pins its own). Mounts dropped by
+// identify go.
+func pinParents(ms []Mount, facts *Facts) ([]Mount, error) {
+	taken := map[string]bool{}
+	var out []Mount
+	for _, m := range ms {
+		if m.Kind != "" {
+			taken[m.Dest] = true
+			out = append(out, m)
+		}
+	}
+	for _, m := range ms {
+		if m.Kind != Bind && m.Kind != Hide {
+			continue
+		}
+		w, rel := writableParent(ms, m.Dest)
+		if w == nil {
+			continue
+		}
+		parts := strings.Split(rel, "/")
+		for i := 1; i < len(parts); i++ {
+			sub := filepath.Join(parts[:i]...)
+			dest := filepath.Join(w.Dest, sub)
+			if taken[dest] {
+				continue
+			}
+			st, err := statBeneath(w.Source, sub)
+			if err != nil {
+				return nil, fmt.Errorf("pin %s: %w", dest, err)
+			}
+			facts.fileType(dest, st.Mode)
+			taken[dest] = true
+			out = append(out, Mount{Kind: Pin, Dest: dest, Dev: st.Dev, Ino: st.Ino})
+		}
+	}
+	return out, nil
+}
+
+// statNoSymlinks stats path (relative to dirfd) as the init opens it:
+// no symlink in any component, the last one included.
+func statNoSymlinks(dirfd int, path string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	fd, err := unix.Openat2(dirfd, path, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return st, err
+	}
+	defer unix.Close(fd)
+	err = unix.Fstat(fd, &st)
+	return st, err
+}
+
+// statBeneath stats rel beneath the directory root without following
+// any symlink.
+func statBeneath(root, rel string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return st, err
+	}
+	defer unix.Close(rfd)
+	fd, err := openIn(rfd, rel)
+	if err != nil {
+		return st, err
+	}
+	defer unix.Close(fd)
+	err = unix.Fstat(fd, &st)
+	return st, err
 }
 
 // guard returns the mounts that keep each guarded path (a directory of
@@ -923,81 +1148,197 @@ func sortMounts(ms []Mount) {
 
 // protect walks each protected path beneath the workspace without following
 // symlinks and picks what to cover: the path itself if it exists, the first
-// component that is a symlink or a file, or a placeholder created for the
-// first missing component.
+// component that is a symlink or a file, or a placeholder directory made
+// at the first missing component. Every directory on the way is pinned
+// (a mountpoint cannot be renamed), so the protected name cannot be moved
+// aside with its parent and rebuilt. A glob in the last component
+// (*.code-workspace) protects the names that match at launch.
 func protect(ws string, rels []string, ph *Placeholders, facts *Facts) ([]Mount, error) {
 	wsfd, err := unix.Open(ws, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
 	defer unix.Close(wsfd)
-	var dests []string
+	var plain, globs []string
 	for _, r := range rels {
 		r = filepath.Clean(r)
 		if filepath.IsAbs(r) || r == "." || r == ".." || strings.HasPrefix(r, "../") {
 			return nil, fmt.Errorf("protected path %q must be relative to the workspace and stay inside it", r)
 		}
-		covered := false
-		for _, d := range dests {
-			covered = covered || within(filepath.Join(ws, r), d)
-		}
-		if covered {
-			continue // a protected parent (or its placeholder) covers it
-		}
-		dest, err := protectOne(wsfd, ws, r, ph, facts)
-		if err != nil {
-			return nil, fmt.Errorf("protected path %s: %w", r, err)
-		}
-		if dest != "" {
-			dests = append(dests, dest)
+		dir, base := filepath.Split(r)
+		switch {
+		case hasGlob(dir):
+			return nil, fmt.Errorf("protected path %q: a glob may only be in its last component", r)
+		case hasGlob(base):
+			globs = append(globs, r)
+		default:
+			plain = append(plain, r)
 		}
 	}
-	sort.Strings(dests)
-	var ms []Mount
-	for _, d := range dests {
-		if n := len(ms); n > 0 && within(d, ms[n-1].Dest) {
-			continue // covered by a protected parent
+	var out []Mount
+	var dests []string
+	covered := func(r string) bool {
+		for _, d := range dests {
+			if within(filepath.Join(ws, r), d) {
+				return true
+			}
 		}
-		ms = append(ms, Mount{Kind: Protect, Dest: d})
+		return false
+	}
+	one := func(r string) error {
+		if covered(r) {
+			return nil // a protected parent (or its placeholder) covers it
+		}
+		ms, err := protectOne(wsfd, ws, r, ph, facts)
+		if err != nil {
+			return fmt.Errorf("protected path %s: %w", r, err)
+		}
+		dests = append(dests, ms[len(ms)-1].Dest)
+		out = append(out, ms...)
+		return nil
+	}
+	for _, r := range plain {
+		if err := one(r); err != nil {
+			return nil, err
+		}
+	}
+	for _, g := range globs {
+		dir, pat := filepath.Split(g)
+		dir = filepath.Clean(dir)
+		if covered(dir) {
+			continue
+		}
+		names := matchIn(wsfd, dir, pat)
+		facts.glob(filepath.Join(ws, dir), pat, names)
+		for _, n := range names {
+			if err := one(filepath.Join(dir, n)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// Deepest covers win: a protected parent's mount already covers a
+	// child; a pin at a protected object's place is that object's mount.
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Dest < out[j].Dest })
+	var ms []Mount
+	seen := map[string]bool{}
+	for _, m := range out {
+		if seen[m.Dest] {
+			continue
+		}
+		coveredByProtect := false
+		for _, d := range dests {
+			coveredByProtect = coveredByProtect || (m.Dest != d && within(m.Dest, d)) || (m.Kind == Pin && m.Dest == d)
+		}
+		if coveredByProtect {
+			continue
+		}
+		seen[m.Dest] = true
+		ms = append(ms, m)
 	}
 	return ms, nil
 }
 
-// Each component it looks at is recorded in facts: its type decides.
-func protectOne(wsfd int, ws, r string, ph *Placeholders, facts *Facts) (string, error) {
+// hasGlob reports whether a path holds glob syntax.
+func hasGlob(p string) bool { return strings.ContainsAny(p, "*?[") }
+
+// matchIn lists the names in the directory rel beneath wsfd (opened
+// without following symlinks; none when it cannot be opened) that match
+// pat, sorted.
+func matchIn(wsfd int, rel, pat string) []string {
+	if rel == "." {
+		rel = ""
+	}
+	var fd int
+	var err error
+	if rel == "" {
+		fd, err = unix.Openat(wsfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	} else {
+		fd, err = openDirIn(wsfd, rel)
+	}
+	if err != nil {
+		return nil
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	all, _ := f.Readdirnames(-1)
+	f.Close()
+	var names []string
+	for _, n := range all {
+		if ok, _ := filepath.Match(pat, n); ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// protectOne returns the mounts protecting r: a Pin for each directory
+// on the way, then the Protect of what stands for r, each with the
+// identity the init checks. Each component it looks at is recorded in
+// facts: its type decides.
+func protectOne(wsfd int, ws, r string, ph *Placeholders, facts *Facts) ([]Mount, error) {
+	for attempt := 0; ; attempt++ {
+		ms, err := protectWalk(wsfd, ws, r, ph, facts)
+		// A name that appeared between the walk and the mkdir (a
+		// concurrent run made its placeholder there): walk again, the
+		// other run's placeholder is then taken over.
+		if errors.Is(err, errAppeared) && attempt < 3 {
+			continue
+		}
+		return ms, err
+	}
+}
+
+func protectWalk(wsfd int, ws, r string, ph *Placeholders, facts *Facts) ([]Mount, error) {
 	parts := strings.Split(r, "/")
+	var ms []Mount
 	for i := range parts {
 		prefix := strings.Join(parts[:i+1], "/")
+		abs := filepath.Join(ws, prefix)
 		fd, err := openIn(wsfd, prefix)
 		if errors.Is(err, unix.ENOENT) {
-			facts.fileType(filepath.Join(ws, prefix), 0)
-			return ph.create(wsfd, ws, prefix)
+			facts.fileType(abs, 0)
+			p, err := ph.create(wsfd, prefix)
+			if err != nil {
+				return nil, err
+			}
+			return append(ms, Mount{Kind: Protect, Dest: abs, Dev: p.dev, Ino: p.ino}), nil
 		}
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		var st unix.Stat_t
 		err = unix.Fstat(fd, &st)
 		unix.Close(fd)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		if ph.removeStale(wsfd, prefix, &st) {
-			facts.fileType(filepath.Join(ws, prefix), 0)
-			return ph.create(wsfd, ws, prefix)
+		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+		if isDir {
+			// Another run's placeholder stands for this component: rely
+			// on it (the plan then depends on that run: not cached).
+			if p, ok, err := ph.takeOver(wsfd, prefix); err != nil {
+				return nil, err
+			} else if ok {
+				facts.Unsure()
+				return append(ms, Mount{Kind: Protect, Dest: abs, Dev: p.dev, Ino: p.ino}), nil
+			}
 		}
-		facts.fileType(filepath.Join(ws, prefix), st.Mode)
+		facts.fileType(abs, st.Mode)
 		last := i == len(parts)-1
-		if last || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		if last || !isDir {
 			// The path itself, or a symlink or file in its way: covering
 			// it covers everything the protected path could become.
 			if !last && st.Mode&unix.S_IFMT != unix.S_IFLNK && st.Mode&unix.S_IFMT != unix.S_IFREG {
-				return "", fmt.Errorf("%s is neither a directory, a file nor a symlink", prefix)
+				return nil, fmt.Errorf("%s is neither a directory, a file nor a symlink", prefix)
 			}
-			return filepath.Join(ws, prefix), nil
+			if isDir {
+				ph.lockDir(wsfd, prefix)
+			}
+			return append(ms, Mount{Kind: Protect, Dest: abs, Dev: st.Dev, Ino: st.Ino}), nil
 		}
+		ms = append(ms, Mount{Kind: Pin, Dest: abs, Dev: st.Dev, Ino: st.Ino})
 	}
-	return filepath.Join(ws, r), nil
+	return nil, fmt.Errorf("protected path %q is empty", r)
 }
 
 // devNodes are the device files of the minimal /dev.

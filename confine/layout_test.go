@@ -3,7 +3,6 @@
 package confine
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -70,9 +69,12 @@ func mustBuild(t *testing.T, l *Layout) ([]Mount, *Placeholders) {
 	return ms, ph
 }
 
+// findMount returns the mount at dest without its identity (the device
+// and inode the init checks, which tests compare apart).
 func findMount(ms []Mount, dest string) (Mount, bool) {
 	for _, m := range ms {
 		if m.Dest == dest {
+			m.Dev, m.Ino = 0, 0
 			return m, true
 		}
 	}
@@ -181,7 +183,7 @@ func TestBuildDefaultOrder(t *testing.T) {
 		ReadOnly:  []string{ro},
 		ReadWrite: []string{rw},
 		Hidden:    []string{"secret.txt", "/etc/hostname"},
-		Protected: DefaultProtected(),
+		Protected: []string{".envrc", ".vscode", ".jail", "*.code-workspace"},
 	})
 	s := &Spec{Argv: []string{"/bin/true"}, Dir: ws, Net: NetNone, Mounts: ms}
 	if err := s.Validate(); err != nil {
@@ -212,14 +214,24 @@ func TestBuildDefaultOrder(t *testing.T) {
 		{Kind: Bind, Source: ws, Dest: ws, Writable: true, Exec: true},
 		{Kind: Bind, Source: ro, Dest: ro, Exec: true},
 		{Kind: Bind, Source: rw, Dest: rw, Writable: true, Exec: true},
-		{Kind: Hide, Dest: filepath.Join(ws, "secret.txt")},
 		{Kind: Hide, Dest: "/etc/hostname"},
 		{Kind: Protect, Dest: filepath.Join(ws, ".vscode")},
 		{Kind: Protect, Dest: filepath.Join(ws, ".jail")},
 	} {
-		if m, ok := findMount(ms, want.Dest); !ok || m != want {
+		m, ok := findMount(ms, want.Dest)
+		for _, full := range ms {
+			if full.Dest == want.Dest && (full.Kind == Bind || full.Kind == Protect) && full.Ino == 0 {
+				t.Errorf("%s %s carries no identity for the init to check", full.Kind, full.Dest)
+			}
+		}
+		if !ok || m != want {
 			t.Errorf("got %+v (found %v), want %+v", m, ok, want)
 		}
+	}
+	// A hidden path that does not exist inside the writable workspace
+	// needs no mount (nothing to hide; a vanished one is the init's error).
+	if _, ok := findMount(ms, filepath.Join(ws, "secret.txt")); ok {
+		t.Error("a missing hide target inside the workspace got a mount")
 	}
 	ph.Release()
 	if ents, err := os.ReadDir(ws); err != nil || len(ents) != 0 {
@@ -389,8 +401,9 @@ func isDir(path string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// looksLikePlaceholder reports whether path is read-only: a command can
-// neither write to it nor create anything beneath it.
+// looksLikePlaceholder reports whether path is an empty directory: what
+// git ignores and the host's tools can still write into (the sandbox sees
+// it under a read-only mount).
 func looksLikePlaceholder(t *testing.T, path string) bool {
 	t.Helper()
 	fi, err := os.Lstat(path)
@@ -398,8 +411,9 @@ func looksLikePlaceholder(t *testing.T, path string) bool {
 		t.Errorf("placeholder %s: %v", path, err)
 		return false
 	}
-	if fi.Mode().Perm()&0o222 != 0 || fi.Mode()&os.ModeSymlink != 0 {
-		t.Errorf("placeholder %s is %v, want a read-only file or directory", path, fi.Mode())
+	ents, _ := os.ReadDir(path)
+	if !fi.IsDir() || len(ents) != 0 {
+		t.Errorf("placeholder %s is %v with %d entries, want an empty directory", path, fi.Mode(), len(ents))
 		return false
 	}
 	return true
@@ -412,6 +426,15 @@ func inode(t *testing.T, path string) uint64 {
 		t.Fatal(err)
 	}
 	return st.Ino
+}
+
+// xattrs reports whether the file system of dir keeps user xattrs.
+func xattrs(t *testing.T, dir string) bool {
+	t.Helper()
+	probe := filepath.Join(dir, "xattr-probe")
+	writeFile(t, probe, "")
+	defer os.Remove(probe)
+	return unix.Setxattr(probe, "user.probe", []byte("1"), 0) == nil
 }
 
 func exists(path string) bool {
@@ -452,13 +475,13 @@ func TestProtect(t *testing.T) {
 
 	t.Run("missing parent gets the placeholder", func(t *testing.T) {
 		ws := tempDir(t)
-		ms, ph := mustBuild(t, protectLayout(ws, ".github/hooks"))
-		p := filepath.Join(ws, ".github")
+		ms, ph := mustBuild(t, protectLayout(ws, ".claude/commands", ".claude/hooks"))
+		p := filepath.Join(ws, ".claude")
 		if got := protectDests(ms); !reflect.DeepEqual(got, []string{p}) {
 			t.Fatalf("protected %v, want [%s]", got, p)
 		}
-		if !looksLikePlaceholder(t, p) || exists(filepath.Join(p, "hooks")) {
-			t.Fatal("want a placeholder at .github and nothing beneath it")
+		if !looksLikePlaceholder(t, p) || exists(filepath.Join(p, "commands")) {
+			t.Fatal("want a placeholder at .claude and nothing beneath it")
 		}
 		ph.Release()
 		if exists(p) {
@@ -470,11 +493,11 @@ func TestProtect(t *testing.T) {
 		dir := tempDir(t)
 		ws, outside := filepath.Join(dir, "ws"), filepath.Join(dir, "outside")
 		mkdirs(t, ws, outside)
-		symlink(t, outside, filepath.Join(ws, ".github"))
+		symlink(t, outside, filepath.Join(ws, ".claude"))
 		symlink(t, outside, filepath.Join(ws, ".vscode"))
 		symlink(t, filepath.Join(dir, "nowhere"), filepath.Join(ws, ".envrc"))
-		ms, ph := mustBuild(t, protectLayout(ws, ".github/hooks", ".vscode", ".envrc"))
-		want := []string{filepath.Join(ws, ".envrc"), filepath.Join(ws, ".github"), filepath.Join(ws, ".vscode")}
+		ms, ph := mustBuild(t, protectLayout(ws, ".claude/hooks", ".vscode", ".envrc"))
+		want := []string{filepath.Join(ws, ".claude"), filepath.Join(ws, ".envrc"), filepath.Join(ws, ".vscode")}
 		if got := protectDests(ms); !reflect.DeepEqual(got, want) {
 			t.Fatalf("protected %v, want %v", got, want)
 		}
@@ -524,18 +547,15 @@ func TestProtect(t *testing.T) {
 		}
 	})
 
-	t.Run("placeholders made before an error are released", func(t *testing.T) {
+	t.Run("an invalid entry is refused before anything is made", func(t *testing.T) {
 		ws := tempDir(t)
 		_, ph, err := build(t, protectLayout(ws, ".envrc", "../x"))
 		if err == nil {
 			t.Fatal("../x accepted")
 		}
-		if !looksLikePlaceholder(t, filepath.Join(ws, ".envrc")) {
-			t.Fatal("the placeholder made before the error is missing (test premise)")
-		}
 		ph.Release()
 		if exists(filepath.Join(ws, ".envrc")) {
-			t.Error("Release after a failed Build left the placeholder")
+			t.Error("a failed Build left a placeholder")
 		}
 	})
 
@@ -572,12 +592,11 @@ func TestProtect(t *testing.T) {
 		}
 	})
 
-	t.Run("own LockExisting does not keep the placeholder", func(t *testing.T) {
+	t.Run("own locks do not keep the placeholder", func(t *testing.T) {
 		ws := tempDir(t)
 		mkdirs(t, filepath.Join(ws, ".vscode"))
 		writeFile(t, filepath.Join(ws, ".envrc"), "use nix\n")
-		ms, ph := mustBuild(t, protectLayout(ws, ".jail", ".vscode", ".envrc"))
-		ph.LockExisting(ms) // what jail run does right after Build
+		_, ph := mustBuild(t, protectLayout(ws, ".jail", ".vscode", ".envrc"))
 		ph.Release()
 		if exists(filepath.Join(ws, ".jail")) {
 			t.Error("the run's own lock kept its placeholder")
@@ -593,54 +612,65 @@ func TestProtect(t *testing.T) {
 		l := protectLayout(ws, ".jail")
 		_, first := mustBuild(t, l)
 		before := inode(t, p)
-		// A second run starting now finds the placeholder, keeps it (the
-		// first run holds it) and protects it.
+		// A second run starting now finds the placeholder, takes it over
+		// (if the mark can be set here) or locks it as an existing
+		// directory, and protects it.
 		ms2, second := mustBuild(t, l)
 		if !reflect.DeepEqual(protectDests(ms2), []string{p}) || inode(t, p) != before {
 			t.Fatalf("second run: protected %v; placeholder replaced: %v", protectDests(ms2), inode(t, p) != before)
 		}
-		second.LockExisting(ms2)
 		first.Release()
 		if !exists(p) {
 			t.Fatal("the first run removed a placeholder the second run still uses")
 		}
 		second.Release()
-		// Every lock is gone: an exclusive lock can be taken again.
-		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
+		if xattrs(t, ws) && exists(p) {
+			t.Error("the last run relying on a placeholder left it")
 		}
-		err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
-		unix.Close(fd)
-		if err != nil {
-			t.Fatalf("a lock survived Release: %v", err)
-		}
+	})
 
-		// The placeholder outlived both runs. The next run takes it over
-		// as its own and removes it when it ends, if the file system keeps
-		// the user.jail mark that identifies it.
-		probe := filepath.Join(ws, "xattr-probe")
-		writeFile(t, probe, "")
-		if err := unix.Setxattr(probe, "user.probe", []byte("1"), 0); errors.Is(err, unix.ENOTSUP) {
-			t.Skipf("requires user xattrs on %s to recognise a leftover placeholder: %v", ws, err)
+	t.Run("a placeholder left by a killed run goes with the next run", func(t *testing.T) {
+		ws := tempDir(t)
+		if !xattrs(t, ws) {
+			t.Skipf("requires user xattrs on %s to recognise a leftover placeholder", ws)
 		}
-		_, third := mustBuild(t, l)
-		third.Release()
+		p := filepath.Join(ws, ".jail")
+		_, killed := mustBuild(t, protectLayout(ws, ".jail"))
+		for _, h := range killed.held { // SIGKILL: descriptors closed, nothing removed
+			unix.Close(h.fd)
+			unix.Close(h.parent)
+		}
+		killed.held = nil
+		_, next := mustBuild(t, protectLayout(ws, ".jail"))
+		next.Release()
 		if exists(p) {
-			t.Error("a placeholder no run holds any more was not cleaned up by the next run")
+			t.Error("a placeholder no run holds any more was not removed by the next run")
+		}
+	})
+
+	t.Run("a placeholder the host wrote into stays, unmarked", func(t *testing.T) {
+		ws := tempDir(t)
+		p := filepath.Join(ws, ".vscode")
+		_, ph := mustBuild(t, protectLayout(ws, ".vscode"))
+		writeFile(t, filepath.Join(p, "settings.json"), "{}") // the user's editor, during the run
+		ph.Release()
+		if b, err := os.ReadFile(filepath.Join(p, "settings.json")); err != nil || string(b) != "{}" {
+			t.Fatalf("the editor's file is gone: %q %v", b, err)
+		}
+		buf := make([]byte, 64)
+		if _, err := unix.Getxattr(p, placeholderXattr, buf); err == nil {
+			t.Error("a directory the user wrote into is still marked as jail's placeholder")
 		}
 	})
 
 	t.Run("a placeholder carries the mark that identifies a leftover", func(t *testing.T) {
 		ws := tempDir(t)
-		probe := filepath.Join(ws, "xattr-probe")
-		writeFile(t, probe, "")
-		if err := unix.Setxattr(probe, "user.probe", []byte("1"), 0); errors.Is(err, unix.ENOTSUP) {
-			t.Skipf("requires user xattrs on %s: %v", ws, err)
+		if !xattrs(t, ws) {
+			t.Skipf("requires user xattrs on %s", ws)
 		}
 		_, ph := mustBuild(t, protectLayout(ws, ".envrc"))
 		defer ph.Release()
-		fd, err := unix.Open(filepath.Join(ws, ".envrc"), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		fd, err := unix.Open(filepath.Join(ws, ".envrc"), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -649,6 +679,38 @@ func TestProtect(t *testing.T) {
 			buf := make([]byte, 64)
 			_, err := unix.Fgetxattr(fd, placeholderXattr, buf)
 			t.Errorf("the placeholder has no %s mark (%v): a copy left by a killed run is never cleaned up", placeholderXattr, err)
+		}
+	})
+
+	t.Run("a glob in the last component protects what matches", func(t *testing.T) {
+		ws := tempDir(t)
+		writeFile(t, filepath.Join(ws, "a.code-workspace"), "{}")
+		writeFile(t, filepath.Join(ws, "b.txt"), "")
+		facts := &Facts{}
+		l := protectLayout(ws, "*.code-workspace")
+		l.Facts = facts
+		ms, ph := mustBuild(t, l)
+		defer ph.Release()
+		if got := protectDests(ms); !reflect.DeepEqual(got, []string{filepath.Join(ws, "a.code-workspace")}) {
+			t.Fatalf("protected %v", got)
+		}
+		found := false
+		for _, f := range facts.list {
+			found = found || f.kind == factGlob && f.path == ws && reflect.DeepEqual(f.names, []string{"a.code-workspace"})
+		}
+		if !found {
+			t.Error("no glob fact for the plan cache")
+		}
+	})
+
+	t.Run("the parents of a protected path are pinned", func(t *testing.T) {
+		ws := tempDir(t)
+		mkdirs(t, filepath.Join(ws, ".claude"))
+		ms, ph := mustBuild(t, protectLayout(ws, ".claude/commands"))
+		defer ph.Release()
+		pins := mountsOfKind(ms, Pin)
+		if len(pins) != 1 || pins[0].Dest != filepath.Join(ws, ".claude") || pins[0].Ino != inode(t, filepath.Join(ws, ".claude")) {
+			t.Fatalf("pins %+v, want .claude with its inode", pins)
 		}
 	})
 

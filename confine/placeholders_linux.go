@@ -6,118 +6,178 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
 
 // A protected path that does not exist cannot be made read-only: a mount
-// needs something to sit on. Placeholders are that something: empty
-// read-only files jail links into the workspace at the first missing
-// component of each protected path, covers with a read-only mount inside
-// the sandbox, and removes when the run ends.
+// needs something to sit on. Placeholders are that something: an empty
+// directory jail makes at the first missing component of each protected
+// path while a run lasts, covers read-only inside the sandbox, and removes
+// when the run ends. An empty directory is what git ignores (the host's
+// `git status --porcelain` is the same before, during and after a run),
+// and the host's own tools can create files in it during the run (the
+// user's editor making .vscode/settings.json); inside, the sandbox sees
+// those read-only and can neither create nor change anything there.
 //
-// All placeholders of one run are hard links to a single inode made with
-// O_TMPFILE, so a run allocates one inode however many paths it protects
-// (file systems such as ext4 get slow when inodes are created and freed
-// at a high rate). A file serves for directory names too: mkdir and
-// creating anything beneath fail just the same.
+// Everything jail does with a placeholder on the host goes through
+// descriptors: the parent is opened beneath the workspace without
+// following any symlink and held for the whole run, the directory is made
+// with mkdirat and removed with unlinkat(parent, name, AT_REMOVEDIR), and
+// only while the name still holds the inode jail made (checked on the
+// held parent). rmdir removes nothing but an empty directory, so whatever
+// a concurrent sandbox swaps in at that name meanwhile, jail can at worst
+// remove an empty directory of the same tree, never a file, never
+// anything outside it (a renamed parent only moves the held descriptor
+// within its mount: renames across mounts fail with EXDEV).
 //
-// Concurrent runs in one workspace: every run holds a shared flock on the
-// protected objects it relies on, and a placeholder is removed only by a
-// run that can take the lock exclusively. Placeholders carry the xattr
-// user.jail=placeholder, so one left behind (jail killed with SIGKILL) is
-// recognised and removed by the next run in that workspace.
+// Concurrent runs in one workspace: every run holds a shared flock on each
+// placeholder and on each protected directory that exists (a removed
+// directory would take the other run's mount with it: since Linux 3.18 an
+// rmdir detaches mounts of other namespaces on that dentry). A placeholder
+// is removed only by a run that can then take the lock exclusively, so
+// the last run that relies on it removes it. Placeholders carry the xattr
+// user.jail=placeholder: a later run takes over one that an earlier run
+// left (jail killed with SIGKILL) and removes it at its own end. One the
+// host's tools wrote into during the run is no longer empty: it loses the
+// mark and stays, as the user's.
 
-// placeholderXattr marks a placeholder inode.
+// placeholderXattr marks a placeholder directory.
 const (
 	placeholderXattr = "user.jail"
 	placeholderValue = "placeholder"
 )
 
-// Placeholders are the placeholder links one run created, and the locks
-// it holds on protected objects.
+// Placeholders are the placeholder directories one run relies on (made or
+// taken over), and the locks it holds on protected directories.
 type Placeholders struct {
-	inode int // O_TMPFILE inode all links share; -1 before the first
-	made  []placeholder
+	held  []placeholder
 	locks []int
+	// locked are the workspace-relative protected directories locked.
+	locked []string
 }
 
+// placeholder is one directory a run relies on: the held parent, the
+// name in it, the directory itself (holding the shared lock) and its
+// identity.
 type placeholder struct {
-	path     string
-	dev, ino uint64
+	rel          string // workspace-relative, for the plan cache
+	parent, fd   int
+	name         string
+	dev, ino     uint64
+	made, stolen bool // made by this run; taken over from another
 }
 
-// create links the run's placeholder inode at prefix beneath the
-// workspace.
-func (ph *Placeholders) create(wsfd int, ws, prefix string) (string, error) {
+// errAppeared is a placeholder's name that exists now: another process
+// created it between the walk and the mkdir.
+var errAppeared = errors.New("appeared while it was being protected")
+
+// create makes the placeholder directory at prefix beneath the workspace
+// (wsfd), or takes over the placeholder another run left there.
+func (ph *Placeholders) create(wsfd int, prefix string) (placeholder, error) {
 	dir, name := filepath.Split(prefix)
-	pfd := wsfd
-	if dir != "" {
-		fd, err := openIn(wsfd, filepath.Clean(dir))
-		if err != nil {
-			return "", err
+	var pfd int
+	var err error
+	if dir == "" {
+		pfd, err = unix.FcntlInt(uintptr(wsfd), unix.F_DUPFD_CLOEXEC, 3)
+	} else {
+		pfd, err = openIn(wsfd, filepath.Clean(dir))
+	}
+	if err != nil {
+		return placeholder{}, fmt.Errorf("open the parent of %s: %w", prefix, err)
+	}
+	p := placeholder{rel: prefix, parent: pfd, fd: -1, name: name}
+	// Mode as mkdir(1) makes it: the user's tools write here during the
+	// run; inside the sandbox a read-only mount covers it.
+	if err := unix.Mkdirat(pfd, name, 0o777); err != nil {
+		unix.Close(pfd)
+		if errors.Is(err, unix.EEXIST) {
+			return placeholder{}, errAppeared
 		}
-		defer unix.Close(fd)
-		pfd = fd
+		return placeholder{}, fmt.Errorf("create placeholder %s: %w", prefix, err)
 	}
-	if ph.inode <= 0 {
-		fd, err := newPlaceholderInode(wsfd)
-		if err != nil {
-			return "", fmt.Errorf("create placeholder: %w", err)
-		}
-		// Not every file system has user xattrs; without the mark a
-		// leftover placeholder is simply not cleaned up automatically.
-		_ = unix.Fsetxattr(fd, placeholderXattr, []byte(placeholderValue), 0)
-		if err := unix.Fchmod(fd, 0o444); err != nil {
-			unix.Close(fd)
-			return "", fmt.Errorf("create placeholder: %w", err)
-		}
-		unix.Flock(fd, unix.LOCK_SH)
-		ph.inode = fd
-		ph.locks = append(ph.locks, fd)
+	p.made = true
+	fd, err := unix.Openat(pfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		unix.Close(pfd)
+		return placeholder{}, fmt.Errorf("open placeholder %s: %w", prefix, err)
 	}
-	// Linking through the descriptor's /proc entry is the unprivileged
-	// way to give an O_TMPFILE inode a name.
-	src := "/proc/self/fd/" + strconv.Itoa(ph.inode)
-	if err := unix.Linkat(unix.AT_FDCWD, src, pfd, name, unix.AT_SYMLINK_FOLLOW); err != nil {
-		return "", fmt.Errorf("create placeholder %s: %w", prefix, err)
+	p.fd = fd
+	// Not every file system has user xattrs; without the mark a leftover
+	// placeholder is simply not taken over by a later run.
+	_ = unix.Fsetxattr(fd, placeholderXattr, []byte(placeholderValue), 0)
+	if err := ph.finish(&p); err != nil {
+		return placeholder{}, err
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(ph.inode, &st); err != nil {
-		return "", err
-	}
-	path := filepath.Join(ws, prefix)
-	ph.made = append(ph.made, placeholder{path: path, dev: st.Dev, ino: st.Ino})
-	return path, nil
+	return p, nil
 }
 
-// newPlaceholderInode makes the run's placeholder inode: nameless with
-// O_TMPFILE, or, on file systems without it (NFS, FUSE), under a unique
-// temporary name that is removed again at once. The descriptor is never
-// 0, 1 or 2, whose /proc entry would name the caller's stdio.
-func newPlaceholderInode(wsfd int) (int, error) {
-	// Created writable by its owner: an unprivileged owner may set a user
-	// xattr only on an inode it can write. Read-only once marked.
-	fd, err := unix.Openat(wsfd, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+// takeOver relies on the placeholder another run made at prefix (an empty
+// directory with the mark): a shared lock, then a check that it is still
+// there (its last holder may have removed it just before). It returns
+// ok=false when prefix is not such a placeholder.
+func (ph *Placeholders) takeOver(wsfd int, prefix string) (p placeholder, ok bool, err error) {
+	fd, err := openDirIn(wsfd, prefix)
 	if err != nil {
-		name := ".jail-placeholder-" + strconv.Itoa(unix.Getpid())
-		fd, err = unix.Openat(wsfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-		if err != nil {
-			return -1, err
-		}
-		defer unix.Unlinkat(wsfd, name, 0)
+		return placeholder{}, false, nil
 	}
-	if fd < 3 {
-		nfd, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 3)
+	if !isPlaceholder(fd) || !emptyDir(fd) {
 		unix.Close(fd)
-		if err != nil {
-			return -1, err
-		}
-		fd = nfd
+		return placeholder{}, false, nil
 	}
-	return fd, nil
+	dir, name := filepath.Split(prefix)
+	var pfd int
+	if dir == "" {
+		pfd, err = unix.FcntlInt(uintptr(wsfd), unix.F_DUPFD_CLOEXEC, 3)
+	} else {
+		pfd, err = openIn(wsfd, filepath.Clean(dir))
+	}
+	if err != nil {
+		unix.Close(fd)
+		return placeholder{}, false, nil
+	}
+	p = placeholder{rel: prefix, parent: pfd, fd: fd, name: name, stolen: true}
+	if err := ph.finish(&p); err != nil {
+		return placeholder{}, false, nil
+	}
+	return p, true, nil
+}
+
+// finish locks p shared and checks that its name still holds it, then
+// keeps it; on failure p's descriptors are closed.
+func (ph *Placeholders) finish(p *placeholder) error {
+	var st, now unix.Stat_t
+	err := flockRetry(p.fd, unix.LOCK_SH)
+	if err == nil {
+		err = unix.Fstat(p.fd, &st)
+	}
+	if err == nil {
+		err = unix.Fstatat(p.parent, p.name, &now, unix.AT_SYMLINK_NOFOLLOW)
+	}
+	if err == nil && (st.Dev != now.Dev || st.Ino != now.Ino || st.Nlink == 0) {
+		err = errAppeared
+	}
+	if err != nil {
+		if p.made {
+			unix.Unlinkat(p.parent, p.name, unix.AT_REMOVEDIR)
+		}
+		unix.Close(p.fd)
+		unix.Close(p.parent)
+		return fmt.Errorf("placeholder %s: %w", p.rel, err)
+	}
+	p.dev, p.ino = st.Dev, st.Ino
+	ph.held = append(ph.held, *p)
+	return nil
+}
+
+// flockRetry is flock that retries when a signal interrupts it.
+func flockRetry(fd, how int) error {
+	for {
+		err := unix.Flock(fd, how)
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
 }
 
 // isPlaceholder reports whether the object at fd carries the mark.
@@ -127,107 +187,92 @@ func isPlaceholder(fd int) bool {
 	return err == nil && string(buf[:n]) == placeholderValue
 }
 
-// removeStale removes prefix if it is a placeholder that no live run
-// holds, and reports whether it did.
-func (ph *Placeholders) removeStale(wsfd int, prefix string, st *unix.Stat_t) bool {
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != 0 {
-		return false
-	}
-	fd, err := unix.Openat(wsfd, prefix, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+// emptyDir reports whether the directory at fd (opened O_RDONLY) holds
+// nothing but . and ..; fd's offset is left at the start.
+func emptyDir(fd int) bool {
+	buf := make([]byte, 4096)
+	n, err := unix.Getdents(fd, buf)
+	unix.Seek(fd, 0, 0)
 	if err != nil {
 		return false
 	}
-	defer unix.Close(fd)
-	if !isPlaceholder(fd) || unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
-		return false
-	}
-	if ph.inode > 0 {
-		var mine unix.Stat_t
-		if unix.Fstat(ph.inode, &mine) == nil && mine.Ino == st.Ino && mine.Dev == st.Dev {
-			return false // this run's own
-		}
-	}
-	dir, name := filepath.Split(prefix)
-	pfd := wsfd
-	if dir != "" {
-		d, err := openIn(wsfd, filepath.Clean(dir))
-		if err != nil {
-			return false
-		}
-		defer unix.Close(d)
-		pfd = d
-	}
-	return unix.Unlinkat(pfd, name, 0) == nil
+	_, _, names := unix.ParseDirent(buf[:n], -1, nil)
+	return len(names) == 0
 }
 
-// Release removes this run's placeholder links, unless another run holds
-// the inode (it then protects those paths too and removes them itself).
+// openDirIn opens the directory rel beneath dirfd for reading, without
+// following any symlink (a FIFO or a device there is refused by
+// O_DIRECTORY, never opened).
+func openDirIn(dirfd int, rel string) (int, error) {
+	return unix.Openat2(dirfd, rel, &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+}
+
+// lockDir takes a shared lock on the existing protected directory rel, so
+// that no other run removes it while this run's sandbox has it mounted.
+func (ph *Placeholders) lockDir(wsfd int, rel string) {
+	fd, err := openDirIn(wsfd, rel)
+	if err != nil {
+		return
+	}
+	if flockRetry(fd, unix.LOCK_SH) != nil {
+		unix.Close(fd)
+		return
+	}
+	ph.locks = append(ph.locks, fd)
+	ph.locked = append(ph.locked, rel)
+}
+
+// Release removes the placeholders this run relied on, unless another run
+// still holds one (that run removes it at its end), then drops its locks.
+// It must be called after the sandbox exited.
 func (ph *Placeholders) Release() {
 	if ph == nil {
 		return
 	}
-	if ph.inode > 0 && unix.Flock(ph.inode, unix.LOCK_EX|unix.LOCK_NB) == nil {
-		for _, p := range ph.made {
-			var st unix.Stat_t
-			if unix.Lstat(p.path, &st) == nil && st.Dev == p.dev && st.Ino == p.ino {
-				unix.Unlink(p.path)
-			}
-		}
+	for _, p := range ph.held {
+		p.release()
 	}
 	for _, fd := range ph.locks {
 		unix.Close(fd)
 	}
-	ph.inode, ph.made, ph.locks = 0, nil, nil
+	ph.held, ph.locks, ph.locked = nil, nil, nil
 }
 
-// LockExisting takes shared locks on the protected objects that already
-// existed, so a concurrent run cannot remove a placeholder this run relies
-// on. A placeholder another run left and no run holds any more is removed
-// by the next Build in that workspace (removeStale).
-func (ph *Placeholders) LockExisting(ms []Mount) {
-	mine := map[string]bool{}
-	for _, p := range ph.made {
-		mine[p.path] = true
+// release removes the placeholder by descriptor when no run holds it any
+// more and its name still holds it; one that is not empty (the host's
+// tools wrote into it) loses the mark and stays.
+func (p placeholder) release() {
+	defer unix.Close(p.parent)
+	defer unix.Close(p.fd)
+	// Converting the shared lock drops it first: of several runs ending
+	// at once, the last to try gets it.
+	if unix.Flock(p.fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
+		return
 	}
-	for _, m := range ms {
-		if m.Kind != Protect || mine[m.Dest] {
-			continue
-		}
-		// Only regular files and directories are locked: opening a FIFO
-		// or a device planted at a protected path could block or act.
-		var st unix.Stat_t
-		if unix.Lstat(m.Dest, &st) != nil || (st.Mode&unix.S_IFMT != unix.S_IFREG && st.Mode&unix.S_IFMT != unix.S_IFDIR) {
-			continue
-		}
-		fd, err := unix.Open(m.Dest, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			continue
-		}
-		if err := unix.Flock(fd, unix.LOCK_SH); err != nil && !errors.Is(err, unix.EINTR) {
-			unix.Close(fd)
-			continue
-		}
-		ph.locks = append(ph.locks, fd)
+	var st unix.Stat_t
+	if unix.Fstatat(p.parent, p.name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Dev != p.dev || st.Ino != p.ino {
+		return
+	}
+	err := unix.Unlinkat(p.parent, p.name, unix.AT_REMOVEDIR)
+	if errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
+		unix.Fremovexattr(p.fd, placeholderXattr)
 	}
 }
 
 // cacheParts are what a plan cache entry keeps of the placeholders: the
-// workspace-relative paths this run created them at, and the protected
-// paths that existed, which a cached run locks as LockExisting does.
-func (ph *Placeholders) cacheParts(ws string, ms []Mount) (made, existing []string, err error) {
-	mine := map[string]bool{}
-	for _, p := range ph.made {
-		rel, err := filepath.Rel(ws, p.path)
-		if err != nil || rel == "." || strings.HasPrefix(rel, "../") {
-			return nil, nil, fmt.Errorf("plan cache: placeholder %s outside the workspace %s", p.path, ws)
+// workspace-relative paths this run made them at, and where in the plan
+// each one's identity goes. A run that took over another run's
+// placeholder is not cached (ok false): that one goes when its last
+// holder ends.
+func (ph *Placeholders) cacheParts() (made []placeholder, ok bool) {
+	for _, p := range ph.held {
+		if p.stolen {
+			return nil, false
 		}
-		made = append(made, rel)
-		mine[p.path] = true
+		made = append(made, p)
 	}
-	for _, m := range ms {
-		if m.Kind == Protect && !mine[m.Dest] {
-			existing = append(existing, m.Dest)
-		}
-	}
-	return made, existing, nil
+	return made, true
 }

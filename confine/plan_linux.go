@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -122,19 +123,36 @@ func compilePlanBody(s *Spec, abi int) ([]byte, error) {
 // as each run brings its own command. setup is len(body) for a held
 // sandbox, which has no exec operation.
 func compilePlan(s *Spec, abi int) (body []byte, setup int, err error) {
-	body, err = compileSetup(s, abi)
+	body, setup, _, err = compilePlanIDs(s, abi)
+	return body, setup, err
+}
+
+// compilePlanIDs is compilePlan that also returns, for each Protect
+// mount, where in the body its identity (device, then inode: two u64s)
+// is: a cached run makes its placeholders afresh and writes their
+// identities there (fast_linux.c).
+func compilePlanIDs(s *Spec, abi int) (body []byte, setup int, ids map[string]int, err error) {
+	ids = map[string]int{}
+	body, err = compileSetup(s, abi, ids)
 	if err != nil || s.Hold {
-		return body, len(body), err
+		return body, len(body), ids, err
 	}
 	p := &plan{b: body}
 	if err := p.exec(s); err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
-	return p.b, len(body), nil
+	return p.b, len(body), ids, nil
 }
 
-// compileSetup is every operation of the body before the command's.
-func compileSetup(s *Spec, abi int) ([]byte, error) {
+// identity writes a mount's expected device and inode (0, 0: not checked).
+func (p *plan) identity(m Mount) {
+	p.u64(m.Dev)
+	p.u64(m.Ino)
+}
+
+// compileSetup is every operation of the body before the command's; the
+// offset of each Protect mount's identity is recorded in ids.
+func compileSetup(s *Spec, abi int, ids map[string]int) ([]byte, error) {
 	p := &plan{}
 	p.op(opHostname)
 	p.str(s.Hostname)
@@ -174,15 +192,23 @@ func compileSetup(s *Spec, abi int) ([]byte, error) {
 			p.op(opSource)
 			p.u32(next)
 			p.str(m.Source)
+			p.identity(m)
 			src[i] = next
 			next++
 		case Overlay:
 			// Three sources in a row: lower, upper, work.
 			src[i] = next
-			for _, path := range []string{m.Source, m.Upper, m.Work} {
+			// The lower is checked (a tree a sandbox may write holds it);
+			// upper and work are jail's own.
+			for j, path := range []string{m.Source, m.Upper, m.Work} {
 				p.op(opSource)
 				p.u32(next)
 				p.str(path)
+				if j == 0 {
+					p.identity(m)
+				} else {
+					p.identity(Mount{})
+				}
 				next++
 			}
 		}
@@ -194,6 +220,7 @@ func compileSetup(s *Spec, abi int) ([]byte, error) {
 				p.op(opSource)
 				p.u32(next)
 				p.str("/dev/" + n)
+				p.identity(Mount{})
 				next++
 			}
 			src[i] = devBase
@@ -207,14 +234,30 @@ func compileSetup(s *Spec, abi int) ([]byte, error) {
 
 	// Destinations under a bound host tree must already exist there:
 	// creating a mountpoint would write to the host.
-	var hostTrees []string
+	var hostTrees []Mount
 	insideHost := func(dest string) bool {
 		for _, d := range hostTrees {
-			if within(dest, d) {
+			if within(dest, d.Dest) {
 				return true
 			}
 		}
 		return false
+	}
+	// ontoItself reports whether a bind's destination, inside a bound host
+	// tree, is its own source seen through the deepest such tree: the init
+	// then checks that the object there is the source it opened.
+	ontoItself := func(m Mount) bool {
+		var deepest *Mount
+		for i := range hostTrees {
+			if within(m.Dest, hostTrees[i].Dest) && (deepest == nil || len(hostTrees[i].Dest) >= len(deepest.Dest)) {
+				deepest = &hostTrees[i]
+			}
+		}
+		if deepest == nil {
+			return false
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(m.Dest, deepest.Dest), "/")
+		return filepath.Join(deepest.Source, rel) == m.Source
 	}
 	for i, m := range s.Mounts {
 		switch m.Kind {
@@ -227,8 +270,10 @@ func compileSetup(s *Spec, abi int) ([]byte, error) {
 			p.u32(src[i])
 			p.str(m.Dest)
 			p.u64(attr)
-			p.u32(boolU32(!insideHost(m.Dest)))
-			hostTrees = append(hostTrees, m.Dest)
+			inside := insideHost(m.Dest)
+			p.u32(boolU32(!inside))
+			p.u32(boolU32(inside && m.Ino != 0 && ontoItself(m)))
+			hostTrees = append(hostTrees, m)
 		case Tmpfs:
 			if insideHost(m.Dest) {
 				return nil, fmt.Errorf("spec: tmpfs at %s inside a bound host tree: use hide", m.Dest)
@@ -240,12 +285,18 @@ func compileSetup(s *Spec, abi int) ([]byte, error) {
 		case Hide:
 			p.op(opHide)
 			p.str(m.Dest)
+			p.identity(m)
 		case Protect:
 			p.op(opProtect)
 			p.str(m.Dest)
+			if ids != nil {
+				ids[m.Dest] = len(p.b)
+			}
+			p.identity(m)
 		case Pin:
 			p.op(opPin)
 			p.str(m.Dest)
+			p.identity(m)
 		case Overlay:
 			if !insideHost(m.Dest) {
 				return nil, fmt.Errorf("spec: overlay at %s outside a bound host tree", m.Dest)
@@ -255,7 +306,7 @@ func compileSetup(s *Spec, abi int) ([]byte, error) {
 			p.u32(src[i] + 1)
 			p.u32(src[i] + 2)
 			p.str(m.Dest)
-			hostTrees = append(hostTrees, m.Dest)
+			hostTrees = append(hostTrees, m)
 		case HideUnreadable:
 			p.op(opUnread)
 			p.str(m.Dest)

@@ -77,6 +77,16 @@ type Mount struct {
 	// Size bounds a Tmpfs (its size= option), or a Dev's /dev/shm, in
 	// bytes; zero leaves the kernel's default, half of the memory.
 	Size int64 `json:"size,omitempty"`
+	// Dev and Ino, when Ino is not 0, are the identity of the object the
+	// supervisor resolved: Source for Bind, Dest for Hide, Protect and
+	// Pin. The init mounts nothing else: a name a concurrent sandbox
+	// swapped (renameat2 RENAME_EXCHANGE) between the supervisor's
+	// resolution and the mount fails the start instead of binding or
+	// covering another object. A Hide with an identity whose Dest has
+	// vanished is an error too; one without may find nothing to hide
+	// (secrets that exist on some systems only, outside writable trees).
+	Dev uint64 `json:"dev,omitempty"`
+	Ino uint64 `json:"ino,omitempty"`
 }
 
 // NetMode is the network the sandbox gets.

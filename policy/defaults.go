@@ -65,12 +65,45 @@ func DefaultRO() []string {
 	return []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc", "/opt", "/nix/store"}
 }
 
-// DefaultProtected returns the workspace paths kept read-only even in a writable workspace:
-// what runs code on the host later (direnv, editor tasks, shell rc files) and jail's own
-// project policy. Git directories are not listed: the sandbox never writes them (docs/git.md).
+// ProtectedPath is one entry of the default protected list and why it is there.
+type ProtectedPath struct {
+	Path string
+	Why  string
+}
+
+// DefaultProtectedPaths is the default protected list: workspace paths the sandbox can neither
+// create nor change, whether or not they exist at launch, because a program outside the
+// sandbox reads them later and runs what they say. docs/workspace.md is generated from it.
+// A glob is allowed in the last component only; it protects the names that match at launch.
+// Shell start-up files are not here: they matter only in a home, and a home as the workspace
+// is read-only as a whole (sandbox.home_workspace). Git directories are not listed: the sandbox
+// never writes them (docs/git.md).
+func DefaultProtectedPaths() []ProtectedPath {
+	return []ProtectedPath{
+		{".vscode", "VS Code runs `tasks.json` tasks on folder open (`runOn: folderOpen`), and `settings.json` names programs it starts (terminal profiles, formatters, linters, language servers)"},
+		{".idea", "JetBrains IDEs run its run configurations, startup tasks and external tools on the host"},
+		{".devcontainer", "`devcontainer.json`'s `initializeCommand` runs on the host before the container is built"},
+		{"*.code-workspace", "a VS Code workspace file carries settings and tasks as `.vscode/` does (the ones at the workspace root at launch; VS Code opens none by itself)"},
+		{".claude/settings.json", "Claude Code's project settings: `hooks` run shell commands on the host, `permissions` and `env` change what it does unasked"},
+		{".claude/settings.local.json", "the same, the per-user file"},
+		{".claude/settings*.json", "any other settings file of Claude Code's present at launch"},
+		{".claude/commands", "Claude Code's custom slash commands: prompts that run tools with the user's rights"},
+		{".claude/agents", "Claude Code's subagents: their prompts and the tools they may use"},
+		{".claude/hooks", "scripts the project's Claude Code hooks run"},
+		{".mcp.json", "MCP servers that Claude Code and other clients start on the host"},
+		{".codex", "Codex CLI's project configuration (MCP servers, profiles, sandbox mode) and prompts"},
+		{".envrc", "direnv runs it in the user's shell on `cd` (after `direnv allow`, which an allowed file keeps)"},
+		{".jail", "jail's own project policy (it may only tighten, but a sandbox must not choose how the next one is confined)"},
+	}
+}
+
+// DefaultProtected returns the paths of DefaultProtectedPaths.
 func DefaultProtected() []string {
-	return []string{".envrc", ".vscode", ".idea", ".github/hooks",
-		".bashrc", ".bash_profile", ".profile", ".zshrc", ".zprofile", ".bash_login", ".zshenv", ".zlogin", ".jail"}
+	var out []string
+	for _, p := range DefaultProtectedPaths() {
+		out = append(out, p.Path)
+	}
+	return out
 }
 
 // DefaultEnv returns the variables passed through when the file names none. Everything else,

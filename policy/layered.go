@@ -128,6 +128,7 @@ func projectFileExists(path string) bool {
 //   - sandbox.workspace_ro: only true is taken.
 //   - sandbox.home: only "empty" is taken (a fresh home is stricter than a lasting one).
 //   - [profiles.*]: never taken from a project file.
+//   - sandbox.home_workspace: never taken from a project file.
 //   - access.level: expanded first, its keys then follow these rules; elevated is ignored, and a
 //     user policy's elevated level stays elevated.
 func Tighten(base *Policy, projectFile string, env Env) (*Policy, []Widening, error) {
@@ -196,6 +197,9 @@ func (t *tightener) apply(base *Policy) {
 	}
 	if t.has("profiles") {
 		t.widen("profiles", "a project file cannot define or change agent profiles (their paths and hosts widen the sandbox)")
+	}
+	if t.has("sandbox", "home_workspace") && p.Sandbox.HomeWorkspace && !base.Sandbox.HomeWorkspace {
+		t.widen("sandbox.home_workspace", "a project file cannot make the home directory the workspace")
 	}
 	if t.has("sandbox", "workspace_ro") {
 		if p.Sandbox.WorkspaceRO {

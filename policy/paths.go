@@ -116,14 +116,29 @@ func (s Sandbox) Expand(root string) (Sandbox, error) {
 	if out.Hide, err = ExpandGlobs(root, s.Hide); err != nil {
 		return Sandbox{}, err
 	}
-	var abs []string
+	// A glob in the last component only is left to the confinement layer, which lists that
+	// directory by descriptor and records what matched for the plan cache; any other glob is
+	// expanded here.
+	out.Protected = nil
 	for _, p := range s.Protected {
-		abs = append(abs, filepath.Join(s.Workspace, p))
-	}
-	if out.Protected, err = ExpandGlobs(root, abs); err != nil {
-		return Sandbox{}, err
+		abs := filepath.Join(s.Workspace, p)
+		if !hasGlob(p) || lastGlobOnly(p) {
+			out.Protected = append(out.Protected, abs)
+			continue
+		}
+		matches, err := ExpandGlobs(root, []string{abs})
+		if err != nil {
+			return Sandbox{}, err
+		}
+		out.Protected = append(out.Protected, matches...)
 	}
 	return out, nil
+}
+
+// lastGlobOnly reports whether the glob syntax of p is in its last component only.
+func lastGlobOnly(p string) bool {
+	dir, base := filepath.Split(p)
+	return hasGlob(base) && !hasGlob(dir)
 }
 
 // under reports whether p is base or inside it.
@@ -153,14 +168,21 @@ func globCovers(base, p string) bool {
 	return false
 }
 
-// HasGlobs reports whether any path list of s holds a glob pattern, whose
-// matches depend on the file system at the time of the run.
+// HasGlobs reports whether any path list of s holds a glob pattern whose matches depend on the
+// file system at the time of the run and are not recorded as facts of the plan.
 func (s Sandbox) HasGlobs() bool {
-	for _, list := range [][]string{s.RO, s.RW, s.Hide, s.Protected} {
+	for _, list := range [][]string{s.RO, s.RW, s.Hide} {
 		for _, p := range list {
 			if hasGlob(p) {
 				return true
 			}
+		}
+	}
+	// The confinement layer expands a glob in a protected path's last component and records
+	// its matches; only the others depend on more than the plan's facts.
+	for _, p := range s.Protected {
+		if hasGlob(p) && !lastGlobOnly(p) {
+			return true
 		}
 	}
 	return false

@@ -78,6 +78,10 @@ type Sandbox struct {
 	// WorkspaceRO mounts the workspace read-only for every run and tool call, and removes the
 	// tools that need fs.write, so nothing (bash included) can change it. Absent means false.
 	WorkspaceRO bool `toml:"workspace_ro" json:"workspace_ro"`
+	// HomeWorkspace allows a workspace that is, or contains, the caller's home directory: the
+	// home is then read-only, its secrets are hidden, and only the rw paths inside it are
+	// writable. Absent means false: such a workspace is refused (docs/workspace.md).
+	HomeWorkspace bool `toml:"home_workspace" json:"home_workspace"`
 }
 
 // Limits bound a run. A zero value in the file means "the default", never "unlimited".

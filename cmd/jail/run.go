@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -49,6 +50,7 @@ type runOptions struct {
 	outputLimit              int
 	asRoot                   bool
 	allowPtrace              bool
+	homeWorkspace            bool
 	outputLimitSet           bool
 	policyHash               func() string // the effective policy's SHA-256
 	started                  time.Time     // when jail run began, for a failure's duration_ms
@@ -79,6 +81,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 	fs.BoolVar(&o.allowPtrace, "allow-ptrace", false, "let the command trace its own processes (strace, gdb, ASan/LSan); jail's pid 1 stays out of reach ([seccomp] allow_ptrace)")
 	fs.StringVar(&o.profile, "profile", "", "agent profile `NAME` (claude, codex, gemini, aider, opencode, a [profiles.NAME] of the policy, or none); default: chosen by the command's base name (docs/agents.md)")
 	fs.BoolVar(&o.asRoot, "as-root", false, "map the caller to uid 0 inside the sandbox (files keep their host owners)")
+	homeWorkspaceFlag(fs, &o.homeWorkspace)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: jail run [flags] -- CMD [ARG...]")
 		fs.PrintDefaults()
@@ -256,6 +259,20 @@ func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	return launch(o, layout, pass, sc, nr, cache, stdin, stdout, stderr)
 }
 
+// homeWorkspaceFlag is --home-workspace, shared by run, serve, mcp and tool.
+func homeWorkspaceFlag(fs *flag.FlagSet, v *bool) {
+	fs.BoolVar(v, "home-workspace", false, "allow a workspace that is or contains your home directory: the home is then read-only, its secrets hidden, only --rw paths writable (docs/workspace.md)")
+}
+
+// callerHomes are the caller's homes: $HOME and the passwd entry's.
+func callerHomes(penv policy.Env) []string {
+	homes := []string{penv.Home}
+	if u, err := user.LookupId(strconv.Itoa(os.Getuid())); err == nil && u.HomeDir != "" && u.HomeDir != penv.Home {
+		homes = append(homes, u.HomeDir)
+	}
+	return homes
+}
+
 // applyPolicy turns the effective policy and the flags (which win for this
 // run) into a layout, an environment pass-list and seccomp options.
 func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Layout, []string, confine.SeccompOptions, error) {
@@ -272,7 +289,8 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 		system[d] = true
 	}
 	layout := &confine.Layout{Workspace: ws, Home: penv.Home, Secrets: confine.DefaultSecrets(), SystemData: confine.DefaultSystemData(), GitConfig: true,
-		WorkspaceReadOnly: p.Sandbox.WorkspaceRO}
+		WorkspaceReadOnly: p.Sandbox.WorkspaceRO, Homes: callerHomes(penv),
+		HomeWorkspace: o.homeWorkspace || p.Sandbox.HomeWorkspace}
 	layout.Guarded, layout.GuardedFiles, layout.HiddenState = guarded(penv, o.policyFile, p)
 	layout.TmpSize, layout.ShmSize, layout.HomeSize = p.Sandbox.TmpfsSizes(confine.MemTotal())
 	if os.Getuid() == 0 && p.Sandbox.RootOnly != policy.RootOnlyShow {

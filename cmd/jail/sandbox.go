@@ -158,7 +158,6 @@ func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []str
 		cmd.Abort()
 		return h, &startError{2, "", err, ""}
 	}
-	h.ph.LockExisting(mounts)
 	spec.Env, spec.Dir, spec.Mounts, spec.Seccomp = env, ws, mounts, f.prog
 	if nr != nil {
 		// No Landlock port rule (Spec.ConnectPorts): the namespace has only loopback, so the

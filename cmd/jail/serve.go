@@ -43,6 +43,7 @@ func toolFlags(name string, o *toolOptions, stderr io.Writer) *flag.FlagSet {
 	fs.Var(&o.run.degraded, "allow-degraded", "run the tools' sandboxes without `LAYER` (landlock, seccomp) when the kernel lacks it")
 	fs.BoolVar(&o.run.asRoot, "as-root", false, "map the caller to uid 0 inside the tools' sandboxes")
 	allowFlag(fs, &o.run.allow)
+	homeWorkspaceFlag(fs, &o.run.homeWorkspace)
 	return fs
 }
 
