@@ -40,6 +40,10 @@ type Layout struct {
 	SystemData []string
 	// ReadOnly and ReadWrite are extra host paths (--ro, --rw).
 	ReadOnly, ReadWrite []string
+	// Resolved are ReadOnly paths that were resolved when they were
+	// trusted (a project policy's ro entries): Build refuses one that no
+	// longer resolves to itself (a symlink planted since).
+	Resolved []string
 	// Hidden paths are covered by empty objects (--hide).
 	Hidden []string
 	// Protected paths are relative to the workspace and stay read-only.
@@ -341,6 +345,9 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 		m, err := userBind(p, false, l.Facts)
 		if err != nil {
 			return nil, ph, fmt.Errorf("--ro %s: %w", p, err)
+		}
+		if slices.Contains(l.Resolved, p) && m.Source != filepath.Clean(p) {
+			return nil, ph, fmt.Errorf("ro %s (from the project policy) resolves to %s now, not to itself as when it was checked: refusing to bind it", p, m.Source)
 		}
 		ms = append(ms, m)
 	}

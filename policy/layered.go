@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"syscall"
 	"time"
@@ -168,11 +169,21 @@ func (t *tightener) apply(base *Policy) {
 	if t.has("sandbox", "workspace") && p.Sandbox.Workspace != base.Sandbox.Workspace {
 		t.widen("sandbox.workspace", "a project file cannot move the workspace")
 	}
+	// A project file is written by whoever wrote the workspace, a sandbox included: its ro
+	// entries are resolved (every symlink followed) before they are checked against what the
+	// user's policy shows, and the resolved path is what is bound (Sandbox.ResolvedRO: the
+	// confinement layer refuses it if it no longer resolves to itself).
 	for _, x := range p.Sandbox.RO {
-		if coveredBy(x, base.Sandbox.RO, base.Sandbox.RW, ws) {
-			o.Sandbox.RO = appendNew(o.Sandbox.RO, x)
+		if hasGlob(x) {
+			t.widen("sandbox.ro", "%s: a project file's ro entries cannot be globs (each is resolved before it is trusted)", x)
+			continue
+		}
+		r := resolvePrefix(x)
+		if coveredBy(r, resolvedAll(base.Sandbox.RO), resolvedAll(base.Sandbox.RW), resolvedAll(ws)) {
+			o.Sandbox.RO = appendNew(o.Sandbox.RO, r)
+			o.Sandbox.ResolvedRO = appendNew(o.Sandbox.ResolvedRO, r)
 		} else {
-			t.widen("sandbox.ro", "%s is not visible under the user policy", x)
+			t.widen("sandbox.ro", "%s (resolved: %s) is not visible under the user policy", x, r)
 		}
 	}
 	for _, x := range p.Sandbox.RW {
@@ -452,9 +463,39 @@ func appendNew(list []string, xs ...string) []string {
 }
 
 // clonePolicy deep-copies the parts Tighten modifies, so base is never changed.
+// resolvePrefix resolves the longest part of p that exists and keeps the rest as named (a
+// missing ro path is then refused when the run binds it, or if it resolves elsewhere by then).
+func resolvePrefix(p string) string {
+	p = filepath.Clean(p)
+	for rest := ""; ; {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if p == "/" || p == "." {
+			return filepath.Join(p, rest)
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = filepath.Dir(p)
+	}
+}
+
+// resolvedAll is each path of ps with its symlinks resolved (as is when it does not resolve;
+// globs as they are).
+func resolvedAll(ps []string) []string {
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		if r, err := filepath.EvalSymlinks(p); err == nil && !hasGlob(p) {
+			p = r
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
 func clonePolicy(p *Policy) *Policy {
 	c := *p
 	s := &c.Sandbox
+	s.ResolvedRO = slices.Clone(s.ResolvedRO)
 	s.RO, s.RW, s.Hide, s.Protected, s.Env = slices.Clone(s.RO), slices.Clone(s.RW), slices.Clone(s.Hide), slices.Clone(s.Protected), slices.Clone(s.Env)
 	s.EnvSet = maps.Clone(s.EnvSet)
 	n := &c.Network

@@ -82,6 +82,10 @@ type Sandbox struct {
 	// home is then read-only, its secrets are hidden, and only the rw paths inside it are
 	// writable. Absent means false: such a workspace is refused (docs/workspace.md).
 	HomeWorkspace bool `toml:"home_workspace" json:"home_workspace"`
+
+	// ResolvedRO are the ro entries a project file added, already resolved when they were
+	// checked: they are bound only while they still resolve to themselves.
+	ResolvedRO []string `toml:"-" json:"-"`
 }
 
 // Limits bound a run. A zero value in the file means "the default", never "unlimited".

@@ -307,6 +307,7 @@ func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Lay
 		}
 	}
 	layout.ReadOnly = append(layout.ReadOnly, o.ro...)
+	layout.Resolved = p.Sandbox.ResolvedRO
 	layout.ReadWrite = append(append(layout.ReadWrite, sb.RW...), o.rw...)
 	for _, h := range sb.Hide {
 		// $HOME is hidden by the layout itself (an empty private tmpfs).

@@ -1,0 +1,281 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// hostView is what the host's own tools see of a workspace: the names at
+// its root (ls -A) and git's view of it (git status --porcelain).
+type hostView struct {
+	names []string
+	git   string
+}
+
+func viewOf(t *testing.T, ws string) hostView {
+	t.Helper()
+	ents, err := os.ReadDir(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v hostView
+	for _, e := range ents {
+		v.names = append(v.names, e.Name())
+	}
+	out, err := exec.Command("git", "-C", ws, "-c", "safe.directory=*", "status", "--porcelain", "--untracked-files=all").CombinedOutput()
+	if err != nil {
+		t.Fatalf("git status: %v %s", err, out)
+	}
+	v.git = string(out)
+	return v
+}
+
+// gitRepo makes ws a repository with one committed file, owned by r.
+func gitRepo(t *testing.T, r runner, ws string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("requires git: not installed")
+	}
+	os.WriteFile(filepath.Join(ws, "README"), []byte("hello\n"), 0o644)
+	for _, args := range [][]string{{"init", "-q"}, {"add", "README"}, {"-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "first"}} {
+		if out, err := exec.Command("git", append([]string{"-C", ws, "-c", "safe.directory=*"}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	r.own(t, ws)
+}
+
+// onlyEmptyDirsAdded fails unless during differs from before by empty
+// directories only (the placeholders a run may hold while it lasts).
+func onlyEmptyDirsAdded(t *testing.T, ws string, before, during []string) {
+	t.Helper()
+	for _, n := range during {
+		if slices.Contains(before, n) {
+			continue
+		}
+		p := filepath.Join(ws, n)
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.IsDir() {
+			t.Errorf("%s appeared in the workspace during the run and is not a directory (%v)", n, fi.Mode())
+			continue
+		}
+		if ents, _ := os.ReadDir(p); len(ents) != 0 {
+			t.Errorf("%s appeared in the workspace during the run with %d entries", n, len(ents))
+		}
+	}
+	for _, n := range before {
+		if !slices.Contains(during, n) {
+			t.Errorf("%s vanished from the workspace during the run", n)
+		}
+	}
+}
+
+// started is a `jail run` in progress whose command talks over pipes.
+type started struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr strings.Builder
+	cancel context.CancelFunc
+}
+
+// start starts `jail run ARGS` as r in ws (warmed first on the cached
+// path, so this run is the cached one).
+func (r runner) start(t *testing.T, ws string, args ...string) *started {
+	t.Helper()
+	c := call{dir: ws, args: args}
+	if r.cached && !r.warm(t, c) {
+		t.Fatalf("the warm-up run of %v stored no plan", args)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	cmd := exec.CommandContext(ctx, suite.bin, args...)
+	cmd.Dir = ws
+	mode := "JAIL_PLAN_CACHE=off"
+	if r.cached {
+		mode = "JAIL_PLAN_CACHE=trace"
+	}
+	r.prepare(cmd, mode)
+	s := &started{cmd: cmd, cancel: cancel}
+	cmd.Stderr = &s.stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.in, s.out = in, bufio.NewReader(out)
+	t.Cleanup(func() { cancel(); cmd.Wait() })
+	return s
+}
+
+// line reads one line of the command's stdout.
+func (s *started) line(t *testing.T) string {
+	t.Helper()
+	l, err := s.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("the sandbox's command ended early: %v\nstderr: %s", err, s.stderr.String())
+	}
+	return strings.TrimSuffix(l, "\n")
+}
+
+// finish closes stdin and waits for the run; the cached one must have
+// used the cache.
+func (s *started) finish(t *testing.T, r runner) {
+	t.Helper()
+	s.in.Close()
+	rest, _ := io.ReadAll(s.out)
+	err := s.cmd.Wait()
+	s.cancel()
+	if err != nil {
+		t.Fatalf("jail run: %v\nstdout: %s\nstderr: %s", err, rest, s.stderr.String())
+	}
+	if r.cached && !strings.Contains(s.stderr.String(), "jail: plan cache: used") {
+		t.Fatalf("the cached run did not use the cache: %s", s.stderr.String())
+	}
+}
+
+// TestNothingAppearsInTheTree: before, during and after a run, the host's
+// `git status --porcelain` is the same and `ls -A` shows at most empty
+// directories more while the run lasts; the sandbox sees exactly what the
+// host has; the user's editor can create .vscode/ during the run while the
+// sandbox cannot write there.
+func TestNothingAppearsInTheTree(t *testing.T) {
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		gitRepo(t, r, ws)
+		before := viewOf(t, ws)
+		s := r.start(t, ws, "run", "--", "/bin/sh", "-c", `
+ls -A | tr '\n' ' '; echo
+read go
+mkdir -p .vscode/inside 2>/dev/null && echo MKDIR-INSIDE
+echo evil > .vscode/x 2>/dev/null && echo WROTE-X
+cat .vscode/x
+read go
+exit 0`)
+		inside := strings.Fields(s.line(t))
+		during := viewOf(t, ws)
+		if during.git != before.git {
+			t.Errorf("git status during the run:\n%s\nbefore:\n%s", during.git, before.git)
+		}
+		onlyEmptyDirsAdded(t, ws, before.names, during.names)
+		if !slices.Equal(inside, during.names) {
+			t.Errorf("ls -A inside %v, on the host %v", inside, during.names)
+		}
+		// The user's editor, on the host, during the run.
+		if err := os.MkdirAll(filepath.Join(ws, ".vscode"), 0o755); err != nil {
+			t.Fatalf("the host cannot make .vscode during a run: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, ".vscode", "x"), []byte("from the editor\n"), 0o644); err != nil {
+			t.Fatalf("the host cannot write .vscode/x during a run: %v", err)
+		}
+		io.WriteString(s.in, "go\n")
+		if l := s.line(t); l != "from the editor" {
+			t.Errorf("the sandbox wrote into .vscode or does not see the editor's file: %q", l)
+		}
+		s.finish(t, r)
+		if b, _ := os.ReadFile(filepath.Join(ws, ".vscode", "x")); string(b) != "from the editor\n" {
+			t.Errorf(".vscode/x after the run: %q", b)
+		}
+		os.RemoveAll(filepath.Join(ws, ".vscode"))
+		after := viewOf(t, ws)
+		if after.git != before.git || !slices.Equal(after.names, before.names) {
+			t.Errorf("after the run: %v %q; before: %v %q", after.names, after.git, before.names, before.git)
+		}
+	})
+}
+
+// TestNothingRemainsAfterServeAndTool: jail serve and jail tool leave the
+// workspace as they found it, and git sees nothing while serve runs.
+func TestNothingRemainsAfterServeAndTool(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		gitRepo(t, r, ws)
+		pol, _ := r.toolPolicy(t, r.dir(t, "jail-it-cfg-"), "")
+		before := viewOf(t, ws)
+		s := r.serve(t, ws, "--policy", pol)
+		res := s.call(1, "bash", `{"command":"ls -A"}`)
+		during := viewOf(t, ws)
+		if during.git != before.git {
+			t.Errorf("git status while serving:\n%s", during.git)
+		}
+		onlyEmptyDirsAdded(t, ws, before.names, during.names)
+		if res.Result == nil || !strings.Contains(res.Result.Content, "README") {
+			t.Errorf("ls -A in a tool call: %+v, on the host %v", res.Result, during.names)
+		}
+		s.in.Close()
+		s.cmd.Wait()
+		if after := viewOf(t, ws); !slices.Equal(after.names, before.names) || after.git != before.git {
+			t.Errorf("after jail serve: %v %q; before %v", after.names, after.git, before.names)
+		}
+		out := r.jail(t, call{dir: ws, args: []string{"tool", "-w", ws, "--policy", pol, "bash", `{"command":"ls -A"}`}})
+		mustExit(t, out, 0)
+		if after := viewOf(t, ws); !slices.Equal(after.names, before.names) || after.git != before.git {
+			t.Errorf("after jail tool: %v %q; before %v", after.names, after.git, before.names)
+		}
+	})
+}
+
+// TestProtectedEntries: every default protected entry is refused inside,
+// whether it exists at launch or not, and the host's copy is unchanged.
+func TestProtectedEntries(t *testing.T) {
+	forEachPath(t, func(t *testing.T, r runner) {
+		for _, exist := range []bool{false, true} {
+			ws := r.dir(t, "jail-it-ws-")
+			existing := map[string]string{
+				".vscode/tasks.json": "{}", ".idea/workspace.xml": "<x/>", ".devcontainer/devcontainer.json": "{}",
+				"p.code-workspace": "{}", ".claude/settings.json": "{}", ".claude/settings.local.json": "{}",
+				".claude/settings.extra.json": "{}", ".claude/commands/c.md": "c", ".claude/agents/a.md": "a",
+				".claude/hooks/h.sh": "h", ".mcp.json": "{}", ".codex/config.toml": "x", ".envrc": "use nix", ".jail/policy.toml": "",
+			}
+			if exist {
+				for p, c := range existing {
+					r.writeFile(t, filepath.Join(ws, p), c)
+				}
+			}
+			var script strings.Builder
+			for p := range existing {
+				if strings.HasSuffix(p, ".code-workspace") && !exist {
+					continue // a new workspace file is not opened by itself: only existing ones are protected
+				}
+				dir := filepath.Dir(p)
+				script.WriteString("mkdir -p " + dir + " 2>/dev/null; echo evil > " + p + " 2>/dev/null && echo 'WROTE " + p + "'\n")
+				script.WriteString("rm -f " + p + " 2>/dev/null; mv " + p + " moved-file 2>/dev/null && echo 'MOVED " + p + "'\n")
+				if dir != "." {
+					script.WriteString("rm -rf " + dir + "/* 2>/dev/null; mv " + dir + " moved-away 2>/dev/null && echo 'MOVED " + dir + "'\n")
+				}
+			}
+			script.WriteString("mv .claude .c2 2>/dev/null && echo MOVED-CLAUDE; echo ok > plain.txt && echo PLAIN\n")
+			res := r.sh(t, ws, script.String())
+			if !strings.Contains(res.stdout, "PLAIN") {
+				t.Fatalf("exist=%v: an ordinary write failed:\n%s\n%s", exist, res.stdout, res.stderr)
+			}
+			for _, l := range strings.Split(res.stdout, "\n") {
+				if strings.HasPrefix(l, "WROTE") || strings.HasPrefix(l, "MOVED") {
+					t.Errorf("exist=%v: %s", exist, l)
+				}
+			}
+			for p, c := range existing {
+				b, err := os.ReadFile(filepath.Join(ws, p))
+				switch {
+				case exist && string(b) != c:
+					t.Errorf("%s changed on the host: %q %v", p, b, err)
+				case !exist && err == nil:
+					t.Errorf("%s was created on the host: %q", p, b)
+				}
+			}
+		}
+	})
+}
