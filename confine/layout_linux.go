@@ -334,10 +334,25 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 	for _, h := range homes {
 		// The home read-only, its secrets covered; the ReadWrite paths
 		// bound below are the only writable places in it.
-		ms = append(ms, Mount{Kind: Bind, Source: h, Dest: h, Exec: true})
+		if h == ws {
+			ms[len(ms)-1].Writable = false
+		} else {
+			ms = append(ms, Mount{Kind: Bind, Source: h, Dest: h, Exec: true})
+		}
+		var secrets []string
 		for _, sec := range HomeSecrets() {
-			if _, err := os.Lstat(filepath.Join(h, sec)); err == nil {
-				ms = append(ms, Mount{Kind: Hide, Dest: filepath.Join(h, sec)})
+			secrets = append(secrets, filepath.Join(h, sec))
+		}
+		// jail's own state (the plan cache, the audit log) is hidden
+		// here as wherever a writable bind shows it.
+		for _, st := range l.HiddenState {
+			if pathWithin(st, h) {
+				secrets = append(secrets, st)
+			}
+		}
+		for _, sec := range secrets {
+			if _, err := os.Lstat(sec); err == nil && !slices.ContainsFunc(ms, func(m Mount) bool { return m.Dest == sec }) {
+				ms = append(ms, Mount{Kind: Hide, Dest: sec})
 			}
 		}
 	}
@@ -635,7 +650,7 @@ func (l *Layout) homesInWorkspace(ws string) ([]string, error) {
 		if in[0] != ws {
 			what = "contains the home directory"
 		}
-		return nil, fmt.Errorf("jail: refusing the workspace %s: it %s %s, where a sandbox could change the keys (~/.ssh/authorized_keys), shell start-up files (~/.bashrc, ~/.profile), PATH directories (~/.local/bin) and autostart entries (~/.config/systemd, ~/.config/autostart) that run outside it later, and read ~/.ssh and ~/.aws. Run in a project directory instead (cd ~/project, or -w ~/project), or pass --home-workspace (policy: [sandbox] home_workspace = true) to run with the home read-only, its secrets hidden, and only the --rw paths you name writable (docs/workspace.md)", ws, what, in[0])
+		return nil, fmt.Errorf("refusing the workspace %s: it %s %s, where a sandbox could change the keys (~/.ssh/authorized_keys), shell start-up files (~/.bashrc, ~/.profile), PATH directories (~/.local/bin) and autostart entries (~/.config/systemd, ~/.config/autostart) that run outside it later, and read ~/.ssh and ~/.aws. Run in a project directory instead (cd ~/project, or -w ~/project), or pass --home-workspace (policy: [sandbox] home_workspace = true) to run with the home read-only, its secrets hidden, and only the --rw paths you name writable (docs/workspace.md)", ws, what, in[0])
 	}
 	l.Facts.Unsure()
 	return in, nil

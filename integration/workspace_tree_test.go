@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -277,5 +278,188 @@ func TestProtectedEntries(t *testing.T) {
 				}
 			}
 		}
+	})
+}
+
+// TestHomeWorkspace: a workspace that is or contains the home is refused
+// with the alternatives; asked for by name, the home's secrets are
+// unreadable and its persistence paths unwritable, and only the --rw
+// project directory (with its own protected paths) is writable.
+func TestHomeWorkspace(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		parent := r.dir(t, "jail-it-homes-")
+		home := filepath.Join(parent, "me")
+		persist := map[string]string{
+			".ssh/authorized_keys": "ssh-ed25519 AAAA me\n", ".gitconfig": "[user]\n", ".bashrc": "# rc\n", ".profile": "# profile\n",
+			".bash_aliases": "# aliases\n", ".local/bin/tool": "#!/bin/sh\n", ".config/systemd/user/x.service": "[Unit]\n",
+			".config/autostart/x.desktop": "[Desktop Entry]\n",
+		}
+		secrets := map[string]string{".ssh/id_ed25519": "SECRET-SSH-KEY\n", ".aws/credentials": "SECRET-AWS\n", ".netrc": "SECRET-NETRC\n",
+			".config/gh/hosts.yml": "SECRET-GH\n", ".docker/config.json": "SECRET-DOCKER\n", ".kube/config": "SECRET-KUBE\n"}
+		for p, c := range persist {
+			r.writeFile(t, filepath.Join(home, p), c)
+		}
+		for p, c := range secrets {
+			r.writeFile(t, filepath.Join(home, p), c)
+		}
+		r.writeFile(t, filepath.Join(home, "proj", "main.c"), "int main;\n")
+		r.own(t, parent)
+		env := []string{"HOME=" + home}
+		for _, ws := range []string{home, parent} {
+			res := r.jail(t, call{dir: ws, env: env, args: []string{"run", "--", "/bin/true"}})
+			if res.code != 2 || !strings.Contains(res.stderr, "home directory") || !strings.Contains(res.stderr, "--home-workspace") || !strings.Contains(res.stderr, "-w ~/project") {
+				t.Fatalf("workspace %s: exit %d, want a refusal naming the opt-in and the alternative\n%s", ws, res.code, res.stderr)
+			}
+		}
+		var script strings.Builder
+		for p := range persist {
+			script.WriteString("echo evil >> " + p + " 2>/dev/null && echo 'WROTE " + p + "'\n")
+			script.WriteString("rm " + p + " 2>/dev/null && echo 'REMOVED " + p + "'\n")
+		}
+		for p := range secrets {
+			script.WriteString("cat " + p + " 2>/dev/null\n")
+		}
+		script.WriteString(`mkdir -p .config/systemd/user/default.target.wants 2>/dev/null && echo WROTE-UNIT
+mkdir .local/share/new 2>/dev/null && echo WROTE-SHARE
+grep -rh SECRET- . 2>/dev/null
+echo ok >> proj/main.c && echo PROJ-WRITABLE
+mkdir proj/.vscode 2>/dev/null && echo WROTE-PROJ-VSCODE
+true`)
+		res := r.jail(t, call{dir: home, env: env, args: []string{"run", "--home-workspace", "--rw", filepath.Join(home, "proj"), "--", "/bin/sh", "-c", script.String()}})
+		mustExit(t, res, 0)
+		if strings.Contains(res.stdout, "SECRET-") || strings.Contains(res.stdout, "WROTE") || strings.Contains(res.stdout, "REMOVED") {
+			t.Errorf("with --home-workspace the sandbox read a secret or changed the home:\n%s", res.stdout)
+		}
+		if !strings.Contains(res.stdout, "PROJ-WRITABLE") {
+			t.Errorf("the named project directory is not writable:\n%s\n%s", res.stdout, res.stderr)
+		}
+		for p, c := range persist {
+			if b, err := os.ReadFile(filepath.Join(home, p)); err != nil || string(b) != c {
+				t.Errorf("%s changed on the host: %q %v", p, b, err)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(home, "proj", ".vscode")); err == nil {
+			t.Error("proj/.vscode was left on the host")
+		}
+	})
+}
+
+// swapScript exchanges two names with renameat2(RENAME_EXCHANGE) in a
+// loop for the given seconds: a second sandbox racing jail.
+const swapScript = `import ctypes, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+a, b, end = sys.argv[1].encode(), sys.argv[2].encode(), time.time() + float(sys.argv[3])
+n = 0
+while time.time() < end:
+    if libc.renameat2(-100, a, -100, b, 2) == 0:
+        n += 1
+print("swaps", n)
+`
+
+// attacker starts a sandbox in ws that protects nothing of jail's default
+// list and swaps a and b for secs; wait returns its output.
+func (r runner) attacker(t *testing.T, ws, setup, a, b string, secs int, extra ...string) (wait func() string) {
+	t.Helper()
+	cfg := r.dir(t, "jail-it-cfg-")
+	pol := filepath.Join(cfg, "policy.toml")
+	r.writeFile(t, pol, "[sandbox]\nprotected = [\"zz-unused\"]\n")
+	r.writeFile(t, filepath.Join(cfg, "swap.py"), swapScript)
+	script := setup + "; python3 " + filepath.Join(cfg, "swap.py") + " " + a + " " + b + " " + strconv.Itoa(secs)
+	args := append([]string{"run", "--policy", pol, "--ro", cfg, "-w", ws}, extra...)
+	cmd := exec.Command(suite.bin, append(args, "--", "/bin/sh", "-c", script)...)
+	cmd.Dir = ws
+	r.prepare(cmd, "JAIL_PLAN_CACHE=off")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return func() string {
+		cmd.Wait()
+		return out.String()
+	}
+}
+
+// raceMode is the plan cache setting of runs under attack: on for the
+// cached runner (a swap makes some runs miss it, which is not a failure
+// here), off otherwise.
+func (r runner) raceMode() []string {
+	if r.cached {
+		return []string{"JAIL_PLAN_CACHE=on"}
+	}
+	return []string{"JAIL_PLAN_CACHE=off"}
+}
+
+// TestPlaceholderCleanupRace: while runs in one workspace make and remove
+// placeholders inside .claude, a second sandbox swaps .claude with a
+// symlink to a directory outside the workspace (a home stand-in) in a
+// loop. Nothing there may be removed: jail removes placeholders through
+// the parent it opened, and only empty directories.
+func TestPlaceholderCleanupRace(t *testing.T) {
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		canary := r.dir(t, "jail-it-home-")
+		for _, f := range []string{"commands", "settings.json", "hooks", "settings.local.json"} {
+			r.writeFile(t, filepath.Join(canary, f), "CANARY\n")
+		}
+		os.Mkdir(filepath.Join(canary, "agents"), 0o755)
+		r.own(t, canary)
+		os.Mkdir(filepath.Join(ws, ".claude"), 0o755)
+		r.own(t, ws)
+		wait := r.attacker(t, ws, "ln -s "+canary+" evil", ".claude", "evil", 6)
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			res := r.jail(t, call{dir: ws, env: r.raceMode(), args: []string{"run", "--", "/bin/true"}, limit: 30 * time.Second})
+			if res.code != 0 && !strings.Contains(res.stderr, "changed") && !strings.Contains(res.stderr, "vanished") && !strings.Contains(res.stderr, "protected path") && !strings.Contains(res.stderr, "appeared") {
+				t.Logf("a run under attack failed: %d %s", res.code, res.stderr)
+			}
+		}
+		out := wait()
+		if !strings.Contains(out, "swaps") {
+			t.Fatalf("the attacker did not run: %s", out)
+		}
+		for _, f := range []string{"commands", "settings.json", "hooks", "settings.local.json"} {
+			if b, err := os.ReadFile(filepath.Join(canary, f)); err != nil || string(b) != "CANARY\n" {
+				t.Errorf("jail removed or changed %s outside the workspace: %q %v (%s)", f, b, err, out)
+			}
+		}
+		if fi, err := os.Stat(filepath.Join(canary, "agents")); err != nil || !fi.IsDir() {
+			t.Errorf("jail removed the empty directory agents outside the workspace: %v (%s)", err, out)
+		}
+	})
+}
+
+// TestHideSwapRace: runs hide a secret directory inside the workspace
+// while a second sandbox under the same hide swaps its parent with a
+// decoy's in a loop. The hiding run must never read the secret: the
+// parents of a hide are pinned in every such sandbox, and the init hides
+// the object the supervisor resolved or refuses to start.
+func TestHideSwapRace(t *testing.T) {
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		r.writeFile(t, filepath.Join(ws, "cfg", "secrets", "key"), "HIDE-SECRET\n")
+		os.Chmod(filepath.Join(ws, "cfg", "secrets"), 0o700)
+		r.writeFile(t, filepath.Join(ws, "other", "secrets", "key"), "DECOY\n")
+		r.own(t, ws)
+		wait := r.attacker(t, ws, "true", "cfg", "other", 6, "--hide", filepath.Join(ws, "cfg", "secrets"))
+		deadline := time.Now().Add(5 * time.Second)
+		started, refused := 0, 0
+		for time.Now().Before(deadline) {
+			res := r.jail(t, call{dir: ws, env: r.raceMode(), limit: 30 * time.Second, args: []string{"run", "--hide", filepath.Join(ws, "cfg", "secrets"), "--",
+				"/bin/sh", "-c", "cat cfg/secrets/key other/secrets/key 2>/dev/null; true"}})
+			if strings.Contains(res.stdout, "HIDE-SECRET") {
+				t.Fatalf("the hiding run read the secret through a swapped parent:\n%s", res.stdout)
+			}
+			if res.code == 0 {
+				started++
+			} else {
+				refused++
+			}
+		}
+		out := wait()
+		if !strings.Contains(out, "swaps") {
+			t.Fatalf("the attacker did not run: %s", out)
+		}
+		t.Logf("%d runs started, %d refused under attack (%s)", started, refused, strings.TrimSpace(out))
 	})
 }
