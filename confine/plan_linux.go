@@ -342,6 +342,7 @@ func compileSetup(s *Spec, abi int, ids map[string]int) ([]byte, error) {
 		// line, every resolver asks 127.0.0.1, where pid 1 answers.
 		p.op(opHide)
 		p.str("/etc/resolv.conf")
+		p.identity(Mount{})
 	}
 	p.op(opPivot)
 	p.op(opLock)

@@ -140,6 +140,7 @@ func TestPlanOverlay(t *testing.T) {
 		want.op(opSource)
 		want.u32(uint32(i))
 		want.str(p)
+		want.identity(Mount{}) // none given: not checked
 	}
 	if !bytes.Contains(body, want.b) {
 		t.Error("the overlay's layers are not sources 1, 2 and 3 in order")
