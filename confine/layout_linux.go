@@ -212,6 +212,10 @@ func (l *Layout) CheckWorkspace() (string, error) {
 			return "", fmt.Errorf("workspace %s is or contains %s, the host's shared temporary directory, where other programs keep their sockets (tmux, ssh-agent, X11): a sandbox that sees them can act outside; every sandbox has a private %s, so use a directory of its own as the workspace (-w \"$(mktemp -d)\")", ws, t, t)
 		}
 	}
+	// Refused here, before anything (the git view's .git) is made in it.
+	if _, err := l.homesInWorkspace(ws, nil); err != nil {
+		return "", err
+	}
 	return ws, nil
 }
 
@@ -234,7 +238,7 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 		}
 		l.Facts.dir(ws, &st)
 	}
-	homes, err := l.homesInWorkspace(ws)
+	homes, err := l.homesInWorkspace(ws, l.Facts)
 	if err != nil {
 		return nil, ph, err
 	}
@@ -626,8 +630,9 @@ func fileKind(mode uint32) string {
 // homesInWorkspace returns the homes (Layout.Homes, resolved) that the
 // workspace ws is or contains, and refuses them unless the layout allows
 // a home as the workspace. The plan of a run with such a home is not
-// cached (its hidden secrets are looked up afresh on every run).
-func (l *Layout) homesInWorkspace(ws string) ([]string, error) {
+// cached (its hidden secrets are looked up afresh on every run): facts
+// records that.
+func (l *Layout) homesInWorkspace(ws string, facts *Facts) ([]string, error) {
 	var in []string
 	for _, h := range l.Homes {
 		if !filepath.IsAbs(h) || filepath.Clean(h) == "/" {
@@ -641,7 +646,7 @@ func (l *Layout) homesInWorkspace(ws string) ([]string, error) {
 			in = append(in, r)
 		}
 	}
-	l.Facts.File("/etc/passwd") // where the passwd home came from
+	facts.File("/etc/passwd") // where the passwd home came from
 	if len(in) == 0 {
 		return nil, nil
 	}
@@ -652,7 +657,7 @@ func (l *Layout) homesInWorkspace(ws string) ([]string, error) {
 		}
 		return nil, fmt.Errorf("refusing the workspace %s: it %s %s, where a sandbox could change the keys (~/.ssh/authorized_keys), shell start-up files (~/.bashrc, ~/.profile), PATH directories (~/.local/bin) and autostart entries (~/.config/systemd, ~/.config/autostart) that run outside it later, and read ~/.ssh and ~/.aws. Run in a project directory instead (cd ~/project, or -w ~/project), or pass --home-workspace (policy: [sandbox] home_workspace = true) to run with the home read-only, its secrets hidden, and only the --rw paths you name writable (docs/workspace.md)", ws, what, in[0])
 	}
-	l.Facts.Unsure()
+	facts.Unsure()
 	return in, nil
 }
 

@@ -253,7 +253,8 @@ func compileSetup(s *Spec, abi int, ids map[string]int) ([]byte, error) {
 				deepest = &hostTrees[i]
 			}
 		}
-		if deepest == nil {
+		// An overlay shows its own inodes, not its lower's.
+		if deepest == nil || deepest.Kind != Bind {
 			return false
 		}
 		rel := strings.TrimPrefix(strings.TrimPrefix(m.Dest, deepest.Dest), "/")

@@ -155,8 +155,28 @@ func (s *started) finish(t *testing.T, r runner) {
 // sandbox cannot write there.
 func TestNothingAppearsInTheTree(t *testing.T) {
 	forEachPath(t, func(t *testing.T, r runner) {
+		// The workspace in a repository (its .git is held by a
+		// placeholder: git looks past an empty .git) and, on the planned
+		// path, the repository itself (a git view, never cached).
+		for _, inRepo := range []bool{true, false} {
+			if !inRepo && r.cached {
+				continue
+			}
+			t.Run(map[bool]string{true: "in-repo", false: "repo"}[inRepo], func(t *testing.T) { nothingAppears(t, r, inRepo) })
+		}
+	})
+}
+
+func nothingAppears(t *testing.T, r runner, inRepo bool) {
+	{
 		ws := r.dir(t, "jail-it-ws-")
 		gitRepo(t, r, ws)
+		if inRepo {
+			ws = filepath.Join(ws, "sub")
+			r.writeFile(t, filepath.Join(ws, "f"), "tracked\n")
+			exec.Command("git", "-C", ws, "-c", "safe.directory=*", "add", "f").Run()
+			exec.Command("git", "-C", ws, "-c", "safe.directory=*", "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "sub").Run()
+		}
 		before := viewOf(t, ws)
 		s := r.start(t, ws, "run", "--", "/bin/sh", "-c", `
 ls -A | tr '\n' ' '; echo
@@ -195,7 +215,7 @@ exit 0`)
 		if after.git != before.git || !slices.Equal(after.names, before.names) {
 			t.Errorf("after the run: %v %q; before: %v %q", after.names, after.git, before.names, before.git)
 		}
-	})
+	}
 }
 
 // TestNothingRemainsAfterServeAndTool: jail serve and jail tool leave the
