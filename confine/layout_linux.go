@@ -370,12 +370,16 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 		}
 		ms = append(ms, m)
 	}
+	var projects []string // writable project directories inside a home of the workspace
 	for _, p := range l.ReadWrite {
 		m, err := userBind(p, true, l.Facts)
 		if err != nil {
 			return nil, ph, fmt.Errorf("--rw %s: %w", p, err)
 		}
 		ms = append(ms, m)
+		if m.Source == m.Dest && slices.ContainsFunc(homes, func(h string) bool { return pathWithin(m.Source, h) }) {
+			projects = append(projects, m.Source)
+		}
 	}
 	for _, p := range l.Hidden {
 		if !filepath.IsAbs(p) {
@@ -420,15 +424,9 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 	}
 	ms = append(ms, guards...)
 	if !l.WorkspaceReadOnly {
-		roots := []string{ws}
 		// Inside a home that is part of the workspace, the writable
-		// project directories are workspaces of their own.
-		for _, m := range ms {
-			if m.Kind == Bind && m.Writable && m.Source != ws && slices.ContainsFunc(homes, func(h string) bool { return pathWithin(m.Source, h) }) {
-				roots = append(roots, m.Source)
-			}
-		}
-		for _, root := range roots {
+		// project directories named are workspaces of their own.
+		for _, root := range append([]string{ws}, projects...) {
 			prot, err := protect(root, protected, ph, l.Facts)
 			if err != nil {
 				return nil, ph, err
