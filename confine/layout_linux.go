@@ -344,7 +344,7 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 			ms = append(ms, Mount{Kind: Bind, Source: h, Dest: h, Exec: true})
 		}
 		var secrets []string
-		for _, sec := range HomeSecrets() {
+		for _, sec := range HomeWorkspaceSecrets() {
 			secrets = append(secrets, filepath.Join(h, sec))
 		}
 		// jail's own state (the plan cache, the audit log) is hidden
