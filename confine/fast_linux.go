@@ -49,6 +49,8 @@ type Facts struct {
 	// unsure is set when a plan depends on something no fact captures;
 	// such a plan is not cached.
 	unsure bool
+	// placeholders are the placeholder directories the plan made.
+	placeholders map[string]bool
 }
 
 type fact struct {
@@ -121,7 +123,9 @@ func (f *Facts) Dirs(path string, root bool) {
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
-	h, err := DirsHash(fd, root)
+	// This run's placeholders are not counted: a cached run checks the
+	// fact before it makes its own.
+	h, err := dirsHash(fd, root, func(name string) bool { return f.placeholders[filepath.Join(path, name)] })
 	if err == nil {
 		err = unix.Fstat(fd, &st)
 	}
@@ -132,12 +136,29 @@ func (f *Facts) Dirs(path string, root bool) {
 	f.DirsHashed(path, root, h, &st)
 }
 
+// placeholder records that the plan made a placeholder directory at path,
+// which exists only while the run lasts.
+func (f *Facts) placeholder(path string) {
+	if f == nil {
+		return
+	}
+	if f.placeholders == nil {
+		f.placeholders = map[string]bool{}
+	}
+	f.placeholders[path] = true
+}
+
 // DirsHash sums a hash of the name of each subdirectory and each entry
 // named .git of the directory fd (but .git itself with skipGit), with
 // their count: independent of the order the file system lists them in,
 // and unchanged by files coming and going (jail_dir_hash in fast_linux.c
 // computes the same).
 func DirsHash(fd int, skipGit bool) (uint64, error) {
+	return dirsHash(fd, skipGit, func(string) bool { return false })
+}
+
+// dirsHash is DirsHash leaving out the entries skip names.
+func dirsHash(fd int, skipGit bool, skip func(name string) bool) (uint64, error) {
 	d, err := unix.Dup(fd)
 	if err != nil {
 		return 0, err
@@ -160,6 +181,9 @@ func DirsHash(fd int, skipGit bool) (uint64, error) {
 			if unix.Fstatat(fd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 				t = os.ModeDir
 			}
+		}
+		if skip(e.Name()) {
+			continue
 		}
 		names = append(names, e.Name())
 		dirs = append(dirs, t == os.ModeDir)

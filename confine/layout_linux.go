@@ -434,7 +434,7 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 			ms = append(ms, prot...)
 		}
 	}
-	if err := identify(ms, l.Facts); err != nil {
+	if err := identify(ms, l.Facts, l.stateDirs()); err != nil {
 		return nil, ph, err
 	}
 	ms, err = pinParents(ms, l.Facts)
@@ -660,16 +660,22 @@ func (l *Layout) homesInWorkspace(ws string, facts *Facts) ([]string, error) {
 }
 
 // identify records in each mount the identity the init checks: the
-// source of every bind, and the object at every hide, protect and pin
+// source of every bind (but those in jail's own state directories), and the object at every hide, protect and pin
 // inside a writable bind (reached through that bind's source without
 // following symlinks). A hide there whose target does not exist is
 // dropped: there is nothing to hide, and the fact that it is absent is
 // recorded. Pins and protects already carry theirs.
-func identify(ms []Mount, facts *Facts) error {
+func identify(ms []Mount, facts *Facts, state []string) error {
 	for i := range ms {
 		m := &ms[i]
 		switch m.Kind {
 		case Bind, Overlay:
+			if slices.ContainsFunc(state, func(d string) bool { return pathWithin(m.Source, d) }) {
+				// jail's own state (a git view's directory, made for
+				// each run): out of every sandbox's reach, and new on
+				// every run of a cached plan.
+				continue
+			}
 			// An overlay's lower directory (a workspace's git directory)
 			// is checked as a bind's source is.
 			st, err := statNoSymlinks(unix.AT_FDCWD, m.Source)
@@ -696,6 +702,18 @@ func identify(ms []Mount, facts *Facts) error {
 		}
 	}
 	return nil
+}
+
+// stateDirs are HiddenState, as named and resolved.
+func (l *Layout) stateDirs() []string {
+	var out []string
+	for _, d := range l.HiddenState {
+		out = append(out, filepath.Clean(d))
+		if r := resolvedOrNone(d); r != "" && r != filepath.Clean(d) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // writableParent returns the bind whose tree shows dest, when that bind
@@ -1326,6 +1344,7 @@ func protectWalk(wsfd int, ws, r string, ph *Placeholders, facts *Facts) ([]Moun
 			if err != nil {
 				return nil, err
 			}
+			facts.placeholder(abs)
 			return append(ms, Mount{Kind: Protect, Dest: abs, Dev: p.dev, Ino: p.ino}), nil
 		}
 		if err != nil {
