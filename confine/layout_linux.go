@@ -434,13 +434,6 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 			ms = append(ms, prot...)
 		}
 	}
-	if err := identify(ms, l.Facts, l.stateDirs()); err != nil {
-		return nil, ph, err
-	}
-	ms, err = pinParents(ms, l.Facts)
-	if err != nil {
-		return nil, ph, err
-	}
 	if err := l.checkOutputs(ms); err != nil {
 		return nil, ph, err
 	}
@@ -450,6 +443,15 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 			return nil, ph, err
 		}
 	}
+	// Last, once every mountpoint exists on the host: what each mount
+	// must find there, and the pins of the way to it.
+	if err := identify(ms, l.Facts, l.stateDirs()); err != nil {
+		return nil, ph, err
+	}
+	if ms, err = pinParents(ms, l.Facts); err != nil {
+		return nil, ph, err
+	}
+	sortMounts(ms)
 	return ms, ph, nil
 }
 
@@ -644,7 +646,6 @@ func (l *Layout) homesInWorkspace(ws string, facts *Facts) ([]string, error) {
 			in = append(in, r)
 		}
 	}
-	facts.File("/etc/passwd") // where the passwd home came from
 	if len(in) == 0 {
 		return nil, nil
 	}
@@ -685,7 +686,9 @@ func identify(ms []Mount, facts *Facts, state []string) error {
 			m.Dev, m.Ino = st.Dev, st.Ino
 		case Hide:
 			w, rel := writableParent(ms, m.Dest)
-			if w == nil {
+			if w == nil || coveredByHide(ms, m.Dest) {
+				// Out of every sandbox's reach, or inside a tree an
+				// earlier hide covers (it then finds nothing to hide).
 				continue
 			}
 			st, err := statBeneath(w.Source, rel)
@@ -702,6 +705,11 @@ func identify(ms []Mount, facts *Facts, state []string) error {
 		}
 	}
 	return nil
+}
+
+// coveredByHide reports whether a hide of a parent of dest covers it.
+func coveredByHide(ms []Mount, dest string) bool {
+	return slices.ContainsFunc(ms, func(o Mount) bool { return o.Kind == Hide && o.Dest != dest && pathWithin(dest, o.Dest) })
 }
 
 // stateDirs are HiddenState, as named and resolved.
