@@ -387,6 +387,7 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 		}
 		ms = append(ms, Mount{Kind: Hide, Dest: filepath.Clean(p)})
 	}
+	var own []string // sources of jail's own mounts (Extra, Made)
 	for _, m := range l.Extra {
 		layers := []*string{}
 		switch m.Kind {
@@ -404,8 +405,16 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 			*p = src
 		}
 		ms = append(ms, m)
+		if m.Kind == Bind || m.Kind == Overlay {
+			own = append(own, m.Source)
+		}
 	}
 	ms = append(ms, l.Made...)
+	for _, m := range l.Made {
+		if m.Kind == Bind || m.Kind == Overlay {
+			own = append(own, m.Source)
+		}
+	}
 	l.Env = nil
 	if homeTmpfs {
 		// The tool roots PATH needs in the home, after every mount the
@@ -445,7 +454,7 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 	}
 	// Last, once every mountpoint exists on the host: what each mount
 	// must find there, and the pins of the way to it.
-	if err := identify(ms, l.Facts, l.stateDirs()); err != nil {
+	if err := identify(ms, l.Facts, l.stateDirs(), own); err != nil {
 		return nil, ph, err
 	}
 	if ms, err = pinParents(ms, l.Facts); err != nil {
@@ -661,18 +670,22 @@ func (l *Layout) homesInWorkspace(ws string, facts *Facts) ([]string, error) {
 }
 
 // identify records in each mount the identity the init checks: the
-// source of every bind (but those in jail's own state directories), and the object at every hide, protect and pin
+// source of every bind (but jail's own, Extra and Made, from outside
+// writable trees), and the object at every hide, protect and pin
 // inside a writable bind (reached through that bind's source without
 // following symlinks). A hide there whose target does not exist is
 // dropped: there is nothing to hide, and the fact that it is absent is
 // recorded. Pins and protects already carry theirs.
-func identify(ms []Mount, facts *Facts, state []string) error {
+func identify(ms []Mount, facts *Facts, state, own []string) error {
 	for i := range ms {
 		m := &ms[i]
 		switch m.Kind {
 		case Bind, Overlay:
-			if slices.ContainsFunc(state, func(d string) bool { return pathWithin(m.Source, d) }) {
-				// jail's own state (a git view's directory, made for
+			w, _ := writableParent(ms, m.Source)
+			if slices.ContainsFunc(state, func(d string) bool { return pathWithin(m.Source, d) }) ||
+				slices.Contains(own, m.Source) && w == nil {
+				// jail's own state, or a mount of jail's own from outside
+				// every writable tree (a git view's directory, made for
 				// each run): out of every sandbox's reach, and new on
 				// every run of a cached plan.
 				continue
