@@ -133,7 +133,7 @@ func projectFileExists(path string) bool {
 //   - access.level: expanded first, its keys then follow these rules; elevated is ignored, and a
 //     user policy's elevated level stays elevated.
 func Tighten(base *Policy, projectFile string, env Env) (*Policy, []Widening, error) {
-	f, err := parseFile(projectFile, env)
+	f, err := parseProjectFile(projectFile, env)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/BurntSushi/toml"
 )
@@ -97,11 +99,53 @@ func (f *parsed) defined(key ...string) bool {
 func (f *parsed) line(key string) int { return lookupLine(f.lines, key) }
 
 func parseFile(path string, env Env) (*parsed, error) {
-	data, err := os.ReadFile(path)
+	data, err := readPolicyFile(path, false)
 	if err != nil {
 		return nil, fmt.Errorf("policy: read %s: %w", path, err)
 	}
 	return parse(path, data, env)
+}
+
+// maxPolicyBytes bounds a policy file; a larger one is refused unread.
+const maxPolicyBytes = 1 << 20
+
+// readPolicyFile reads a policy file, which must be a regular file of at most maxPolicyBytes:
+// it is opened without blocking, so a FIFO planted at .jail/policy.toml cannot hold jail at
+// start, and a device (a symlink to /dev/zero) is refused. With nofollow (the project file,
+// which a sandbox could have written), a symlink is refused too, at the file or at its .jail
+// directory: the project file is read from the workspace only, never from a file elsewhere
+// whose content an error message could quote.
+func readPolicyFile(path string, nofollow bool) ([]byte, error) {
+	flags := os.O_RDONLY | syscall.O_NONBLOCK
+	if nofollow {
+		flags |= syscall.O_NOFOLLOW
+		if st, err := os.Lstat(filepath.Dir(path)); err == nil && st.Mode()&os.ModeSymlink != 0 {
+			return nil, fmt.Errorf("%s is a symlink: a project policy must live in the workspace", filepath.Dir(path))
+		}
+	}
+	f, err := os.OpenFile(path, flags, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s is a symlink: a project policy must live in the workspace", path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", st.Mode().Type())
+	}
+	if st.Size() > maxPolicyBytes {
+		return nil, fmt.Errorf("%d bytes, over the %d-byte limit of a policy file", st.Size(), maxPolicyBytes)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxPolicyBytes+1))
+	if err == nil && len(b) > maxPolicyBytes {
+		err = fmt.Errorf("grew over the %d-byte limit of a policy file while read", maxPolicyBytes)
+	}
+	return b, err
 }
 
 func parse(name string, data []byte, env Env) (*parsed, error) {
@@ -521,4 +565,14 @@ func expandHome(p, home string) (string, error) {
 		return "", fmt.Errorf("%q: cannot expand ~ without an absolute home directory", p)
 	}
 	return filepath.Join(home, strings.TrimPrefix(p, "~")), nil
+}
+
+// parseProjectFile is parseFile for the untrusted project file: no symlink is followed
+// (readPolicyFile).
+func parseProjectFile(path string, env Env) (*parsed, error) {
+	data, err := readPolicyFile(path, true)
+	if err != nil {
+		return nil, fmt.Errorf("policy: read %s: %w", path, err)
+	}
+	return parse(path, data, env)
 }
