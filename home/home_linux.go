@@ -221,7 +221,13 @@ type Entry struct {
 	// Bytes is the disk space the home takes (allocated blocks; files
 	// with several links are counted once).
 	Bytes int64
+	// Leftover marks what an interrupted removal left (.removing-ID-*):
+	// no run uses it, and jail clean removes it with its home.
+	Leftover bool
 }
+
+// trashPrefix starts the name a home is renamed to while it is removed.
+const trashPrefix = ".removing-"
 
 // List returns every home under root, sorted by workspace, with sizes.
 // A missing homes directory is an empty list.
@@ -241,12 +247,19 @@ func List(root string) ([]Entry, error) {
 	var out []Entry
 	for _, n := range names {
 		var st unix.Stat_t
-		if strings.HasPrefix(n, ".") || strings.HasSuffix(n, ".json") ||
+		leftover := strings.HasPrefix(n, trashPrefix)
+		if strings.HasPrefix(n, ".") && !leftover || strings.HasSuffix(n, ".json") ||
 			unix.Fstatat(dirfd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			continue
 		}
-		e := Entry{ID: n, Path: filepath.Join(base, n), Gone: true}
-		if b, err := readAt(dirfd, n+".json"); err == nil {
+		e := Entry{ID: n, Path: filepath.Join(base, n), Gone: true, Leftover: leftover}
+		rec := n
+		if leftover {
+			// Named after the home it was: its workspace is the one
+			// that home's record names, while that record is there.
+			rec = leftoverOf(n)
+		}
+		if b, err := readAt(dirfd, rec+".json"); err == nil {
 			var r record
 			if json.Unmarshal(b, &r) == nil {
 				e.Workspace = r.Workspace
@@ -265,14 +278,26 @@ func List(root string) ([]Entry, error) {
 		if out[i].Workspace != out[j].Workspace {
 			return out[i].Workspace < out[j].Workspace
 		}
+		if out[i].Leftover != out[j].Leftover {
+			return !out[i].Leftover
+		}
 		return out[i].ID < out[j].ID
 	})
 	return out, nil
 }
 
-// Find returns the entry of the workspace at resolved path ws, if it has
-// a home.
-func Find(root, ws string) (*Entry, error) {
+// leftoverOf is the home ID in a leftover's name (.removing-ID-RANDOM).
+func leftoverOf(name string) string {
+	id := strings.TrimPrefix(name, trashPrefix)
+	if i := strings.LastIndexByte(id, '-'); i >= 0 {
+		id = id[:i]
+	}
+	return id
+}
+
+// Find returns the entries of the workspace at resolved path ws: its
+// home, if it has one, and what interrupted removals of its homes left.
+func Find(root, ws string) ([]Entry, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(ws, &st); err != nil {
 		return nil, fmt.Errorf("home: workspace %s: %w", ws, err)
@@ -282,20 +307,25 @@ func Find(root, ws string) (*Entry, error) {
 		return nil, err
 	}
 	id := ID(ws, &st)
-	for i := range es {
-		if es[i].ID == id {
-			return &es[i], nil
+	var out []Entry
+	for _, e := range es {
+		if e.ID == id || e.Leftover && leftoverOf(e.ID) == id {
+			out = append(out, e)
 		}
 	}
-	return nil, nil
+	return out, nil
 }
 
 // Remove deletes the home id and its record. The home is first renamed
 // to a hidden name, so a run starting meanwhile makes a fresh one rather
 // than getting half of the old; then its tree is removed beneath held
 // descriptors, never following a symlink.
+//
+// A leftover's name (an Entry with Leftover set) removes that tree, and
+// the record of its home when the home itself is gone.
 func Remove(root, id string) error {
-	if id == "" || strings.ContainsAny(id, "/.") {
+	leftover := strings.HasPrefix(id, trashPrefix)
+	if leftover && strings.Contains(id, "/") || !leftover && (id == "" || strings.ContainsAny(id, "/.")) {
 		return fmt.Errorf("home: %q is not a home's name", id)
 	}
 	dirfd, base, err := openRoot(root, false)
@@ -303,6 +333,16 @@ func Remove(root, id string) error {
 		return err
 	}
 	defer unix.Close(dirfd)
+	if leftover {
+		if err := removeAt(dirfd, id); err != nil {
+			return fmt.Errorf("home: remove %s: %w", filepath.Join(base, id), err)
+		}
+		var st unix.Stat_t
+		if of := leftoverOf(id); unix.Fstatat(dirfd, of, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			unix.Unlinkat(dirfd, of+".json", 0)
+		}
+		return nil
+	}
 	var rnd [8]byte
 	rand.Read(rnd[:])
 	trash := fmt.Sprintf(".removing-%s-%x", id, rnd)

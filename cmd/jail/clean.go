@@ -46,7 +46,7 @@ func cleanMain(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		for _, e := range es {
-			if *all || e.Gone {
+			if *all || e.Gone || e.Leftover {
 				pick = append(pick, e)
 			}
 		}
@@ -56,16 +56,16 @@ func cleanMain(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "jail clean: workspace:", err)
 			return 2
 		}
-		e, err := home.Find(root, ws)
+		es, err := home.Find(root, ws)
 		if err != nil {
 			fmt.Fprintln(stderr, "jail clean:", err)
 			return 1
 		}
-		if e == nil {
+		if len(es) == 0 {
 			fmt.Fprintf(stdout, "jail clean: %s has no persistent home\n", ws)
 			return 0
 		}
-		pick = append(pick, *e)
+		pick = es
 	}
 	var total int64
 	code := 0
@@ -74,7 +74,9 @@ func cleanMain(args []string, stdout, stderr io.Writer) int {
 		if ws == "" {
 			ws = "(unknown workspace)"
 		}
-		if e.Gone {
+		if e.Leftover {
+			ws += " (left by an interrupted removal)"
+		} else if e.Gone {
 			ws += " (gone)"
 		}
 		verb := "removed"
