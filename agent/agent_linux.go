@@ -18,16 +18,20 @@ import (
 // Setup is what a profile adds to a run besides its layout: the variables
 // to pass and the hosts to open.
 type Setup struct {
-	Name  string
+	Name string
+	// Env lists the variables to pass from the caller; Set, NAME=VALUE
+	// variables to set.
 	Env   []string
+	Set   []string
 	Allow []string
 }
 
-// Apply adds profile prof to layout: its read-write state directories,
-// created private on the host when missing, with its settings inside
-// them kept read-only (missing ones made empty first, beneath the
-// directory's descriptor, so the sandbox cannot create them), its
-// read-only files elsewhere in the home, and the files it seeds into the
+// Apply adds profile prof to layout: its config directories read-only
+// (RO), with its state beneath them read-write (RW: directories created
+// private on the host when missing, files bound when they exist), RO
+// paths that lie beneath an RW directory kept read-only in place (missing
+// ones made empty first, beneath the directory's descriptor, so the
+// sandbox cannot create them), and the files it seeds into the
 // workspace's persistent home h (nil: none, and nothing is seeded).
 // userHome is the caller's home, where "~" points on both sides.
 func Apply(layout *confine.Layout, name string, prof policy.Profile, userHome, homesRoot string, h *home.Home) (*Setup, error) {
@@ -37,11 +41,26 @@ func Apply(layout *confine.Layout, name string, prof policy.Profile, userHome, h
 	var rwDirs []string
 	for _, p := range prof.RW {
 		abs := policy.ExpandProfilePath(p, userHome)
-		if err := os.MkdirAll(abs, 0o700); err != nil {
+		if err := makeState(userHome, abs, true); err != nil {
 			return nil, fmt.Errorf("profile %s: create %s: %w", name, abs, err)
 		}
-		layout.ReadWrite = append(layout.ReadWrite, abs)
-		rwDirs = append(rwDirs, abs)
+		if st, err := os.Lstat(abs); err == nil && !bound(layout, abs) {
+			layout.ReadWrite = append(layout.ReadWrite, abs)
+			if st.IsDir() {
+				rwDirs = append(rwDirs, abs)
+			}
+		}
+	}
+	for _, p := range prof.RWFiles {
+		abs := policy.ExpandProfilePath(p, userHome)
+		if filepath.Ext(abs) != ".json" {
+			if err := makeState(userHome, abs, false); err != nil {
+				return nil, fmt.Errorf("profile %s: create %s: %w", name, abs, err)
+			}
+		}
+		if _, err := os.Lstat(abs); err == nil && !bound(layout, abs) {
+			layout.ReadWrite = append(layout.ReadWrite, abs)
+		}
 	}
 	for _, p := range prof.RO {
 		abs := policy.ExpandProfilePath(p, userHome)
@@ -52,9 +71,10 @@ func Apply(layout *confine.Layout, name string, prof policy.Profile, userHome, h
 			}
 		}
 		if root == "" {
-			// Outside every state directory: nothing in the sandbox can
-			// write there, so it is bound as it is, when it exists.
-			if _, err := os.Stat(abs); err == nil {
+			// A config directory or file: bound read-only as it is, when
+			// it exists (one missing is the sandbox's own, in its home,
+			// and never the host's).
+			if _, err := os.Stat(abs); err == nil && !bound(layout, abs) {
 				layout.ReadOnly = append(layout.ReadOnly, abs)
 			}
 			continue
@@ -83,16 +103,52 @@ func Apply(layout *confine.Layout, name string, prof policy.Profile, userHome, h
 			}
 		}
 	}
-	return &Setup{Name: name, Env: prof.Env, Allow: prof.Allow}, nil
+	var set []string
+	for _, e := range prof.SetEnv {
+		n, v, _ := strings.Cut(e, "=")
+		if strings.HasPrefix(v, "~/") {
+			v = policy.ExpandProfilePath(v, userHome)
+		}
+		set = append(set, n+"="+v)
+	}
+	return &Setup{Name: name, Env: prof.Env, Set: set, Allow: prof.Allow}, nil
 }
 
-// makeBeneath creates rel beneath root when it is missing: a directory,
-// or, for a name with an extension, a file ("{}" for JSON, which agents
-// parse; empty otherwise). Every component is opened beneath root's
+// bound says the caller already binds abs itself (--ro, --rw): its
+// choice stands, and the profile does not bind the same path again.
+func bound(layout *confine.Layout, abs string) bool {
+	for _, p := range append(append([]string{}, layout.ReadOnly...), layout.ReadWrite...) {
+		if filepath.Clean(p) == abs {
+			return true
+		}
+	}
+	return false
+}
+
+// makeState creates the state path abs under the home when it is missing
+// (a directory, or an empty file), and the directories on the way, beneath
+// the home's descriptor without following a symlink.
+func makeState(userHome, abs string, dir bool) error {
+	rel, err := filepath.Rel(userHome, abs)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return fmt.Errorf("not under the home %s", userHome)
+	}
+	return makeAt(userHome, rel, dir)
+}
+
+// makeBeneath creates rel beneath root when it is missing, and the
+// directories on the way: a directory, or, for a name with an extension,
+// a file ("{}" for JSON, which agents parse; empty otherwise). Every component is opened beneath root's
 // descriptor without following a symlink, since a sandbox may have
 // written there; a symlink or anything else already there is left for
 // the init to cover.
 func makeBeneath(root, rel string) error {
+	return makeAt(root, rel, filepath.Ext(rel) == "")
+}
+
+// makeAt is makeBeneath with the kind of the last component given: a
+// directory when dir is set, else a file.
+func makeAt(root, rel string, dir bool) error {
 	rootfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
@@ -105,7 +161,7 @@ func makeBeneath(root, rel string) error {
 		next, err := unix.Openat2(fd, part, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
 			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
 		if errors.Is(err, unix.ENOENT) {
-			if last && filepath.Ext(part) != "" {
+			if last && !dir {
 				f, err := unix.Openat(fd, part, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 				if err != nil && !errors.Is(err, unix.EEXIST) {
 					return err

@@ -268,7 +268,12 @@ func TestAgentProfiles(t *testing.T) {
 
 		t.Run("own-config", func(t *testing.T) {
 			// What would run code, or steer the agent, outside jail later is read-only
-			// inside; login and session state are writable, renames included.
+			// inside; login and session state are writable (TestAgentConfigReadOnly tries
+			// every other name).
+			// The login file is state the agent rewrites: bound when it exists, written in place.
+			r.writeFile(t, filepath.Join(home, ".claude", ".credentials.json"), "{}\n")
+			r.writeFile(t, filepath.Join(home, ".claude", "settings.json"), "{}\n")
+			r.writeFile(t, filepath.Join(home, ".codex", "auth.json"), "{}\n")
 			res := r.jail(t, call{dir: ws, env: env, args: []string{"run", "--policy", policyFile, "--profile", "claude", "--net", "none", "--", "/bin/sh", "-c", `
 echo '{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch /tmp/pwned"}]}]}}' > ~/.claude/settings.json && echo WROTE-SETTINGS
 mv ~/.claude/settings.json ~/.claude/old && echo MOVED-SETTINGS
@@ -276,7 +281,7 @@ rm -f ~/.claude/settings.json && echo REMOVED-SETTINGS
 echo 'touch /tmp/pwned' > ~/.claude/hooks/h.sh && echo WROTE-HOOK
 rmdir ~/.claude/commands && echo REMOVED-COMMANDS
 echo '# steer' > ~/.claude/CLAUDE.md && echo WROTE-INSTRUCTIONS
-echo token > ~/.claude/.credentials.json.tmp && mv ~/.claude/.credentials.json.tmp ~/.claude/.credentials.json && echo CREDENTIALS-OK
+echo token > ~/.claude/.credentials.json && echo CREDENTIALS-OK
 mkdir -p ~/.claude/projects/p && echo s > ~/.claude/projects/p/session.jsonl && echo SESSION-OK
 echo '{}' > ~/.claude.json.tmp && mv ~/.claude.json.tmp ~/.claude.json && echo CLAUDE-JSON-OK
 exit 0`}})
@@ -294,8 +299,8 @@ exit 0`}})
 			if b, err := os.ReadFile(filepath.Join(home, ".claude", "settings.json")); err != nil || strings.Contains(string(b), "hooks") {
 				t.Fatalf("host settings.json: %q, %v", b, err)
 			}
-			if ents, err := os.ReadDir(filepath.Join(home, ".claude", "hooks")); err != nil || len(ents) != 0 {
-				t.Fatalf("host hooks dir: %v, %v", ents, err)
+			if _, err := os.Lstat(filepath.Join(home, ".claude", "hooks", "h.sh")); err == nil {
+				t.Fatalf("a hook script was made in the host's ~/.claude/hooks from inside")
 			}
 			if b, _ := os.ReadFile(filepath.Join(home, ".claude", ".credentials.json")); string(b) != "token\n" {
 				t.Fatalf("the credentials renamed into place inside are not on the host: %q", b)
@@ -306,7 +311,7 @@ exit 0`}})
 			res = r.jail(t, call{dir: ws, env: env, args: []string{"run", "--policy", policyFile, "--profile", "codex", "--net", "none", "--", "/bin/sh", "-c", `
 echo 'notify = ["/bin/sh", "-c", "touch /tmp/pwned"]' >> ~/.codex/config.toml && echo WROTE-CONFIG
 echo steer > ~/.codex/AGENTS.md && echo WROTE-AGENTS
-echo '{}' > ~/.codex/auth.json.tmp && mv ~/.codex/auth.json.tmp ~/.codex/auth.json && echo AUTH-OK
+echo '{"k":1}' > ~/.codex/auth.json && echo AUTH-OK
 exit 0`}})
 			mustExit(t, res, 0)
 			if strings.Contains(res.stdout, "WROTE-") || !strings.Contains(res.stdout, "AUTH-OK") {

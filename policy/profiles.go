@@ -26,14 +26,26 @@ type Profile struct {
 	// Commands are the command base names that choose the profile when --profile is not given.
 	// Empty keeps the built-in's; a new profile without commands is chosen by --profile only.
 	Commands []string `toml:"commands" json:"commands"`
-	// RW lists paths under ~ bound read-write from the host (the agent's login and session
-	// state), created private (0700) when missing. Empty keeps the built-in's.
+	// RW lists directories under ~ bound read-write from the host: the agent's session state,
+	// data it writes that no program later runs or loads as config. Created private (0700) when
+	// missing. Empty keeps the built-in's.
 	RW []string `toml:"rw" json:"rw"`
-	// RO lists paths under ~ bound read-only from the host when they exist (the agent's
-	// settings, hooks, instructions: what would run code or steer the agent outside jail later
-	// if a sandbox could change it). A directory listed here that is missing is created empty
-	// on the host, so a sandbox cannot create it inside a read-write directory. Empty keeps the
-	// built-in's.
+	// RWFiles lists files under ~ bound read-write from the host (login, history, an install
+	// id): written in place, since a bound file cannot be renamed over (EBUSY). A missing one
+	// is created empty (0600), except JSON, where an empty file is not valid: that stays
+	// missing and unwritable (log in outside jail first). Empty keeps the built-in's.
+	RWFiles []string `toml:"rw_files" json:"rw_files"`
+	// SetEnv lists NAME=VALUE variables set in the sandbox (a VALUE starting with ~/ is under
+	// the home): where the agent keeps state that must not reach the host's config directory,
+	// such as Codex's databases (CODEX_SQLITE_HOME). A variable the caller sets with --env
+	// wins. Empty keeps the built-in's.
+	SetEnv []string `toml:"set_env" json:"set_env"`
+	// RO lists paths under ~ bound read-only from the host: the agent's config directories
+	// whole (settings, env files, hooks, instructions, plugins: what would run code or steer
+	// the agent outside jail later if a sandbox could change it), with RW's state beneath them
+	// writable. One that holds an RW path is created (0700) when missing; others are bound when
+	// they exist. A path listed here that lies beneath an RW directory is kept read-only in
+	// place (a missing one created empty first). Empty keeps the built-in's.
 	RO []string `toml:"ro" json:"ro"`
 	// Seed lists files under ~ copied from the host into the workspace's persistent home when
 	// the home has none (the agent rewrites them by renaming a temporary file over them, and
@@ -57,39 +69,45 @@ func BuiltinProfiles() map[string]Profile {
 	return map[string]Profile{
 		"claude": {
 			Commands: []string{"claude"},
-			RW:       []string{"~/.claude"},
-			RO: []string{"~/.claude/settings.json", "~/.claude/hooks", "~/.claude/commands", "~/.claude/agents",
-				"~/.claude/skills", "~/.claude/plugins", "~/.claude/output-styles", "~/.claude/CLAUDE.md"},
-			Seed:  []string{"~/.claude.json"},
-			Allow: []string{"api.anthropic.com:443", "console.anthropic.com:443", "claude.ai:443", "platform.claude.com:443"},
-			Env:   []string{"ANTHROPIC_*", "CLAUDE_CODE_*", "DISABLE_*", "MAX_THINKING_TOKENS"},
+			RO:       []string{"~/.claude"},
+			RW: []string{"~/.claude/projects", "~/.claude/todos", "~/.claude/statsig", "~/.claude/debug",
+				"~/.claude/file-history", "~/.claude/session-env", "~/.claude/plans"},
+			RWFiles: []string{"~/.claude/history.jsonl", "~/.claude/.credentials.json"},
+			Seed:    []string{"~/.claude.json"},
+			Allow:   []string{"api.anthropic.com:443", "console.anthropic.com:443", "claude.ai:443", "platform.claude.com:443"},
+			Env:     []string{"ANTHROPIC_*", "CLAUDE_CODE_*", "DISABLE_*", "MAX_THINKING_TOKENS"},
 		},
 		"codex": {
 			Commands: []string{"codex"},
-			RW:       []string{"~/.codex"},
-			RO:       []string{"~/.codex/config.toml", "~/.codex/AGENTS.md", "~/.codex/prompts", "~/.codex/rules", "~/.codex/skills"},
+			RO:       []string{"~/.codex"},
+			RW:       []string{"~/.codex/sessions", "~/.codex/archived_sessions", "~/.codex/log", "~/.codex/thread-writer-locks"},
+			RWFiles:  []string{"~/.codex/history.jsonl", "~/.codex/auth.json", "~/.codex/installation_id"},
+			SetEnv:   []string{"CODEX_SQLITE_HOME=~/.local/state/jail-codex"},
 			Allow:    []string{"api.openai.com:443", "auth.openai.com:443", "chatgpt.com:443"},
 			Env:      []string{"OPENAI_*", "CODEX_API_KEY", "RUST_LOG"},
 		},
 		"gemini": {
 			Commands: []string{"gemini"},
-			RW:       []string{"~/.gemini"},
-			RO:       []string{"~/.gemini/settings.json", "~/.gemini/GEMINI.md", "~/.gemini/commands", "~/.gemini/extensions"},
+			RO:       []string{"~/.gemini"},
+			RW:       []string{"~/.gemini/tmp", "~/.gemini/history"},
+			RWFiles:  []string{"~/.gemini/oauth_creds.json", "~/.gemini/google_accounts.json", "~/.gemini/installation_id", "~/.gemini/user_id"},
 			Allow: []string{"generativelanguage.googleapis.com:443", "cloudcode-pa.googleapis.com:443", "oauth2.googleapis.com:443",
 				"accounts.google.com:443", "www.googleapis.com:443"},
 			Env: []string{"GEMINI_*", "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_GENAI_USE_VERTEXAI"},
 		},
 		"aider": {
 			Commands: []string{"aider"},
-			RW:       []string{"~/.aider"},
-			RO:       []string{"~/.aider.conf.yml", "~/.aider.model.settings.yml", "~/.aider.model.metadata.json", "~/.env"},
+			RO:       []string{"~/.aider", "~/.aider.conf.yml", "~/.aider.model.settings.yml", "~/.aider.model.metadata.json", "~/.env"},
+			RW:       []string{"~/.aider/caches"},
+			RWFiles:  []string{"~/.aider/analytics.json"},
 			Allow:    []string{"api.openai.com:443", "api.anthropic.com:443", "openrouter.ai:443"},
 			Env:      []string{"AIDER_*", "OPENAI_*", "ANTHROPIC_*", "OPENROUTER_API_KEY"},
 		},
 		"opencode": {
 			Commands: []string{"opencode"},
-			RW:       []string{"~/.local/share/opencode", "~/.local/state/opencode", "~/.cache/opencode"},
-			RO:       []string{"~/.config/opencode"},
+			RO:       []string{"~/.local/share/opencode", "~/.config/opencode", "~/.cache/opencode"},
+			RW:       []string{"~/.local/share/opencode/storage", "~/.local/share/opencode/log", "~/.local/state/opencode"},
+			RWFiles:  []string{"~/.local/share/opencode/auth.json"},
 			Allow:    []string{"api.anthropic.com:443", "api.openai.com:443", "opencode.ai:443", "models.dev:443", "openrouter.ai:443"},
 			Env:      []string{"OPENCODE_*", "ANTHROPIC_*", "OPENAI_*", "OPENROUTER_API_KEY"},
 		},
@@ -106,7 +124,7 @@ func (p *Policy) Profile(name string) (prof Profile, ok bool) {
 	}
 	if set {
 		for _, f := range []struct{ dst, src *[]string }{
-			{&b.Commands, &o.Commands}, {&b.RW, &o.RW}, {&b.RO, &o.RO}, {&b.Seed, &o.Seed}, {&b.Allow, &o.Allow}, {&b.Env, &o.Env},
+			{&b.Commands, &o.Commands}, {&b.RW, &o.RW}, {&b.RWFiles, &o.RWFiles}, {&b.SetEnv, &o.SetEnv}, {&b.RO, &o.RO}, {&b.Seed, &o.Seed}, {&b.Allow, &o.Allow}, {&b.Env, &o.Env},
 		} {
 			if len(*f.src) > 0 {
 				*f.dst = slices.Clone(*f.src)
@@ -164,7 +182,7 @@ func (v *validator) validateProfiles(p *Policy) {
 		for _, l := range []struct {
 			key  string
 			list []string
-		}{{"rw", prof.RW}, {"ro", prof.RO}, {"seed", prof.Seed}} {
+		}{{"rw", prof.RW}, {"rw_files", prof.RWFiles}, {"ro", prof.RO}, {"seed", prof.Seed}} {
 			for i, x := range l.list {
 				if !strings.HasPrefix(x, "~/") || strings.ContainsAny(x, "*?[") || slices.Contains(strings.Split(x, "/"), "..") {
 					v.add(key+"."+l.key, "%q must be a path under ~/ without globs or .. (a profile shows an agent its own files in the home)", x)
@@ -181,6 +199,11 @@ func (v *validator) validateProfiles(p *Policy) {
 		for _, c := range prof.Commands {
 			if c == "" || strings.Contains(c, "/") {
 				v.add(key+".commands", "%q is not a command base name (accepted: \"claude\")", c)
+			}
+		}
+		for _, e := range prof.SetEnv {
+			if n, _, ok := strings.Cut(e, "="); !ok || n == "" || strings.ContainsAny(n, "*") || !envPattern(n) {
+				v.add(key+".set_env", "%q is not NAME=VALUE (accepted: \"CODEX_SQLITE_HOME=~/.local/state/jail-codex\")", e)
 			}
 		}
 		for _, e := range prof.Env {

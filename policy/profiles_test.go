@@ -21,7 +21,7 @@ rw = ["~/.helper"]
 disabled = true
 `)
 	c, ok := p.Profile("claude")
-	if !ok || !slices.Equal(c.Allow, []string{"gateway.example.org:443"}) || !slices.Contains(c.RW, "~/.claude") || !slices.Contains(c.Seed, "~/.claude.json") {
+	if !ok || !slices.Equal(c.Allow, []string{"gateway.example.org:443"}) || !slices.Contains(c.RO, "~/.claude") || !slices.Contains(c.RWFiles, "~/.claude/.credentials.json") || !slices.Contains(c.Seed, "~/.claude.json") {
 		t.Fatalf("claude profile with an allow override: %+v, %v", c, ok)
 	}
 	for cmd, want := range map[string]string{"claude": "claude", "/home/u/.local/bin/codex": "codex", "helper": "helper", "gemini": "", "sh": ""} {
@@ -42,7 +42,7 @@ disabled = true
 }
 
 func TestProfilePathsStayInTheHome(t *testing.T) {
-	for _, bad := range []string{`rw = ["/etc"]`, `ro = ["~/../bob/.ssh"]`, `seed = ["~/.config/*"]`, `commands = ["bin/claude"]`} {
+	for _, bad := range []string{`rw = ["/etc"]`, `ro = ["~/../bob/.ssh"]`, `seed = ["~/.config/*"]`, `commands = ["bin/claude"]`, `rw_files = ["/etc/x"]`, `set_env = ["NOEQUALS"]`} {
 		_, err := LoadBytes("p.toml", []byte("[profiles.x]\n"+bad+"\n"), Env{Home: "/home/alice", Workspace: "/w"})
 		if err == nil || !strings.Contains(err.Error(), "p.toml:2: profiles.x.") {
 			t.Errorf("%s: %v, want an error at p.toml:2", bad, err)

@@ -67,6 +67,8 @@ func wireHome(o *runOptions, p *policy.Policy, penv policy.Env, layout *confine.
 		return err
 	}
 	*pass = append(*pass, setup.Env...)
+	// The profile's variables come first: the caller's --env wins.
+	o.env = append(append(o.env[:0:0], setup.Set...), o.env...)
 	p.Network.Allow = append(p.Network.Allow, setup.Allow...)
 	if !netGiven && o.net == policy.NetNone {
 		o.net = policy.NetProxy
