@@ -84,24 +84,19 @@ func openStateDir(dir string) (int, error) {
 // dirfd, refusing a symlink and anything but a private directory of the
 // user's.
 func privateSubdir(dirfd int, name string) (int, error) {
-	if err := unix.Mkdirat(dirfd, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
-		return -1, err
-	}
-	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1, err
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || int(st.Uid) != os.Getuid() || st.Mode&0o077 != 0 {
-		unix.Close(fd)
-		return -1, errors.New("not a private directory of this user (mode 0700); not used")
-	}
-	return fd, nil
+	return userSubdir(dirfd, name, 0o077, "not a private directory of this user (mode 0700); not used")
 }
 
 // ownSubdir is privateSubdir for a directory others may read but not
 // write.
 func ownSubdir(dirfd int, name string) (int, error) {
+	return userSubdir(dirfd, name, 0o022, "not a directory of this user that only this user may write; not used")
+}
+
+// userSubdir creates (if missing, mode 0700) and opens the directory name
+// beneath dirfd without following a symlink, and refuses it unless it is
+// the user's with none of the mode bits in deny set.
+func userSubdir(dirfd int, name string, deny uint32, refusal string) (int, error) {
 	if err := unix.Mkdirat(dirfd, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
 		return -1, err
 	}
@@ -110,9 +105,9 @@ func ownSubdir(dirfd int, name string) (int, error) {
 		return -1, err
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || int(st.Uid) != os.Getuid() || st.Mode&0o022 != 0 {
+	if err := unix.Fstat(fd, &st); err != nil || int(st.Uid) != os.Getuid() || st.Mode&deny != 0 {
 		unix.Close(fd)
-		return -1, errors.New("not a directory of this user that only this user may write; not used")
+		return -1, errors.New(refusal)
 	}
 	return fd, nil
 }
