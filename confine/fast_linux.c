@@ -748,9 +748,15 @@ static int make_fresh(struct fast *f, struct cursor *c) {
 	uint8_t rnd[8];
 	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) return miss(f, "no random bytes", NULL);
 	for (int i = 0; i < 8; i++) snprintf(f->fresh_run + 2 * i, 3, "%02x", rnd[i]);
-	if (mkdirat(f->gkey, f->fresh_run, 0700) < 0) return miss(f, "cannot make the run's git state directory", keydir);
-	f->grun = openat(f->gkey, f->fresh_run, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (f->grun < 0 || flock(f->grun, LOCK_EX | LOCK_NB) < 0 || mkdirat(f->grun, "g0", 0700) < 0)
+	// Made under a name no run has and locked before it is renamed to
+	// its run name: a Go run starting meanwhile adopts and removes run
+	// directories nobody holds (gitview's openRun does the same).
+	char tmp[32];
+	snprintf(tmp, sizeof(tmp), ".new-%s", f->fresh_run);
+	if (mkdirat(f->gkey, tmp, 0700) < 0) return miss(f, "cannot make the run's git state directory", keydir);
+	f->grun = openat(f->gkey, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (f->grun < 0 || flock(f->grun, LOCK_EX | LOCK_NB) < 0 || renameat(f->gkey, tmp, f->gkey, f->fresh_run) < 0 ||
+	    mkdirat(f->grun, "g0", 0700) < 0)
 		return miss(f, "cannot make the run's git state directory", keydir);
 	f->gws = open(f->ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (f->gws < 0) return miss(f, "cannot open the workspace", f->ws);

@@ -310,12 +310,19 @@ func (r *Run) openRun() error {
 	}
 	r.adoptPending()
 	r.name = newRunName()
-	if err := unix.Mkdirat(r.keyfd, r.name, 0o700); err != nil {
+	// Made under a name no run has and locked before it gets its RUN
+	// name: a run starting at the same time takes a RUN directory
+	// nobody holds for one an earlier run left, and would adopt and
+	// remove this one between its mkdir and its flock.
+	tmp := ".new-" + r.name
+	if err := unix.Mkdirat(r.keyfd, tmp, 0o700); err != nil {
 		return fmt.Errorf("git state: %w", err)
 	}
 	var err error
-	if r.dirfd, err = openDir(r.keyfd, r.name); err == nil {
-		err = unix.Flock(r.dirfd, unix.LOCK_EX|unix.LOCK_NB)
+	if r.dirfd, err = openDir(r.keyfd, tmp); err == nil {
+		if err = unix.Flock(r.dirfd, unix.LOCK_EX|unix.LOCK_NB); err == nil {
+			err = unix.Renameat(r.keyfd, tmp, r.keyfd, r.name)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("git state: %w", err)
