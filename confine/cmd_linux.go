@@ -335,7 +335,7 @@ func (c *Cmd) Prestart() error {
 	defer sockChild.Close()
 
 	// No namespace flags here: the child creates its namespaces itself
-	// (op_unshare in child_linux.c), so this is a plain vfork+exec.
+	// (op_unshare in pid1_linux.c), so this is a plain vfork+exec.
 	attr := &syscall.SysProcAttr{
 		Pdeathsig: unix.SIGKILL,
 		Setpgid:   true,

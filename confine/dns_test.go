@@ -30,7 +30,7 @@ func dnsQuery(t testing.TB, name string, typ dnsmessage.Type, edns bool) []byte 
 	return msg
 }
 
-// TestDNSReply: the answers of pid 1's name server without network (child_linux.c), as a
+// TestDNSReply: the answers of pid 1's name server without network (pid1_linux.c), as a
 // stub resolver reads them.
 func TestDNSReply(t *testing.T) {
 	for _, c := range []struct {

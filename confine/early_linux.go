@@ -18,7 +18,7 @@ import (
 // earlyFlags are the namespaces an early child has (JAIL_EARLY_FLAGS).
 const earlyFlags = uint64(C.JAIL_EARLY_FLAGS)
 
-// early is the sandbox init that child_linux.c forked for `jail run` before
+// early is the sandbox init that early_linux.c forked for `jail run` before
 // the Go runtime started, with the supervisor's ends of its pipes.
 type early struct {
 	pid                  int

@@ -1,5 +1,6 @@
 // The early child of `jail run` and the zygote of `jail serve` and
-// `jail mcp` (child_linux.c, early_linux.go).
+// `jail mcp` (early_linux.c, zygote_linux.c, early_linux.go), and the C
+// twins of Go functions (twins_linux.c).
 
 #ifndef JAIL_EARLY_LINUX_H
 #define JAIL_EARLY_LINUX_H
@@ -52,10 +53,24 @@ size_t jail_dns_reply(const uint8_t *q, size_t n, uint8_t r[512], char name[256]
 // result (unix.SignalName), "" for one it does not name.
 const char *jail_signal_name(int sig);
 
+// The twins of Go functions (twins_linux.c).
+
 // jail_dir_hash is DirsHash in fast_linux.go: the hash of the names of
 // the directory fd's subdirectories and .git entries (not its own .git
 // with skip_git); 0 when it cannot be read.
 uint64_t jail_dir_hash(int fd, int skip_git);
+
+// jail_hmac_sha256 is crypto/hmac with SHA-256 and a 32-byte key: the
+// plan cache entry's authentication (CachePlan in fast_linux.go).
+void jail_hmac_sha256(const uint8_t key[32], const uint8_t *msg, size_t n, uint8_t out[32]);
+
+// jail_cache_name is planCacheName in fast_linux.go: the entry's file
+// name for this user, directory and arguments.
+void jail_cache_name(char out[32], unsigned uid, const char *cwd, char **args, int nargs);
+
+// jail_build_env is BuildEnv in env.go, over the process's own envp: a
+// calloc'd array of *count entries (some of them malloc'd), or NULL.
+char **jail_build_env(char **envp, char **pass, uint32_t npass, char **extra, uint32_t nextra, uint32_t *count);
 
 // jail_fast_run runs `jail run` from its plan cache entry without the Go
 // runtime (fast_linux.c). It returns only when the Go supervisor must run.

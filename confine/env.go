@@ -12,7 +12,7 @@ import (
 // NAME=VALUE sets one, in place of a passed value of the same name. PATH
 // defaults to /usr/local/bin:/usr/bin:/bin and TMPDIR to the sandbox's own
 // /tmp. The plan cache builds a cached run's environment with its C twin,
-// build_env in fast_linux.c, which must agree with it.
+// jail_build_env in twins_linux.c, which must agree with it.
 func BuildEnv(caller []string, pass []string, extra []string) ([]string, error) {
 	keep := func(name string) bool {
 		for _, p := range pass {

@@ -151,7 +151,7 @@ func (f *Facts) placeholder(path string) {
 // DirsHash sums a hash of the name of each subdirectory and each entry
 // named .git of the directory fd (but .git itself with skipGit), with
 // their count: independent of the order the file system lists them in,
-// and unchanged by files coming and going (jail_dir_hash in fast_linux.c
+// and unchanged by files coming and going (jail_dir_hash in twins_linux.c
 // computes the same).
 func DirsHash(fd int, skipGit bool) (uint64, error) {
 	return dirsHash(fd, skipGit, func(string) bool { return false })
@@ -376,8 +376,8 @@ func PlanCacheDir(home, xdgCache string) string {
 }
 
 // planCacheName is the entry's file name: FNV-1a of the uid, the working
-// directory and the arguments, each NUL-terminated (cache_name in
-// fast_linux.c). The entry itself holds the whole key.
+// directory and the arguments, each NUL-terminated (jail_cache_name in
+// twins_linux.c). The entry itself holds the whole key.
 func planCacheName(uid int, cwd string, args []string) string {
 	h := uint64(14695981039346656037)
 	add := func(s string) {

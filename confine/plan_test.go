@@ -18,13 +18,13 @@ func TestPlanHeaderSize(t *testing.T) {
 	if len(h) != planHeaderSize {
 		t.Fatalf("header is %d bytes, planHeaderSize says %d", len(h), planHeaderSize)
 	}
-	src, err := os.ReadFile("child_linux.c")
+	src, err := os.ReadFile("child_linux.h")
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := regexp.MustCompile(`#define PLAN_HEADER_SIZE \(([0-9 +*]+)\)`).FindSubmatch(src)
 	if m == nil {
-		t.Fatal("PLAN_HEADER_SIZE not found in child_linux.c")
+		t.Fatal("PLAN_HEADER_SIZE not found in child_linux.h")
 	}
 	sum := 0
 	for _, term := range strings.Split(string(m[1]), "+") {
@@ -39,13 +39,13 @@ func TestPlanHeaderSize(t *testing.T) {
 		sum += prod
 	}
 	if sum != planHeaderSize {
-		t.Fatalf("child_linux.c reads %d header bytes, Go writes %d", sum, planHeaderSize)
+		t.Fatalf("child_linux.h reads %d header bytes, Go writes %d", sum, planHeaderSize)
 	}
 }
 
 // TestPlanOpcodesMatchC checks each Go opcode against the C enum.
 func TestPlanOpcodesMatchC(t *testing.T) {
-	src, err := os.ReadFile("child_linux.c")
+	src, err := os.ReadFile("child_linux.h")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestPlanOpcodesMatchC(t *testing.T) {
 	for name, v := range want {
 		m := regexp.MustCompile(`\b` + name + ` = ([0-9]+),`).FindSubmatch(src)
 		if m == nil {
-			t.Errorf("%s missing from child_linux.c", name)
+			t.Errorf("%s missing from child_linux.h", name)
 			continue
 		}
 		if n, _ := strconv.Atoi(string(m[1])); n != v {

@@ -1,0 +1,398 @@
+// The sandbox's init, part two: pid 1. It creates the namespaces the plan
+// starts with (op_unshare), then, at the plan's end, starts the command and
+// serves as the namespace's init until it exits (op_exec): forwarding
+// signals, reaping, answering the name lookups of a sandbox without network
+// and the ptrace calls seccomp hands it, and killing what is left before it
+// reports the exit.
+
+//go:build linux && cgo
+
+#include "child_linux.h"
+
+// dns_notice reports the notice for name once: the supervisor prints it.
+// name holds only [a-z0-9._-] and the template no '"' or '\' (both
+// checked), so the line needs no escaping on either side.
+static void dns_notice(struct child *c, const char *name) {
+	char line[2048];
+	size_t n = 0;
+	const char *t = c->dns_notice, *pre = "{\"stage\":\"notice\",\"text\":\"";
+	c->dns_notice = NULL;
+	size_t lname = strlen(name);
+	memcpy(line, pre, strlen(pre));
+	n = strlen(pre);
+	for (const char *p = t; *p && n + lname + 8 < sizeof(line); p++) {
+		if (!strncmp(p, "{name}", 6)) {
+			memcpy(line + n, name, lname);
+			n += lname;
+			p += 5;
+		} else {
+			line[n++] = *p;
+		}
+	}
+	memcpy(line + n, "\"}\n", 3);
+	report_line(line, n + 3);
+	free((void *)t);
+}
+
+// jail_dns_reply (early_linux.h) answers one query: NXDOMAIN for a
+// standard query with one question (the question echoed), NOTIMP for other
+// opcodes, FORMERR for what does not parse; a datagram that is itself a
+// response gets nothing, so two such servers cannot loop. Only the header
+// and the question are read, within the datagram.
+size_t jail_dns_reply(const uint8_t *q, size_t n, uint8_t r[512], char name[256]) {
+	name[0] = 0;
+	if (n < 12 || n > 512 || (q[2] & 0x80)) return 0;
+	int opcode = (q[2] >> 3) & 0xf;
+	int ok = opcode == 0 && q[4] == 0 && q[5] == 1;
+	size_t off = 12, len = 0;
+	int plain = 1, dots = 0;
+	while (ok) {
+		if (off >= n) { ok = 0; break; }
+		uint8_t l = q[off++];
+		if (l == 0) break;
+		// A compression pointer (0xc0) or an extended label type is not
+		// a question a stub resolver sends.
+		if (l > 63 || off + l > n || len + l + 1 > 253) { ok = 0; break; }
+		if (len) { name[len++] = '.'; dots++; }
+		for (uint8_t i = 0; i < l; i++) {
+			char ch = (char)q[off + i];
+			if (ch >= 'A' && ch <= 'Z') ch += 'a' - 'A';
+			if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_')) plain = 0;
+			name[len++] = ch;
+		}
+		off += l;
+	}
+	if (ok && off + 4 > n) ok = 0;
+	size_t rl = ok ? off + 4 : 12;
+	memcpy(r, q, rl);
+	r[2] = 0x80 | 0x04 | (q[2] & 0x79); // QR, AA; the opcode and RD as asked
+	r[3] = 0x80 | (ok ? 3 : opcode ? 4 : 1); // RA; NXDOMAIN, NOTIMP or FORMERR
+	r[4] = 0;
+	r[5] = ok ? 1 : 0;
+	memset(r + 6, 0, 6); // no answer, authority or additional records
+	int qtype = ok ? q[off] << 8 | q[off + 1] : 0;
+	// A, AAAA: a program about to connect. Only a name that is safe to
+	// print, and not a single label (the sandbox's own host name).
+	if (plain && dots && (qtype == 1 || qtype == 28)) name[len] = 0;
+	else name[0] = 0;
+	return rl;
+}
+
+// dns_answer answers one datagram on the name server socket and reports
+// the notice for the first name worth one.
+static void dns_answer(struct child *c) {
+	uint8_t q[512], r[512];
+	char name[256];
+	struct sockaddr_storage from;
+	socklen_t fl = sizeof(from);
+	ssize_t n = recvfrom(c->dns, q, sizeof(q), MSG_DONTWAIT | MSG_TRUNC, (struct sockaddr *)&from, &fl);
+	if (n <= 0 || (size_t)n > sizeof(q)) return; // nothing, or more than a stub resolver sends over UDP
+	size_t rl = jail_dns_reply(q, (size_t)n, r, name);
+	if (rl) sendto(c->dns, r, rl, MSG_DONTWAIT, (struct sockaddr *)&from, fl);
+	if (name[0] && c->dns_notice) dns_notice(c, name);
+}
+
+// answer_notify refuses the call the listener holds with EPERM, as a
+// plain errno rule would, and reports the hint the first time. The
+// caller is blocked until this answer, so pid 1 answers at once.
+static void answer_notify(struct child *c) {
+	struct seccomp_notif *req = calloc(1, c->sizes.seccomp_notif > sizeof(*req) ? c->sizes.seccomp_notif : sizeof(*req));
+	struct seccomp_notif_resp *resp = calloc(1, c->sizes.seccomp_notif_resp > sizeof(*resp) ? c->sizes.seccomp_notif_resp : sizeof(*resp));
+	if (req && resp && ioctl(c->notify, SECCOMP_IOCTL_NOTIF_RECV, req) == 0) {
+		resp->id = req->id;
+		resp->error = -EPERM;
+		// ENOENT: the caller was interrupted or died meanwhile.
+		(void)ioctl(c->notify, SECCOMP_IOCTL_NOTIF_SEND, resp);
+		if (!c->hinted) {
+			c->hinted = 1;
+			static const char notice[] = "{\"stage\":\"notice\",\"text\":\"" JAIL_HINT_PTRACE "\"}\n";
+			report_line(notice, sizeof(notice) - 1);
+		}
+	}
+	free(req);
+	free(resp);
+}
+
+// lookup finds argv0 as a shell would, in PATH of the command's own
+// environment, inside the new root. pid 1 is already in the command's
+// working directory, so a name with a slash (./gradlew, .venv/bin/pytest)
+// and a relative PATH entry (bin, or an empty one meaning ".") are found
+// where a shell started there would find them.
+static int lookup(const char *argv0, char *const envp[], char *out, size_t outn) {
+	if (strchr(argv0, '/')) {
+		snprintf(out, outn, "%s", argv0);
+		return access(out, X_OK) == 0 ? 0 : -errno;
+	}
+	const char *path = "/usr/local/bin:/usr/bin:/bin";
+	for (char *const *e = envp; *e; e++)
+		if (!strncmp(*e, "PATH=", 5)) path = *e + 5;
+	int err = ENOENT;
+	while (1) {
+		const char *colon = strchr(path, ':');
+		size_t len = colon ? (size_t)(colon - path) : strlen(path);
+		snprintf(out, outn, "%.*s/%s", len ? (int)len : 1, len ? path : ".", argv0);
+		struct stat st;
+		if (stat(out, &st) == 0 && !S_ISDIR(st.st_mode)) {
+			if (access(out, X_OK) == 0) return 0;
+			err = errno;
+		}
+		if (!colon) break;
+		path = colon + 1;
+	}
+	return -err;
+}
+
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGUSR1, SIGUSR2, SIGCONT};
+
+// op_exec starts the command and serves as pid 1 until it exits: it
+// forwards signals to the command, reaps every zombie, and exits with the
+// command's status. Exiting ends the namespace and every process in it.
+void __attribute__((noreturn)) op_exec(struct child *c) {
+	uint32_t argc = get_u32(c);
+	if (argc == 0 || argc > 65536) fail(c, EINVAL, "argv", 125);
+	char **argv = calloc(argc + 1, sizeof(char *));
+	for (uint32_t i = 0; i < argc; i++) argv[i] = (char *)get_str(c);
+	uint32_t envc = get_u32(c);
+	if (envc > 65536) fail(c, EINVAL, "env", 125);
+	char **envp = calloc(envc + 1, sizeof(char *));
+	for (uint32_t i = 0; i < envc; i++) envp[i] = (char *)get_str(c);
+	const char *dir = get_str(c);
+	uint32_t foreground = get_u32(c);
+	uint32_t nrl = get_u32(c);
+	if (nrl > 16) fail(c, EINVAL, "rlimits", 125);
+	uint32_t rlres[16];
+	struct rlimit rl[16];
+	for (uint32_t i = 0; i < nrl; i++) {
+		rlres[i] = get_u32(c);
+		rl[i].rlim_cur = get_u64(c);
+		rl[i].rlim_max = get_u64(c);
+	}
+
+	c->layer = "exec";
+	c->stage = "exec";
+	// The lookup runs where the command will: relative names are the
+	// working directory's, as in a shell (the command's own chdir below
+	// then changes nothing).
+	if (chdir(dir) < 0) fail(c, errno, dir, 126);
+	char path[4096];
+	int lerr = lookup(argv[0], envp, path, sizeof(path));
+	if (lerr < 0) fail(c, -lerr, argv[0], lerr == -ENOENT ? 127 : 126);
+
+	sigset_t set, none;
+	sigemptyset(&set);
+	sigemptyset(&none);
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++) sigaddset(&set, forwarded[i]);
+	sigaddset(&set, SIGCHLD);
+	sigset_t ttou;
+	sigemptyset(&ttou);
+	sigaddset(&ttou, SIGTTOU);
+	sigprocmask(SIG_BLOCK, &ttou, NULL);
+	// Blocked before the fork, so no signal sent in between is lost; pid 1
+	// of a namespace only receives signals it blocks or handles.
+	sigprocmask(SIG_BLOCK, &set, NULL);
+
+	int errpipe[2];
+	CHECK(c, pipe2(errpipe, O_CLOEXEC), "pipe");
+	// vfork: pid 1 waits while the child execs, and no page table is
+	// copied. The child only makes system calls and leaves by execve or
+	// _exit; its own variables are declared in its block.
+	pid_t pid = vfork();
+	CHECK(c, pid, "fork");
+	if (pid == 0) {
+		close(errpipe[0]);
+		// A command that is not interactive gets a session of its own:
+		// no controlling terminal, so /dev/tty is ENXIO and it can take
+		// no terminal over (TIOCSPGRP, TIOCSCTTY on an inherited one);
+		// the supervisor gives it no terminal as stdin either
+		// (docs/terminal.md). An interactive one is a job in the
+		// caller's session, with the terminal, as under a shell.
+		if (foreground) setpgid(0, 0);
+		else setsid();
+		if (foreground) {
+			// Make the command the terminal's foreground group, as a
+			// shell does for a job; SIGTTOU would stop us otherwise.
+			sigset_t tt;
+			sigemptyset(&tt);
+			sigaddset(&tt, SIGTTOU);
+			sigprocmask(SIG_BLOCK, &tt, NULL);
+			tcsetpgrp(0, getpid());
+		}
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		int err = 0;
+		for (uint32_t i = 0; i < nrl && !err; i++)
+			if (setrlimit(rlres[i], &rl[i]) < 0) err = errno;
+		if (!err && chdir(dir) < 0) err = errno;
+		if (!err) {
+			sigprocmask(SIG_SETMASK, &none, NULL);
+			execve(path, argv, envp);
+			err = errno;
+		}
+		(void)!write(errpipe[1], &err, sizeof(err));
+		_exit(127);
+	}
+	close(errpipe[1]);
+	// The command's descriptors are its own: with pid 1 holding no copy,
+	// a reader of its stdout sees the end as soon as the command's tree
+	// closes it, not only when pid 1 exits. A foreground pid 1 keeps the
+	// terminal on fd 0 to hand it back after ^Z.
+	for (int i = foreground ? 1 : 0; i < c->cmd_fds; i++) close(i);
+	int err = 0;
+	ssize_t got;
+	do got = read(errpipe[0], &err, sizeof(err)); while (got < 0 && errno == EINTR);
+	close(errpipe[0]);
+	if (got == sizeof(err)) {
+		waitpid(pid, NULL, 0);
+		fail(c, err, path, err == ENOENT ? 127 : 126);
+	}
+	report_line("{\"stage\":\"started\"}\n", 20);
+
+	// With a name server socket or a seccomp listener, signals are read
+	// from a signalfd so that one poll waits for all; without either (or
+	// if signalfd is refused, when lookups then meet a closed port and
+	// fail at once all the same), sigwaitinfo as ever.
+	int sfd = -1;
+	if (c->dns >= 0 || c->notify >= 0) {
+		// Above the descriptors closed just now: fd 0 is the terminal
+		// a foreground pid 1 hands back, and must not be reused.
+		int fd = signalfd(-1, &set, SFD_CLOEXEC);
+		if (fd >= 0) {
+			sfd = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+			close(fd);
+		}
+		if (sfd < 0) {
+			// A refused ptrace then fails with ENOSYS (no listener), a
+			// lookup at a closed port.
+			if (c->dns >= 0) close(c->dns);
+			if (c->notify >= 0) close(c->notify);
+			c->dns = c->notify = -1;
+		}
+	}
+	for (;;) {
+		int status;
+		struct rusage ru;
+		pid_t w;
+		while ((w = wait4(-1, &status, WNOHANG | WUNTRACED, &ru)) > 0) {
+			if (w != pid) continue;
+			if (WIFSTOPPED(status)) {
+				// ^Z or SIGSTOP stopped the command: the supervisor
+				// stops itself too, so the caller's shell gets its
+				// terminal back, and sends SIGCONT when resumed.
+				char sb[80];
+				int sn = snprintf(sb, sizeof(sb), "{\"stage\":\"stopped\",\"signal\":%d}\n", WSTOPSIG(status));
+				report_line(sb, sn);
+				continue;
+			}
+			char buf[160];
+			int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+			int n = snprintf(buf, sizeof(buf), "{\"stage\":\"exit\",\"status\":%d,\"signal\":%d,\"max_rss_kb\":%ld}\n",
+					 code, WIFSIGNALED(status) ? WTERMSIG(status) : 0, ru.ru_maxrss);
+			// Everything else in the sandbox ends before the supervisor
+			// hears the result, so a caller that acts on the exit status
+			// never races a leftover process. kill(-1) from pid 1 reaches
+			// every process of the namespace; a fork in flight fails on
+			// the pending SIGKILL. ECHILD comes only once the last
+			// descendant (re-parented to pid 1 as its parents die) is gone.
+			kill(-1, SIGKILL);
+			while (wait4(-1, NULL, 0, NULL) > 0 || errno == EINTR)
+				;
+			report_line(buf, n);
+			_exit(code);
+		}
+		int sig;
+		if (sfd >= 0) {
+			// pid 1 also answers the sandbox's name lookups (OP_DNS) and
+			// the ptrace calls seccomp hands it (a negative fd is
+			// ignored by poll).
+			struct pollfd pf[3] = {{.fd = sfd, .events = POLLIN}, {.fd = c->dns, .events = POLLIN}, {.fd = c->notify, .events = POLLIN}};
+			if (poll(pf, 3, -1) < 0) continue;
+			if (pf[1].revents & POLLIN) dns_answer(c);
+			if (pf[2].revents & POLLIN) answer_notify(c);
+			else if (pf[2].revents & (POLLHUP | POLLERR | POLLNVAL)) c->notify = -1;
+			struct signalfd_siginfo ssi;
+			if (!(pf[0].revents & POLLIN) || read(sfd, &ssi, sizeof(ssi)) != sizeof(ssi)) continue;
+			sig = (int)ssi.ssi_signo;
+		} else {
+			siginfo_t si;
+			sig = sigwaitinfo(&set, &si);
+		}
+		if (sig == SIGCONT) {
+			// Resumed: give the terminal back to the command's group and
+			// wake the whole group, as a shell's fg does. SIGTTOU is
+			// blocked here, so taking the terminal from the background
+			// cannot stop pid 1.
+			if (foreground) tcsetpgrp(0, pid);
+			kill(-pid, SIGCONT);
+		} else if (sig > 0 && sig != SIGCHLD) {
+			kill(pid, sig);
+		}
+	}
+}
+
+// write_file writes s to path in one write (the kernel requires it for
+// the id maps).
+int write_file(const char *path, const char *s) {
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0) return -1;
+	ssize_t n = write(fd, s, strlen(s));
+	int e = errno;
+	close(fd);
+	errno = e;
+	return n == (ssize_t)strlen(s) ? 0 : -1;
+}
+
+// write_id_maps maps one uid and one gid into the new user namespace; the
+// process writing them is in it, with every capability there.
+void write_id_maps(struct child *c, uint32_t in_uid, uint32_t out_uid, uint32_t in_gid, uint32_t out_gid) {
+	char map[64];
+	snprintf(map, sizeof(map), "%u %u 1\n", in_uid, out_uid);
+	CHECK(c, write_file("/proc/self/uid_map", map), "write uid_map");
+	// setgroups must be refused before an unprivileged process may write
+	// gid_map; it also keeps supplementary groups from being dropped
+	// to gain access (a group that denies by ACL).
+	CHECK(c, write_file("/proc/self/setgroups", "deny"), "deny setgroups");
+	snprintf(map, sizeof(map), "%u %u 1\n", in_gid, out_gid);
+	CHECK(c, write_file("/proc/self/gid_map", map), "write gid_map");
+}
+
+// fork_pid1 forks the sandbox's pid 1 and returns in it; the process
+// outside the new pid namespace reports pid 1's host pid, waits for it
+// and exits with its status.
+void fork_pid1(struct child *c) {
+	pid_t pid = fork();
+	CHECK(c, pid, "fork pid 1");
+	if (pid == 0) {
+		// pid 1 dies with this process, which dies with the supervisor.
+		// (getppid() is 0 here: the parent is outside the new pid
+		// namespace. Had it died before this prctl, pid 1's next report
+		// would meet a closed pipe and SIGPIPE would end it.)
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		return;
+	}
+	char buf[64];
+	int n = snprintf(buf, sizeof(buf), "{\"stage\":\"pid1\",\"pid\":%d}\n", (int)pid);
+	report_line(buf, n);
+	close(3);
+	close(4);
+	close(5);
+	int status;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR) _exit(125);
+	_exit(WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status));
+}
+
+// op_unshare creates the namespaces and maps the caller's own ids into the
+// new user namespace, then forks: the child is pid 1 of the new pid
+// namespace and goes on with the plan; this process stays outside it,
+// tells the supervisor pid 1's host pid, and exits with pid 1's status.
+// Creating the namespaces here rather than at clone lets the supervisor
+// start us with vfork (Go copies its whole address space for a clone with
+// CLONE_NEWUSER), and an unprivileged process may write its own maps.
+void op_unshare(struct child *c) {
+	uint64_t flags = get_u64(c);
+	uint32_t in_uid = get_u32(c), out_uid = get_u32(c), in_gid = get_u32(c), out_gid = get_u32(c);
+	c->layer = "userns";
+	c->stage = "create namespaces";
+	CHECK(c, unshare((int)flags), "unshare");
+	write_id_maps(c, in_uid, out_uid, in_gid, out_gid);
+	fork_pid1(c);
+}

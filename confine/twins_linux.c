@@ -1,0 +1,259 @@
+// The C twins of Go functions: what the plan cache's run (fast_linux.c)
+// must compute exactly as the Go supervisor does, each named after its
+// twin in its doc comment.
+
+//go:build linux && cgo
+
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "early_linux.h"
+
+struct sha256 {
+	uint32_t h[8];
+	uint8_t buf[64];
+	size_t n;
+	uint64_t total;
+};
+
+static const uint32_t sha256_k[64] = {
+	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+	0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+	0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+	0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+	0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+	0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+	0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+	0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+};
+
+#define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+
+static void sha256_block(struct sha256 *s, const uint8_t *p) {
+	uint32_t w[64], a, b, c, d, e, f, g, h;
+	for (int i = 0; i < 16; i++) w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+	for (int i = 16; i < 64; i++) {
+		uint32_t s0 = ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ (w[i - 15] >> 3);
+		uint32_t s1 = ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10);
+		w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+	}
+	a = s->h[0], b = s->h[1], c = s->h[2], d = s->h[3], e = s->h[4], f = s->h[5], g = s->h[6], h = s->h[7];
+	for (int i = 0; i < 64; i++) {
+		uint32_t t1 = h + (ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25)) + ((e & f) ^ (~e & g)) + sha256_k[i] + w[i];
+		uint32_t t2 = (ROR(a, 2) ^ ROR(a, 13) ^ ROR(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+		h = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
+	}
+	s->h[0] += a, s->h[1] += b, s->h[2] += c, s->h[3] += d, s->h[4] += e, s->h[5] += f, s->h[6] += g, s->h[7] += h;
+}
+
+static void sha256_init(struct sha256 *s) {
+	static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+	memcpy(s->h, iv, sizeof(iv));
+	s->n = 0;
+	s->total = 0;
+}
+
+static void sha256_update(struct sha256 *s, const uint8_t *p, size_t n) {
+	s->total += n;
+	while (n > 0) {
+		size_t k = 64 - s->n < n ? 64 - s->n : n;
+		memcpy(s->buf + s->n, p, k);
+		s->n += k;
+		p += k;
+		n -= k;
+		if (s->n == 64) {
+			sha256_block(s, s->buf);
+			s->n = 0;
+		}
+	}
+}
+
+static void sha256_final(struct sha256 *s, uint8_t out[32]) {
+	uint64_t bits = s->total * 8;
+	uint8_t pad = 0x80, zero = 0, len[8];
+	sha256_update(s, &pad, 1);
+	while (s->n != 56) sha256_update(s, &zero, 1);
+	for (int i = 0; i < 8; i++) len[i] = bits >> (56 - 8 * i);
+	sha256_update(s, len, 8);
+	for (int i = 0; i < 8; i++) {
+		out[4 * i] = s->h[i] >> 24;
+		out[4 * i + 1] = s->h[i] >> 16;
+		out[4 * i + 2] = s->h[i] >> 8;
+		out[4 * i + 3] = s->h[i];
+	}
+}
+
+// jail_hmac_sha256 is RFC 2104 with SHA-256 and a 32-byte key.
+void jail_hmac_sha256(const uint8_t key[32], const uint8_t *msg, size_t n, uint8_t out[32]) {
+	uint8_t pad[64], inner[32];
+	struct sha256 s;
+	memset(pad, 0x36, sizeof(pad));
+	for (int i = 0; i < 32; i++) pad[i] ^= key[i];
+	sha256_init(&s);
+	sha256_update(&s, pad, 64);
+	sha256_update(&s, msg, n);
+	sha256_final(&s, inner);
+	memset(pad, 0x5c, sizeof(pad));
+	for (int i = 0; i < 32; i++) pad[i] ^= key[i];
+	sha256_init(&s);
+	sha256_update(&s, pad, 64);
+	sha256_update(&s, inner, 32);
+	sha256_final(&s, out);
+}
+
+// jail_cache_name is planCacheName in fast_linux.go: FNV-1a of the uid, the
+// working directory and the arguments, each with its NUL.
+void jail_cache_name(char out[32], unsigned uid, const char *cwd, char **args, int nargs) {
+	uint64_t h = 14695981039346656037ULL;
+	char ubuf[16];
+	snprintf(ubuf, sizeof(ubuf), "%u", uid);
+	const char *first[2] = {ubuf, cwd};
+	for (int i = 0; i < 2 + nargs; i++) {
+		const char *s = i < 2 ? first[i] : args[i - 2];
+		for (; *s; s++) {
+			h ^= (unsigned char)*s;
+			h *= 1099511628211ULL;
+		}
+		h *= 1099511628211ULL; // the NUL: h ^= 0
+	}
+	snprintf(out, 32, "%016llx.plan", (unsigned long long)h);
+}
+
+uint64_t jail_dir_hash(int fd, int skip_git) {
+	int d = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dir = d >= 0 ? fdopendir(d) : NULL;
+	if (!dir) {
+		if (d >= 0) close(d);
+		return 0;
+	}
+	uint64_t sum = 0, n = 0;
+	struct dirent *e;
+	while ((e = readdir(dir))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+		int isdir = e->d_type == DT_DIR;
+		if (e->d_type == DT_UNKNOWN) {
+			struct stat st;
+			isdir = fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+		}
+		if ((!isdir && strcmp(e->d_name, ".git")) || (skip_git && !strcmp(e->d_name, ".git"))) continue;
+		uint64_t h = 14695981039346656037ULL;
+		for (const char *p = e->d_name; *p; p++) {
+			h ^= (unsigned char)*p;
+			h *= 1099511628211ULL;
+		}
+		if (isdir) h += 0x9e3779b97f4a7c15ULL;
+		sum += h;
+		n++;
+	}
+	closedir(dir);
+	return sum ^ (n * 0xff51afd7ed558ccdULL);
+}
+
+// name_len is the length of an environment entry's name.
+static size_t name_len(const char *kv) {
+	const char *eq = strchr(kv, '=');
+	return eq ? (size_t)(eq - kv) : strlen(kv);
+}
+
+static int passes(const char *kv, char **pass, uint32_t npass) {
+	size_t n = name_len(kv);
+	for (uint32_t i = 0; i < npass; i++) {
+		size_t pn = strlen(pass[i]);
+		if (pn == n && !strncmp(pass[i], kv, n)) return 1;
+		if (pn > 0 && pass[i][pn - 1] == '*' && n >= pn - 1 && !strncmp(pass[i], kv, pn - 1)) return 1;
+	}
+	return 0;
+}
+
+// env_set sets name=value (kv is "name=value") in env, keeping the place
+// of an earlier entry of the same name, as BuildEnv does.
+static void env_set(char **env, uint32_t *n, char *kv) {
+	size_t nl = name_len(kv);
+	for (uint32_t i = 0; i < *n; i++)
+		if (name_len(env[i]) == nl && !strncmp(env[i], kv, nl)) {
+			env[i] = kv;
+			return;
+		}
+	env[(*n)++] = kv;
+}
+
+// go_duplicate reports whether Go's os.Environ, which the supervisor
+// reads, drops the entry e of envp: a NAME=VALUE whose NAME an earlier
+// NAME=VALUE set (the first wins; entries without "=" are all kept).
+static int go_duplicate(char **envp, char **e) {
+	if (!strchr(*e, '=')) return 0;
+	size_t nl = name_len(*e);
+	for (char **o = envp; o < e; o++)
+		if (strchr(*o, '=') && name_len(*o) == nl && !strncmp(*o, *e, nl)) return 1;
+	return 0;
+}
+
+// caller_value is the value BuildEnv's map ends with for name: the last
+// of the entries os.Environ keeps ("" for one without "=").
+static const char *caller_value(char **envp, const char *name, size_t nl) {
+	const char *v = NULL;
+	for (char **e = envp; *e; e++)
+		if (name_len(*e) == nl && !strncmp(*e, name, nl) && !go_duplicate(envp, e)) v = (*e)[nl] == '=' ? *e + nl + 1 : "";
+	return v;
+}
+
+// jail_build_env is BuildEnv in env.go: the pass-listed variables of the
+// caller in its order, then each extra (NAME passes the caller's value,
+// NAME=VALUE sets one), then PATH and TMPDIR when missing.
+char **jail_build_env(char **envp, char **pass, uint32_t npass, char **extra, uint32_t nextra, uint32_t *count) {
+	uint32_t ne = 0;
+	for (char **e = envp; *e; e++) ne++;
+	char **env = calloc(ne + nextra + 3, sizeof(char *));
+	if (!env) return NULL;
+	uint32_t n = 0;
+	for (char **e = envp; *e; e++) {
+		if (!passes(*e, pass, npass) || go_duplicate(envp, e)) continue;
+		if (!strchr(*e, '=')) {
+			char *kv = malloc(strlen(*e) + 2);
+			if (!kv) return NULL;
+			sprintf(kv, "%s=", *e);
+			env_set(env, &n, kv);
+		} else {
+			env_set(env, &n, *e);
+		}
+	}
+	for (uint32_t i = 0; i < nextra; i++) {
+		if (strchr(extra[i], '=')) {
+			env_set(env, &n, extra[i]);
+			continue;
+		}
+		const char *v = caller_value(envp, extra[i], strlen(extra[i]));
+		if (!v) continue;
+		char *kv = malloc(strlen(extra[i]) + strlen(v) + 2);
+		if (!kv) return NULL;
+		sprintf(kv, "%s=%s", extra[i], v);
+		env_set(env, &n, kv);
+	}
+	int path = 0, tmp = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		path |= !strncmp(env[i], "PATH=", 5);
+		tmp |= !strncmp(env[i], "TMPDIR=", 7);
+	}
+	if (!path) env[n++] = "PATH=/usr/local/bin:/usr/bin:/bin";
+	if (!tmp) env[n++] = "TMPDIR=/tmp";
+	*count = n;
+	return env;
+}
+
+// jail_signal_name is unix.SignalName for Linux: "" for a signal it does not
+// name (the Go path then leaves the field out). A test compares the two.
+const char *jail_signal_name(int sig) {
+	static const char *names[] = {NULL, "SIGHUP", "SIGINT", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS",
+				      "SIGFPE", "SIGKILL", "SIGUSR1", "SIGSEGV", "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM",
+				      "SIGSTKFLT", "SIGCHLD", "SIGCONT", "SIGSTOP", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGURG",
+				      "SIGXCPU", "SIGXFSZ", "SIGVTALRM", "SIGPROF", "SIGWINCH", "SIGIO", "SIGPWR", "SIGSYS"};
+	if (sig <= 0 || sig >= (int)(sizeof(names) / sizeof(names[0]))) return "";
+	return names[sig];
+}
