@@ -7,6 +7,7 @@ import (
 
 	"github.com/jail-sandbox/jail/confine"
 	"github.com/jail-sandbox/jail/home"
+	"github.com/jail-sandbox/jail/launch"
 )
 
 // cleanMain runs `jail clean`: it removes persistent sandbox homes
@@ -32,12 +33,12 @@ func cleanMain(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	penv, err := policyEnv(*dir)
+	penv, err := launch.PolicyEnv(*dir)
 	if err != nil {
 		fmt.Fprintln(stderr, "jail clean:", err)
 		return 2
 	}
-	root := homesRoot(penv)
+	root := launch.HomesRoot(penv)
 	var pick []home.Entry
 	if *all || *gone {
 		es, err := home.List(root)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jail-sandbox/jail/internal/testutil"
+	"github.com/jail-sandbox/jail/launch"
 	"github.com/jail-sandbox/jail/policy"
 	"github.com/jail-sandbox/jail/tools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -77,7 +78,7 @@ func TestExplainMatchesFrontEnds(t *testing.T) {
 
 			// jail serve: list_tools over JSON lines.
 			o := &toolOptions{maxConc: 1}
-			o.run.workdir, o.run.policyFile = ws, pf
+			o.run.Workdir, o.run.PolicyFile = ws, pf
 			var stderr bytes.Buffer
 			s, closeAll, err := newToolServer(o, &stderr)
 			if err != nil {
@@ -148,7 +149,7 @@ func TestExplainApprovalState(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &ex); err != nil {
 		t.Fatal(err)
 	}
-	env, _ := policyEnv(ws)
+	env, _ := launch.PolicyEnv(ws)
 	p, _, err := policy.LoadEffective(pf, env)
 	if err != nil {
 		t.Fatal(err)

@@ -69,7 +69,7 @@ func startMCP(t *testing.T, policyTOML, agent string) *mcpHarness {
 		t.Fatal(err)
 	}
 	o := &toolOptions{maxConc: 2, agent: agent}
-	o.run.workdir, o.run.policyFile = ws, pf
+	o.run.Workdir, o.run.PolicyFile = ws, pf
 	ts, closeAll, err := newToolServer(o, h.stderr)
 	if err != nil {
 		t.Fatalf("newToolServer: %v\n%s", err, h.stderr)

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/jail-sandbox/jail/confine"
+	"github.com/jail-sandbox/jail/launch"
 	"github.com/jail-sandbox/jail/netns"
 	"github.com/jail-sandbox/jail/policy"
 	"golang.org/x/sys/unix"
@@ -200,12 +201,12 @@ func isTerminal(w io.Writer) bool {
 
 // applyTo puts the run's sockets, ports, mounts and environment into the launch. The proxy
 // variables come first so a --env or policy env_set of the same name wins.
-func (nr *netRun) applyTo(o *runOptions, layout *confine.Layout) {
+func (nr *netRun) applyTo(o *launch.Options, layout *confine.Layout) {
 	if nr == nil {
 		return
 	}
 	layout.Extra = append(layout.Extra, nr.mounts...)
-	o.env = append(slices.Clone(nr.env), o.env...)
+	o.Env = append(slices.Clone(nr.env), o.Env...)
 }
 
 // specNet is the confine network mode: every mode but host is a fresh namespace.
@@ -406,33 +407,4 @@ func (a *netAudit) close() {
 // allowFlag declares --allow, which jail run and the tool servers share.
 func allowFlag(fs *flag.FlagSet, l *listFlag) {
 	fs.Var(l, "allow", "let the command reach `HOST[:PORT]` (also *.DOMAIN) through jail's egress proxy, for this run: added to the policy's [network] allow, and implies --net proxy (repeatable; without a port, 80 and 443)")
-}
-
-// applyAllow adds the --allow hosts to the run's [network] allow and picks the proxy mode
-// they need: an explicit --net none or host contradicts them, a policy's none yields.
-func applyAllow(o *runOptions, p *policy.Policy) error {
-	if len(o.allow) == 0 {
-		return nil
-	}
-	for _, a := range o.allow {
-		entry, err := netns.CheckAllow(a)
-		if err != nil {
-			return fmt.Errorf("--allow %q: %w", a, err)
-		}
-		p.Network.Allow = append(p.Network.Allow, entry)
-	}
-	switch o.net {
-	case policy.NetNone:
-		return errors.New("--allow opens hosts through jail's proxy, which --net none turns off: drop --net none, or use --net proxy")
-	case policy.NetHost:
-		return errors.New("--allow filters through jail's proxy, and --net host bypasses it: drop --net host, or use --net proxy")
-	case "":
-		switch p.Network.Mode {
-		case "", policy.NetNone:
-			o.net = policy.NetProxy
-		case policy.NetHost:
-			return errors.New("--allow filters through jail's proxy, and the policy's [network] mode = \"host\" bypasses it: add --net proxy")
-		}
-	}
-	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jail-sandbox/jail/confine"
+	"github.com/jail-sandbox/jail/launch"
 	"github.com/jail-sandbox/jail/netns"
 	"github.com/jail-sandbox/jail/policy"
 )
@@ -37,7 +38,7 @@ func TestNetPrepareNoneAndHost(t *testing.T) {
 			t.Fatalf("%s: %v, %v; want nothing to do", mode, nr, err)
 		}
 		// The nil *netRun is usable as is.
-		nr.applyTo(&runOptions{}, &confine.Layout{})
+		nr.applyTo(&launch.Options{}, &confine.Layout{})
 		nr.serve(nil, &bytes.Buffer{})()
 		nr.close()
 	}
@@ -65,10 +66,10 @@ resolver = "192.0.2.53"`)
 	if got := stderr.String(); got != "jail: network: proxy mode; allowed hosts: api.example.com:443, *.pkg.example.org; denied: uploads.pkg.example.org\n" {
 		t.Fatalf("summary line %q", got)
 	}
-	o := &runOptions{env: []string{"HTTP_PROXY=mine"}}
+	o := &launch.Options{Env: []string{"HTTP_PROXY=mine"}}
 	nr.applyTo(o, &confine.Layout{})
-	if !slices.Contains(o.env, "https_proxy=http://127.0.0.1:3128") || o.env[len(o.env)-1] != "HTTP_PROXY=mine" {
-		t.Fatalf("env %v: want the proxy variables first, the caller's last (they win)", o.env)
+	if !slices.Contains(o.Env, "https_proxy=http://127.0.0.1:3128") || o.Env[len(o.Env)-1] != "HTTP_PROXY=mine" {
+		t.Fatalf("env %v: want the proxy variables first, the caller's last (they win)", o.Env)
 	}
 	if fi, err := os.Stat(audit); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("audit log: %v %v", fi, err)
@@ -168,39 +169,5 @@ func TestNetAuditRecord(t *testing.T) {
 	}
 	if stderr.Len() != 0 {
 		t.Fatalf("stderr %q", stderr.String())
-	}
-}
-
-func TestApplyAllow(t *testing.T) {
-	for _, c := range []struct {
-		net, policyMode string
-		allow           []string
-		wantNet, err    string
-	}{
-		{"", "", []string{"registry.npmjs.org"}, policy.NetProxy, ""},
-		{"", policy.NetNone, []string{"a.example:8443"}, policy.NetProxy, ""},
-		{"", policy.NetTransparent, []string{"a.example"}, "", ""},
-		{policy.NetTransparent, "", []string{"a.example"}, policy.NetTransparent, ""},
-		{policy.NetNone, "", []string{"a.example"}, "", "--net none"},
-		{policy.NetHost, "", []string{"a.example"}, "", "--net host"},
-		{"", policy.NetHost, []string{"a.example"}, "", `mode = "host"`},
-		{"", "", []string{"https://a.example/x"}, "", `--allow "https://a.example/x": a URL is not a host: use --allow a.example`},
-		{"", "", []string{"a.example:99999"}, "", "want 1-65535"},
-		{"", "", []string{"a.*.example"}, "", "whole first label"},
-	} {
-		p := &policy.Policy{}
-		p.Network.Mode = c.policyMode
-		p.Network.Allow = []string{"kept.example"}
-		o := &runOptions{net: c.net, allow: c.allow}
-		err := applyAllow(o, p)
-		if c.err != "" {
-			if err == nil || !strings.Contains(err.Error(), c.err) {
-				t.Errorf("%+v: error %v, want %q", c, err, c.err)
-			}
-			continue
-		}
-		if err != nil || o.net != c.wantNet || !slices.Equal(p.Network.Allow, append([]string{"kept.example"}, c.allow...)) {
-			t.Errorf("%+v: net %q allow %v err %v", c, o.net, p.Network.Allow, err)
-		}
 	}
 }

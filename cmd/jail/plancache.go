@@ -5,11 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"os/user"
-	"path/filepath"
 	"slices"
-	"strconv"
 
 	"github.com/jail-sandbox/jail/confine"
 	"github.com/jail-sandbox/jail/policy"
@@ -26,103 +22,14 @@ type planCache struct {
 	entry confine.CacheEntry
 }
 
-// guarded are the paths of jail's own that a sandbox must not change even
-// when a writable bind shows them, as directories and files: the user's
-// policy, wherever the caller's environment or a later run's may put it
-// (XDG_CONFIG_HOME, ~/.config, the passwd home's), and its file, which
-// may be a symlink elsewhere; a --policy file; and the plan cache's
-// directory, and the approver command and grants file the policy names
-// (run and read by the supervisor, outside every sandbox). A sandbox could
-// otherwise widen the next run's policy, approve its own calls, or
-// point the cache elsewhere (its entries are authenticated, but jail
-// creates directories and removes old entries there).
-//
-// hidden are jail's state directories, which no sandbox may even read
-// (plan cache entries, the audit log, persistent data): $XDG_CACHE_HOME,
-// $XDG_STATE_HOME and $XDG_DATA_HOME's jail directories and their
-// defaults under each home. An audit log elsewhere is a guarded file.
-func guarded(penv policy.Env, policyFile string, p *policy.Policy) (dirs, files, hidden []string) {
-	homes := []string{penv.Home}
-	if u, err := user.LookupId(strconv.Itoa(os.Getuid())); err == nil && u.HomeDir != "" {
-		homes = append(homes, u.HomeDir) // the home of a run with HOME unset or set elsewhere
-	}
-	add := func(list *[]string, p string) {
-		if p != "" && !slices.Contains(*list, p) {
-			*list = append(*list, p)
-		}
-	}
-	envs := []policy.Env{penv}
-	for _, h := range homes {
-		envs = append(envs, policy.Env{Home: h})
-	}
-	for _, env := range envs {
-		if f := policy.UserFile(env); f != "" {
-			add(&dirs, filepath.Dir(f))
-			add(&files, f)
-		}
-	}
-	add(&hidden, jailCacheDir(confine.PlanCacheDir(penv.Home, os.Getenv("XDG_CACHE_HOME"))))
-	for _, v := range []string{"XDG_STATE_HOME", "XDG_DATA_HOME"} {
-		if d := os.Getenv(v); filepath.IsAbs(d) {
-			add(&hidden, filepath.Join(d, "jail"))
-		}
-	}
-	for _, h := range homes {
-		if filepath.IsAbs(h) {
-			add(&hidden, jailCacheDir(confine.PlanCacheDir(h, "")))
-			add(&hidden, filepath.Join(h, ".local", "state", "jail"))
-			add(&hidden, filepath.Join(h, ".local", "share", "jail"))
-		}
-	}
-	// The audit log: read by the user and their tools, appended to by
-	// every jail run; a sandbox must neither rewrite history nor swap it
-	// for a symlink (OpenAuditLog refuses one).
-	if p != nil && (p.Audit.Enabled == nil || *p.Audit.Enabled) && filepath.IsAbs(p.Audit.Path) {
-		add(&files, p.Audit.Path)
-	}
-	// What the policy makes the supervisor run or read outside every
-	// sandbox: its approver command and its grants file.
-	if p != nil {
-		if f := p.Approval.GrantsFile; filepath.IsAbs(f) {
-			add(&files, f)
-		}
-		if len(p.Approval.Approver) > 0 {
-			if path, err := exec.LookPath(p.Approval.Approver[0]); err == nil {
-				if abs, err := filepath.Abs(path); err == nil {
-					add(&files, abs)
-				}
-			}
-		}
-	}
-	if policyFile != "" {
-		if !filepath.IsAbs(policyFile) {
-			// Joined, not cleaned: ".." is resolved after symlinks, as
-			// the loader's open resolves it.
-			if wd, err := os.Getwd(); err == nil {
-				policyFile = wd + "/" + policyFile
-			}
-		}
-		add(&files, policyFile)
-	}
-	return dirs, files, hidden
-}
-
-// jailCacheDir is the jail directory of a plan cache directory.
-func jailCacheDir(plans string) string {
-	if plans == "" {
-		return ""
-	}
-	return filepath.Dir(plans)
-}
-
 // policyFacts records the policy files a run loads, before it loads them:
 // an edit made while they are read then shows as a change (CachePlan
 // checks them again).
 func policyFacts(o *runOptions, penv policy.Env) *confine.Facts {
 	facts := &confine.Facts{}
 	files := []string{policy.UserFile(penv), policy.ProjectFile(penv.Workspace)}
-	if o.policyFile != "" {
-		files = append(files, o.policyFile)
+	if o.PolicyFile != "" {
+		files = append(files, o.PolicyFile)
 	}
 	for _, f := range files {
 		if f != "" {
@@ -146,10 +53,10 @@ func newPlanCache(args []string, o *runOptions, p *policy.Policy, penv policy.En
 		return nil
 	}
 	if o.capture || o.jsonOut != "" ||
-		o.net != policy.NetNone || warned || len(o.degraded) > 0 || p.Sandbox.HasGlobs() {
+		o.Net != policy.NetNone || warned || len(o.Degraded) > 0 || p.Sandbox.HasGlobs() {
 		return nil
 	}
-	if o.envValues {
+	if o.EnvValues {
 		// The entry's key holds the arguments, and a value given with
 		// --env NAME=VALUE is often a token: no value of the caller's
 		// is ever written to disk, so such a run is planned each time.
@@ -159,7 +66,7 @@ func newPlanCache(args []string, o *runOptions, p *policy.Policy, penv policy.En
 		return nil
 	}
 	i := slices.Index(args, "--")
-	if i < 0 || !slices.Equal(args[i+1:], o.argv) {
+	if i < 0 || !slices.Equal(args[i+1:], o.Argv) {
 		return nil
 	}
 	dir := confine.PlanCacheDir(penv.Home, os.Getenv("XDG_CACHE_HOME"))
@@ -191,8 +98,8 @@ func (c *planCache) store(o *runOptions, cmd *confine.Cmd, layout *confine.Layou
 		if o.json {
 			c.entry.JSON, c.entry.PolicySHA256 = true, o.policyHash()
 		}
-		if o.timeout > 0 {
-			c.entry.Timeout, c.entry.TimeoutNote = o.timeout, timeoutNote(o.timeout)
+		if o.Timeout > 0 {
+			c.entry.Timeout, c.entry.TimeoutNote = o.Timeout, timeoutNote(o.Timeout)
 		}
 		err = cmd.CachePlan(c.dir, &c.entry)
 	}

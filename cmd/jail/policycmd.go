@@ -7,34 +7,14 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/jail-sandbox/jail/launch"
 	"github.com/jail-sandbox/jail/policy"
 	"github.com/jail-sandbox/jail/tools"
 )
-
-// policyEnv gathers what the policy package needs from the process environment; the package
-// itself reads no globals. workspace may be relative; it is made absolute here.
-func policyEnv(workspace string) (policy.Env, error) {
-	if workspace == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return policy.Env{}, fmt.Errorf("policy: working directory: %w", err)
-		}
-		workspace = wd
-	}
-	ws, err := filepath.Abs(workspace)
-	if err != nil {
-		return policy.Env{}, fmt.Errorf("policy: workspace: %w", err)
-	}
-	home, _ := os.UserHomeDir() // no home: "~" paths in a policy become errors
-	return policy.Env{Home: home, Workspace: ws, XDGConfigHome: os.Getenv("XDG_CONFIG_HOME"),
-		XDGStateHome: os.Getenv("XDG_STATE_HOME")}, nil
-}
 
 const policyUsage = `usage:
   jail policy check FILE...
@@ -65,7 +45,7 @@ func policyCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, policyUsage)
 		return 2
 	}
-	env, err := policyEnv("")
+	env, err := launch.PolicyEnv("")
 	if err != nil {
 		fmt.Fprintln(stderr, "jail policy check:", err)
 		return 1
@@ -155,7 +135,7 @@ func policyExplain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, "jail policy explain: give at most one of --agent and --role, and no arguments\n", policyUsage)
 		return 2
 	}
-	env, err := policyEnv(*dir)
+	env, err := launch.PolicyEnv(*dir)
 	if err != nil {
 		fmt.Fprintln(stderr, "jail policy explain:", err)
 		return 1

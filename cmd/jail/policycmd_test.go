@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jail-sandbox/jail/launch"
 	"github.com/jail-sandbox/jail/policy"
 )
 
@@ -67,7 +68,7 @@ func TestPolicyExplain(t *testing.T) {
 		t.Fatalf("json: %d %s", code, out)
 	}
 	// explain and the runtime use the same loader and resolver: same hash, same toolset.
-	env, _ := policyEnv(filepath.Join(dir, "ws"))
+	env, _ := launch.PolicyEnv(filepath.Join(dir, "ws"))
 	p, _, err := policy.LoadEffective(file, env)
 	if err != nil {
 		t.Fatal(err)

@@ -10,10 +10,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"os/user"
-	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,7 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jail-sandbox/jail/confine"
-	"github.com/jail-sandbox/jail/netns"
+	"github.com/jail-sandbox/jail/launch"
 	"github.com/jail-sandbox/jail/policy"
 	"golang.org/x/sys/unix"
 )
@@ -32,56 +29,42 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
-// runOptions is what `jail run` was asked to do.
+// runOptions is what `jail run` was asked to do: the sandbox's options,
+// and where its result goes.
 type runOptions struct {
-	workdir, policyFile, net string
-	profile                  string
-	ro, rw, hide, env        listFlag
-	allow                    listFlag
-	degraded                 listFlag
-	timeout                  time.Duration
-	memory, pids             int64
-	json, capture            bool
-	jsonOut                  string
-	jsonOutFile              *confine.Output // its directory, held from before the sandbox starts
-	envValues                bool            // an --env NAME=VALUE: the run is never cached (no value goes to disk)
-	limitsAsked              bool            // --memory, --pids or the policy set limits (not the defaults)
-	memoryDefault            bool            // the memory bound is the default one (cgroups only)
-	outputLimit              int
-	asRoot                   bool
-	allowPtrace              bool
-	homeWorkspace            bool
-	outputLimitSet           bool
-	policyHash               func() string // the effective policy's SHA-256
-	started                  time.Time     // when jail run began, for a failure's duration_ms
-	hash                     string
-	argv                     []string
+	launch.Options
+	json, capture bool
+	jsonOut       string
+	jsonOutFile   *confine.Output // its directory, held from before the sandbox starts
+	policyHash    func() string   // the effective policy's SHA-256
+	started       time.Time       // when jail run began, for a failure's duration_ms
+	hash          string
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 	o := &runOptions{}
 	fs := flag.NewFlagSet("jail run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.workdir, "w", "", "workspace `DIR`: read-write and the working directory (default: the current directory)")
-	fs.Var(&o.ro, "ro", "bind host `PATH` read-only (repeatable)")
-	fs.Var(&o.rw, "rw", "bind host `PATH` read-write (repeatable)")
-	fs.Var(&o.hide, "hide", "cover `PATH` with an empty read-only object (repeatable)")
-	fs.Var(&o.env, "env", "pass variable `NAME` from the caller, or set NAME=VALUE (repeatable)")
-	fs.DurationVar(&o.timeout, "timeout", 0, "kill the whole sandbox after `DURATION` (e.g. 30s, 10m) and exit 124")
+	fs.StringVar(&o.Workdir, "w", "", "workspace `DIR`: read-write and the working directory (default: the current directory)")
+	fs.Var((*listFlag)(&o.RO), "ro", "bind host `PATH` read-only (repeatable)")
+	fs.Var((*listFlag)(&o.RW), "rw", "bind host `PATH` read-write (repeatable)")
+	fs.Var((*listFlag)(&o.Hide), "hide", "cover `PATH` with an empty read-only object (repeatable)")
+	fs.Var((*listFlag)(&o.Env), "env", "pass variable `NAME` from the caller, or set NAME=VALUE (repeatable)")
+	fs.DurationVar(&o.Timeout, "timeout", 0, "kill the whole sandbox after `DURATION` (e.g. 30s, 10m) and exit 124")
 	memory := fs.String("memory", "", "memory limit `SIZE` (e.g. 512M, 2G)")
-	fs.Int64Var(&o.pids, "pids", 0, "limit the number of processes to `N`")
+	fs.Int64Var(&o.Pids, "pids", 0, "limit the number of processes to `N`")
 	fs.BoolVar(&o.json, "json", false, "print a JSON result object at the end (see README: Result)")
 	fs.StringVar(&o.jsonOut, "json-out", "", "write the JSON result to `FILE` instead of stdout/stderr (implies --json)")
 	fs.BoolVar(&o.capture, "capture", false, "capture stdout and stderr into the JSON result (implies --json)")
-	fs.IntVar(&o.outputLimit, "output-limit", 0, "characters of each captured stream to keep (default: the policy's [limits] output_chars, 100000)")
-	fs.StringVar(&o.policyFile, "policy", "", "policy `FILE` (see policy.toml.example)")
-	fs.StringVar(&o.net, "net", "", "network: none (loopback only), proxy (HTTP and SOCKS5 proxies enforcing the policy's allowlist), transparent (proxy, plus DNS and TCP for any program to allowed hosts) or host (the host's network; printed as a warning); default from the policy, none")
-	allowFlag(fs, &o.allow)
-	fs.Var(&o.degraded, "allow-degraded", "run without `LAYER` (landlock, seccomp) when the kernel lacks it; printed on every run")
-	fs.BoolVar(&o.allowPtrace, "allow-ptrace", false, "let the command trace its own processes (strace, gdb, ASan/LSan); jail's pid 1 stays out of reach ([seccomp] allow_ptrace)")
-	fs.StringVar(&o.profile, "profile", "", "agent profile `NAME` (claude, codex, gemini, aider, opencode, a [profiles.NAME] of the policy, or none); default: chosen by the command's base name (docs/agents.md)")
-	fs.BoolVar(&o.asRoot, "as-root", false, "map the caller to uid 0 inside the sandbox (files keep their host owners)")
-	homeWorkspaceFlag(fs, &o.homeWorkspace)
+	fs.IntVar(&o.OutputLimit, "output-limit", 0, "characters of each captured stream to keep (default: the policy's [limits] output_chars, 100000)")
+	fs.StringVar(&o.PolicyFile, "policy", "", "policy `FILE` (see policy.toml.example)")
+	fs.StringVar(&o.Net, "net", "", "network: none (loopback only), proxy (HTTP and SOCKS5 proxies enforcing the policy's allowlist), transparent (proxy, plus DNS and TCP for any program to allowed hosts) or host (the host's network; printed as a warning); default from the policy, none")
+	allowFlag(fs, (*listFlag)(&o.Allow))
+	fs.Var((*listFlag)(&o.Degraded), "allow-degraded", "run without `LAYER` (landlock, seccomp) when the kernel lacks it; printed on every run")
+	fs.BoolVar(&o.AllowPtrace, "allow-ptrace", false, "let the command trace its own processes (strace, gdb, ASan/LSan); jail's pid 1 stays out of reach ([seccomp] allow_ptrace)")
+	fs.StringVar(&o.Profile, "profile", "", "agent profile `NAME` (claude, codex, gemini, aider, opencode, a [profiles.NAME] of the policy, or none); default: chosen by the command's base name (docs/agents.md)")
+	fs.BoolVar(&o.AsRoot, "as-root", false, "map the caller to uid 0 inside the sandbox (files keep their host owners)")
+	homeWorkspaceFlag(fs, &o.HomeWorkspace)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: jail run [flags] -- CMD [ARG...]")
 		fs.PrintDefaults()
@@ -90,12 +73,12 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	o.argv = fs.Args()
-	for _, e := range o.env {
-		o.envValues = o.envValues || strings.Contains(e, "=")
+	o.Argv = fs.Args()
+	for _, e := range o.Env {
+		o.EnvValues = o.EnvValues || strings.Contains(e, "=")
 	}
-	fs.Visit(func(f *flag.Flag) { o.outputLimitSet = o.outputLimitSet || f.Name == "output-limit" })
-	if len(o.argv) == 0 {
+	fs.Visit(func(f *flag.Flag) { o.OutputLimitSet = o.OutputLimitSet || f.Name == "output-limit" })
+	if len(o.Argv) == 0 {
 		return nil, errors.New("no command given: jail run [flags] -- CMD [ARG...]")
 	}
 	if *memory != "" {
@@ -103,45 +86,29 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--memory %q: %w", *memory, err)
 		}
-		o.memory = n
+		o.Memory = n
 	}
-	if o.pids < 0 {
-		return nil, fmt.Errorf("--pids %d: must be positive", o.pids)
+	if o.Pids < 0 {
+		return nil, fmt.Errorf("--pids %d: must be positive", o.Pids)
 	}
-	if o.timeout < 0 {
-		return nil, fmt.Errorf("--timeout %s: must be positive", o.timeout)
+	if o.Timeout < 0 {
+		return nil, fmt.Errorf("--timeout %s: must be positive", o.Timeout)
 	}
-	if o.outputLimit < 0 {
-		return nil, fmt.Errorf("--output-limit %d: must be positive", o.outputLimit)
+	if o.OutputLimit < 0 {
+		return nil, fmt.Errorf("--output-limit %d: must be positive", o.OutputLimit)
 	}
 	if o.capture || o.jsonOut != "" {
 		o.json = true // both say where the JSON result goes
 	}
-	if err := checkDegraded(o.degraded); err != nil {
+	if err := launch.CheckDegraded(o.Degraded); err != nil {
 		return nil, err
 	}
-	switch o.net {
+	switch o.Net {
 	case "", policy.NetNone, policy.NetProxy, policy.NetTransparent, policy.NetHost:
 	default:
-		return nil, fmt.Errorf("--net %q: want none, proxy, transparent or host", o.net)
+		return nil, fmt.Errorf("--net %q: want none, proxy, transparent or host", o.Net)
 	}
 	return o, nil
-}
-
-// checkDegraded accepts only layers a kernel may lack: Landlock and
-// seccomp. Limits need no opt-in (without a usable cgroup they fall back to
-// rlimits, and jail says so); user namespaces cannot be done without.
-func checkDegraded(list []string) error {
-	for _, d := range list {
-		for _, l := range strings.Split(d, ",") {
-			switch confine.Layer(l) {
-			case confine.LayerLandlock, confine.LayerSeccomp:
-			default:
-				return fmt.Errorf("--allow-degraded %q: not a layer that may be skipped (landlock, seccomp)", l)
-			}
-		}
-	}
-	return nil
 }
 
 // parseSize reads 512M, 2G, 1024K or plain bytes.
@@ -188,13 +155,13 @@ func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	o.started = started
 	// The same loader as `jail policy explain`: what an operator reads
 	// there is what this run gets.
-	penv, err := policyEnv(o.workdir)
+	penv, err := launch.PolicyEnv(o.Workdir)
 	if err != nil {
 		fmt.Fprintln(stderr, "jail run:", err)
 		return o.fail(2, stagePolicy, err, stdout, stderr)
 	}
 	pfacts := policyFacts(o, penv)
-	p, widenings, err := policy.LoadEffective(o.policyFile, penv)
+	p, widenings, err := policy.LoadEffective(o.PolicyFile, penv)
 	if err != nil {
 		printPolicyErrors(stderr, err)
 		fmt.Fprintln(stderr, "jail run: refusing to run with a policy that does not load")
@@ -210,8 +177,8 @@ func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "jail run: refusing to run: the policy binds paths that do not exist")
 		return 2
 	}
-	netGiven := o.net != ""
-	layout, pass, sc, err := applyPolicy(o, p, penv)
+	netGiven := o.Net != ""
+	layout, pass, sc, err := launch.Apply(&o.Options, p, penv)
 	if err != nil {
 		fmt.Fprintln(stderr, "jail run:", err)
 		return o.fail(2, stagePolicy, err, stdout, stderr)
@@ -230,7 +197,7 @@ func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	if cache != nil {
 		layout.Facts = cache.entry.Facts
 	}
-	if err := wireHome(o, p, penv, layout, &pass, netGiven); err != nil {
+	if err := launch.ApplyHome(&o.Options, p, penv, layout, &pass, netGiven); err != nil {
 		fmt.Fprintln(stderr, "jail run:", err)
 		return 2
 	}
@@ -249,14 +216,14 @@ func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	}
 	// Network (net.go): the proxy is built, and the policy's network errors surface, before
 	// any sandbox exists.
-	nr, err := prepareNet(o.net, p, stderr)
+	nr, err := prepareNet(o.Net, p, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "jail run:", err)
 		return o.fail(2, stageNetwork, err, stdout, stderr)
 	}
 	defer nr.close()
-	nr.applyTo(o, layout)
-	return launch(o, layout, pass, sc, nr, cache, stdin, stdout, stderr)
+	nr.applyTo(&o.Options, layout)
+	return runSandbox(o, layout, pass, sc, nr, cache, stdin, stdout, stderr)
 }
 
 // homeWorkspaceFlag is --home-workspace, shared by run, serve, mcp and tool.
@@ -264,125 +231,11 @@ func homeWorkspaceFlag(fs *flag.FlagSet, v *bool) {
 	fs.BoolVar(v, "home-workspace", false, "allow a workspace that is or contains your home directory: the home is then read-only, its secrets hidden, only --rw paths writable (docs/workspace.md)")
 }
 
-// callerHomes are the caller's homes: $HOME and the passwd entry's.
-func callerHomes(penv policy.Env) []string {
-	homes := []string{penv.Home}
-	if u, err := user.LookupId(strconv.Itoa(os.Getuid())); err == nil && u.HomeDir != "" && u.HomeDir != penv.Home {
-		homes = append(homes, u.HomeDir)
-	}
-	return homes
-}
-
-// applyPolicy turns the effective policy and the flags (which win for this
-// run) into a layout, an environment pass-list and seccomp options.
-func applyPolicy(o *runOptions, p *policy.Policy, penv policy.Env) (*confine.Layout, []string, confine.SeccompOptions, error) {
-	sb, err := p.Sandbox.Expand("/")
-	if err != nil {
-		return nil, nil, confine.SeccompOptions{}, err
-	}
-	ws := sb.Workspace
-	if o.workdir != "" {
-		ws = penv.Workspace
-	}
-	system := map[string]bool{}
-	for _, d := range confine.DefaultSystem() {
-		system[d] = true
-	}
-	layout := &confine.Layout{Workspace: ws, Home: penv.Home, Secrets: confine.DefaultSecrets(), SystemData: confine.DefaultSystemData(), GitConfig: true,
-		WorkspaceReadOnly: p.Sandbox.WorkspaceRO, Homes: callerHomes(penv),
-		HomeWorkspace: o.homeWorkspace || p.Sandbox.HomeWorkspace}
-	layout.Guarded, layout.GuardedFiles, layout.HiddenState = guarded(penv, o.policyFile, p)
-	layout.TmpSize, layout.ShmSize, layout.HomeSize = p.Sandbox.TmpfsSizes(confine.MemTotal())
-	if os.Getuid() == 0 && p.Sandbox.RootOnly != policy.RootOnlyShow {
-		// Root's sandbox keeps uid 0 on the host's files: what only root
-		// may read under /etc and /opt is hidden (docs/supervisor.md).
-		layout.RootOnly = []string{"/etc", "/opt"}
-	}
-	for _, d := range sb.RO {
-		switch {
-		case system[d] || d == "/nix/store":
-			layout.System = append(layout.System, d)
-		default:
-			layout.ReadOnly = append(layout.ReadOnly, d)
-		}
-	}
-	layout.ReadOnly = append(layout.ReadOnly, o.ro...)
-	layout.Resolved = p.Sandbox.ResolvedRO
-	layout.ReadWrite = append(append(layout.ReadWrite, sb.RW...), o.rw...)
-	for _, h := range sb.Hide {
-		// $HOME is hidden by the layout itself (an empty private tmpfs).
-		if h != penv.Home {
-			layout.Hidden = append(layout.Hidden, h)
-		}
-	}
-	layout.Hidden = append(layout.Hidden, o.hide...)
-	wsAbs, err := filepath.Abs(ws)
-	if err != nil {
-		return nil, nil, confine.SeccompOptions{}, err
-	}
-	for _, pp := range sb.Protected {
-		if filepath.IsAbs(pp) {
-			rel, err := filepath.Rel(wsAbs, pp)
-			if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
-				return nil, nil, confine.SeccompOptions{}, fmt.Errorf("protected path %s is outside the workspace %s", pp, wsAbs)
-			}
-			pp = rel
-		}
-		layout.Protected = append(layout.Protected, pp)
-	}
-
-	if err := applyAllow(o, p); err != nil {
-		return nil, nil, confine.SeccompOptions{}, err
-	}
-	if o.net == "" {
-		o.net = p.Network.Mode
-	}
-	if o.net == "" {
-		o.net = policy.NetNone
-	}
-	var offEnv []string
-	if o.net == policy.NetNone {
-		offEnv = netns.OffEnv()
-	}
-	if o.timeout == 0 {
-		o.timeout = p.Limits.Timeout
-	}
-	// The rlimit fallback is reported when limits were asked for; the
-	// default bounds apply quietly (docs/supervisor.md, "Default bounds").
-	o.limitsAsked = o.memory != 0 || o.pids != 0 || p.Limits.Memory != 0 || p.Limits.Pids != policy.DefaultPids
-	if o.memory == 0 {
-		o.memory = int64(p.Limits.Memory)
-	}
-	if o.memory == 0 {
-		// The default bound: a cgroup's only, never RLIMIT_DATA (Limits).
-		o.memory = confine.MemTotal() / policy.DefaultMemoryFraction
-		o.memoryDefault = true
-	}
-	if o.pids == 0 {
-		o.pids = p.Limits.Pids
-	}
-	if !o.outputLimitSet {
-		o.outputLimit = int(p.Limits.OutputChars)
-		if o.outputLimit <= 0 {
-			o.outputLimit = policy.DefaultOutputChars
-		}
-	}
-	pass := append([]string{}, sb.Env...)
-	var extra []string
-	for k, v := range sb.EnvSet {
-		extra = append(extra, k+"="+v)
-	}
-	sort.Strings(extra)
-	// The policy's env_set and then --env come last, so they win.
-	o.env = append(append(offEnv, extra...), o.env...)
-	return layout, pass, confine.SeccompOptions{Deny: p.Seccomp.Deny, Allow: p.Seccomp.Allow, Ptrace: p.Seccomp.AllowPtrace || o.allowPtrace}, nil
-}
-
-// launch builds the Spec from the layout and options, runs it and reports.
-func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.SeccompOptions, nr *netRun, cache *planCache, stdin *os.File, stdout, stderr io.Writer) int {
-	spec := newSpec(o, o.argv, stderr)
+// runSandbox builds the Spec from the layout and options, runs it and reports.
+func runSandbox(o *runOptions, layout *confine.Layout, pass []string, sc confine.SeccompOptions, nr *netRun, cache *planCache, stdin *os.File, stdout, stderr io.Writer) int {
+	spec := newSpec(&o.Options, o.Argv, stderr)
 	spec.Foreground = isForeground(stdin)
-	cmd := &confine.Cmd{Spec: spec, Stdin: stdin, Timeout: o.timeout, Limits: confine.Limits{MemoryBytes: o.memory, Pids: o.pids, MemoryCgroupOnly: o.memoryDefault},
+	cmd := &confine.Cmd{Spec: spec, Stdin: stdin, Timeout: o.Timeout, Limits: confine.Limits{MemoryBytes: o.Memory, Pids: o.Pids, MemoryCgroupOnly: o.MemoryDefault},
 		Notice: func(line string) { fmt.Fprintln(stderr, line) }}
 	cmd.Stdout, cmd.Stderr = asFile(stdout), asFile(stderr)
 
@@ -402,7 +255,7 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 		nr.commandOnTTY = !o.capture && (isTerminal(cmd.Stdout) || isTerminal(cmd.Stderr))
 	}
 	if o.capture {
-		outCap, errCap = &confine.Capture{Limit: o.outputLimit}, &confine.Capture{Limit: o.outputLimit}
+		outCap, errCap = &confine.Capture{Limit: o.OutputLimit}, &confine.Capture{Limit: o.OutputLimit}
 		for _, p := range []struct {
 			dst **os.File
 			c   *confine.Capture
@@ -427,7 +280,7 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGWINCH, unix.SIGUSR1, unix.SIGUSR2)
 	defer signal.Stop(sigs)
 
-	ph, err := startSandbox(cmd, layout, pass, o.env, func() ([]confine.Program, error) { return confine.CompileSeccomp(sc) }, nr, stderr)
+	ph, err := startSandbox(cmd, layout, pass, o.Env, func() ([]confine.Program, error) { return confine.CompileSeccomp(sc) }, nr, stderr)
 	defer ph.Release()
 	if err != nil {
 		var se *startError
@@ -450,7 +303,7 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 	}
 	// The environment's recipe, as startSandbox built it: the layout's
 	// variables, then --env's.
-	cache.store(o, cmd, layout, pass, append(slices.Clone(ph.viewEnv), o.env...), ph, stderr)
+	cache.store(o, cmd, layout, pass, append(slices.Clone(ph.viewEnv), o.Env...), ph, stderr)
 	stopNet := nr.serve(cmd.Sockets(), stderr)
 	if o.capture {
 		cmd.Stdout.Close()
@@ -480,12 +333,12 @@ func launch(o *runOptions, layout *confine.Layout, pass []string, sc confine.Sec
 		return o.fail(125, stageWait, err, stdout, stderr)
 	}
 	if res.TimedOut {
-		fmt.Fprint(stderr, timeoutNote(o.timeout))
+		fmt.Fprint(stderr, timeoutNote(o.Timeout))
 	}
 	for _, l := range limitsHit(res, o) {
 		fmt.Fprintln(stderr, l)
 	}
-	if res.Limits == confine.LimitRLimit && !o.json && o.limitsAsked {
+	if res.Limits == confine.LimitRLimit && !o.json && o.LimitsAsked {
 		fmt.Fprintf(stderr, "jail: --memory/--pids enforced with rlimits (per process, weaker than a cgroup): %s\n", res.LimitsNote)
 	}
 	if o.json {
@@ -515,10 +368,10 @@ func timeoutNote(d time.Duration) string {
 func limitsHit(res *confine.Result, o *runOptions) []string {
 	var out []string
 	if res.OOMKilled {
-		out = append(out, fmt.Sprintf("jail: the sandbox hit its memory limit (%s): the kernel killed a process of it (--memory, [limits] memory)", confine.FormatSize(o.memory)))
+		out = append(out, fmt.Sprintf("jail: the sandbox hit its memory limit (%s): the kernel killed a process of it (--memory, [limits] memory)", confine.FormatSize(o.Memory)))
 	}
 	if res.PidsLimited {
-		out = append(out, fmt.Sprintf("jail: the sandbox hit its process limit (%d): a fork failed (--pids, [limits] pids)", o.pids))
+		out = append(out, fmt.Sprintf("jail: the sandbox hit its process limit (%d): a fork failed (--pids, [limits] pids)", o.Pids))
 	}
 	return out
 }

@@ -51,13 +51,13 @@ func TestParseRunFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.workdir != "ws" || !reflect.DeepEqual([]string(o.ro), []string{"/a", "/b"}) ||
-		!reflect.DeepEqual([]string(o.env), []string{"X", "Y=1"}) || o.memory != 1<<30 || o.pids != 64 ||
-		o.timeout != 30*time.Second || !o.capture || !o.json || o.outputLimit != 10 || !o.outputLimitSet ||
-		o.net != "host" || !reflect.DeepEqual(o.argv, []string{"make", "-j4"}) {
+	if o.Workdir != "ws" || !reflect.DeepEqual([]string(o.RO), []string{"/a", "/b"}) ||
+		!reflect.DeepEqual([]string(o.Env), []string{"X", "Y=1"}) || o.Memory != 1<<30 || o.Pids != 64 ||
+		o.Timeout != 30*time.Second || !o.capture || !o.json || o.OutputLimit != 10 || !o.OutputLimitSet ||
+		o.Net != "host" || !reflect.DeepEqual(o.Argv, []string{"make", "-j4"}) {
 		t.Errorf("parsed %+v", o)
 	}
-	if o, err := parseRunFlags([]string{"true"}, io.Discard); err != nil || o.outputLimitSet || o.outputLimit != 0 || o.json {
+	if o, err := parseRunFlags([]string{"true"}, io.Discard); err != nil || o.OutputLimitSet || o.OutputLimit != 0 || o.json {
 		t.Errorf("defaults: %+v, %v", o, err)
 	}
 

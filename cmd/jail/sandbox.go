@@ -13,6 +13,7 @@ import (
 
 	"github.com/jail-sandbox/jail/confine"
 	"github.com/jail-sandbox/jail/gitview"
+	"github.com/jail-sandbox/jail/launch"
 	"github.com/jail-sandbox/jail/netns"
 	"github.com/jail-sandbox/jail/policy"
 )
@@ -20,23 +21,23 @@ import (
 // newSpec is the part of a sandbox's Spec that `jail run` and the tool
 // workers share: ids, host name, network and the layers the caller may
 // run without (each printed as a warning on warn).
-func newSpec(o *runOptions, argv []string, warn io.Writer) *confine.Spec {
+func newSpec(o *launch.Options, argv []string, warn io.Writer) *confine.Spec {
 	var degraded []confine.Layer
-	for _, d := range o.degraded {
+	for _, d := range o.Degraded {
 		for _, l := range strings.Split(d, ",") {
 			degraded = append(degraded, confine.Layer(l))
 			fmt.Fprintf(warn, "jail: WARNING: --allow-degraded=%s: the sandbox runs without this layer if the kernel lacks it\n", l)
 		}
 	}
-	if o.net == "host" {
+	if o.Net == "host" {
 		fmt.Fprintln(warn, "jail: WARNING: --net host: the sandbox shares the host's network")
 	}
 	uid, gid := os.Getuid(), os.Getgid()
-	if o.asRoot {
+	if o.AsRoot {
 		uid, gid = 0, 0
 	}
-	spec := &confine.Spec{Argv: argv, UID: uid, GID: gid, Hostname: "jail", Net: specNet(o.net), AllowDegraded: degraded}
-	if o.net == policy.NetNone {
+	spec := &confine.Spec{Argv: argv, UID: uid, GID: gid, Hostname: "jail", Net: specNet(o.Net), AllowDegraded: degraded}
+	if o.Net == policy.NetNone {
 		// Lookups fail at once, and the first one is explained (docs/network.md).
 		spec.OffDNS = &confine.OffDNS{Notice: netns.OffNotice}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jail-sandbox/jail/confine"
+	"github.com/jail-sandbox/jail/launch"
 	"github.com/jail-sandbox/jail/policy"
 	"github.com/jail-sandbox/jail/tools"
 	"golang.org/x/sys/unix"
@@ -28,7 +29,7 @@ const workerCommand = "__tool-worker"
 // toolOptions are the flags `jail tool` and `jail serve` share with
 // `jail run`, plus the server's own.
 type toolOptions struct {
-	run         runOptions
+	run         launch.Options
 	maxConc     int
 	prewarm     int
 	agent, role string
@@ -38,28 +39,28 @@ type toolOptions struct {
 func toolFlags(name string, o *toolOptions, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.run.workdir, "w", "", "workspace `DIR` the tools work in (default: the current directory)")
-	fs.StringVar(&o.run.policyFile, "policy", "", "policy `FILE` (see policy.toml.example)")
-	fs.Var(&o.run.degraded, "allow-degraded", "run the tools' sandboxes without `LAYER` (landlock, seccomp) when the kernel lacks it")
-	fs.BoolVar(&o.run.asRoot, "as-root", false, "map the caller to uid 0 inside the tools' sandboxes")
-	allowFlag(fs, &o.run.allow)
-	homeWorkspaceFlag(fs, &o.run.homeWorkspace)
+	fs.StringVar(&o.run.Workdir, "w", "", "workspace `DIR` the tools work in (default: the current directory)")
+	fs.StringVar(&o.run.PolicyFile, "policy", "", "policy `FILE` (see policy.toml.example)")
+	fs.Var((*listFlag)(&o.run.Degraded), "allow-degraded", "run the tools' sandboxes without `LAYER` (landlock, seccomp) when the kernel lacks it")
+	fs.BoolVar(&o.run.AsRoot, "as-root", false, "map the caller to uid 0 inside the tools' sandboxes")
+	allowFlag(fs, (*listFlag)(&o.run.Allow))
+	homeWorkspaceFlag(fs, &o.run.HomeWorkspace)
 	return fs
 }
 
 // newToolServer loads the policy exactly as `jail run` does and returns a
-// server whose workers are sandboxes made by the same code (applyPolicy,
+// server whose workers are sandboxes made by the same code (launch.Apply,
 // startSandbox), running this binary's hidden worker command. close ends
 // the workers and the network proxy.
 func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll func(), err error) {
-	if err := checkDegraded(o.run.degraded); err != nil {
+	if err := launch.CheckDegraded(o.run.Degraded); err != nil {
 		return nil, nil, err
 	}
-	penv, err := policyEnv(o.run.workdir)
+	penv, err := launch.PolicyEnv(o.run.Workdir)
 	if err != nil {
 		return nil, nil, err
 	}
-	p, widenings, err := policy.LoadEffective(o.run.policyFile, penv)
+	p, widenings, err := policy.LoadEffective(o.run.PolicyFile, penv)
 	if err != nil {
 		printPolicyErrors(stderr, err)
 		return nil, nil, errors.New("refusing to serve tools with a policy that does not load")
@@ -67,7 +68,7 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 	for _, w := range widenings {
 		fmt.Fprintln(stderr, "jail: warning:", w)
 	}
-	layout, pass, sc, err := applyPolicy(&o.run, p, penv)
+	layout, pass, sc, err := launch.Apply(&o.run, p, penv)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -81,7 +82,7 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 		return nil, nil, fmt.Errorf("find the jail binary for the tool workers: %w", err)
 	}
 	layout.Extra = append(layout.Extra, confine.Mount{Kind: confine.Bind, Source: exe, Dest: workerPath, Exec: true})
-	nr, err := prepareNet(o.run.net, p, stderr)
+	nr, err := prepareNet(o.run.Net, p, stderr)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -115,8 +116,8 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 			// No Timeout: a worker lives for many calls; each call has its
 			// own, enforced inside the worker and again by the supervisor.
 			cmd := &confine.Cmd{Spec: spec, Stdin: inR, Stdout: outW, Stderr: errFile,
-				Limits: confine.Limits{MemoryBytes: o.run.memory, Pids: o.run.pids, MemoryCgroupOnly: o.run.memoryDefault}}
-			ph, err := startSandbox(cmd, layout, pass, o.run.env, filter, nr, stderr)
+				Limits: confine.Limits{MemoryBytes: o.run.Memory, Pids: o.run.Pids, MemoryCgroupOnly: o.run.MemoryDefault}}
+			ph, err := startSandbox(cmd, layout, pass, o.run.Env, filter, nr, stderr)
 			inR.Close()
 			outW.Close()
 			if err != nil {
@@ -164,9 +165,9 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 		}
 		spec := newSpec(&o.run, nil, io.Discard)
 		spec.Hold = true
-		cmd := &confine.Cmd{Spec: spec, Stderr: errFile, Limits: confine.Limits{MemoryBytes: o.run.memory, Pids: o.run.pids, MemoryCgroupOnly: o.run.memoryDefault},
+		cmd := &confine.Cmd{Spec: spec, Stderr: errFile, Limits: confine.Limits{MemoryBytes: o.run.Memory, Pids: o.run.Pids, MemoryCgroupOnly: o.run.MemoryDefault},
 			Notice: func(line string) { fmt.Fprintln(stderr, line) }}
-		ph, err := startSandbox(cmd, l, pass, o.run.env, filter, nr, stderr)
+		ph, err := startSandbox(cmd, l, pass, o.run.Env, filter, nr, stderr)
 		if err != nil {
 			ph.Release()
 			return nil, err
@@ -208,13 +209,13 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 		}
 		return &tools.Shell{Cmd: cmd, Env: spec.Env, Script: ends[0][1], Out: [3]*os.File{ends[1][0], ends[2][0], ends[3][0]}, Release: release}, nil
 	}
-	reg, err := coreRegistry(o.run.timeout)
+	reg, err := coreRegistry(o.run.Timeout)
 	if err != nil {
 		nr.close()
 		return nil, nil, err
 	}
 	s = &tools.Server{Registry: reg, Policy: p, PolicyHash: p.Hash(), Home: penv.Home, Audit: audit, Spawn: spawn, SpawnReadOnly: spawnRO, SpawnShell: spawnShell, SpareShells: spareShells,
-		MaxConcurrency: o.maxConc, BashMaxTimeout: o.run.timeout,
+		MaxConcurrency: o.maxConc, BashMaxTimeout: o.run.Timeout,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	return s, func() {
 		s.Close()

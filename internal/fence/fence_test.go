@@ -114,24 +114,30 @@ var notYet = []string{"browser", "desktop"}
 // library may depend on them.
 var commands = []string{"cmd", "integration", "internal/testutil", "bench"}
 
+// wiring are the commands and the package that wires the libraries
+// together for them (launch): no library may depend on either.
+var wiring = append([]string{"launch"}, commands...)
+
 var fences = []fence{
-	{pkg: "confine", internal: append([]string{"policy", "tools", "netns", "gitstate", "gitview", "agent", "home", "browser", "desktop"}, commands...), external: dockerAndBrowser,
+	{pkg: "confine", internal: append([]string{"policy", "tools", "netns", "gitstate", "gitview", "agent", "home", "browser", "desktop"}, wiring...), external: dockerAndBrowser,
 		why: "confine carries out a Spec; deciding (policy), tools, git state and the network supervisor are built on it, not in it"},
-	{pkg: "policy", internal: append([]string{"confine", "netns", "tools", "gitstate", "gitview", "agent", "home", "browser", "desktop"}, commands...), external: dockerAndBrowser,
+	{pkg: "policy", internal: append([]string{"confine", "netns", "tools", "gitstate", "gitview", "agent", "home", "browser", "desktop"}, wiring...), external: dockerAndBrowser,
 		importsOnly: []string{"github.com/BurntSushi/toml", "mvdan.cc/sh/v3/"},
 		why:         "policy decides and never confines; it must build anywhere, without Docker or a browser (it reads TOML and parses shell, nothing else)"},
-	{pkg: "netns", internal: append([]string{"policy", "confine", "tools", "gitstate", "gitview", "agent", "home", "browser", "desktop"}, commands...), external: dockerAndBrowser,
+	{pkg: "netns", internal: append([]string{"policy", "confine", "tools", "gitstate", "gitview", "agent", "home", "browser", "desktop"}, wiring...), external: dockerAndBrowser,
 		why: "netns is the network supervisor; the caller wires it to a sandbox and to the policy"},
-	{pkg: "tools", internal: append([]string{"netns", "gitstate", "gitview", "agent", "browser", "desktop"}, commands...), external: dockerAndBrowser,
-		why: "tools is the tool contract, the registry and the confined worker; the network, git adoption and the Docker-backed categories are wired to it by cmd/jail"},
-	{pkg: "gitstate", internal: append([]string{"tools", "gitview", "agent", "browser", "desktop"}, commands...), external: dockerAndBrowser,
+	{pkg: "tools", internal: append([]string{"netns", "gitstate", "gitview", "agent", "browser", "desktop"}, wiring...), external: dockerAndBrowser,
+		why: "tools is the tool contract, the registry and the confined worker; the network, git adoption and the Docker-backed categories are wired to it by launch"},
+	{pkg: "gitstate", internal: append([]string{"tools", "gitview", "agent", "browser", "desktop"}, wiring...), external: dockerAndBrowser,
 		why: "gitstate reads and adopts git state by descriptor for any front end; it must not reach the tools, the commands or Docker"},
-	{pkg: "gitview", internal: append([]string{"tools", "netns", "agent", "browser", "desktop"}, commands...), external: dockerAndBrowser,
+	{pkg: "gitview", internal: append([]string{"tools", "netns", "agent", "browser", "desktop"}, wiring...), external: dockerAndBrowser,
 		why: "gitview lays out a sandbox's git directories (confine) and adopts their changes (gitstate); the tools, the network and the commands are built beside it"},
-	{pkg: "agent", internal: append([]string{"tools", "netns", "gitstate", "gitview", "browser", "desktop"}, commands...), external: dockerAndBrowser,
-		why: "agent applies a profile (policy) to a run's layout (confine) and home; the tools, the network and git are wired beside it by cmd/jail"},
-	{pkg: "home", internal: append([]string{"policy", "tools", "netns", "gitstate", "gitview", "agent", "browser", "desktop"}, commands...), external: dockerAndBrowser,
+	{pkg: "agent", internal: append([]string{"tools", "netns", "gitstate", "gitview", "browser", "desktop"}, wiring...), external: dockerAndBrowser,
+		why: "agent applies a profile (policy) to a run's layout (confine) and home; the tools, the network and git are wired beside it by launch"},
+	{pkg: "home", internal: append([]string{"policy", "tools", "netns", "gitstate", "gitview", "agent", "browser", "desktop"}, wiring...), external: dockerAndBrowser,
 		why: "home keeps the persistent homes by descriptor for whoever asks; it decides nothing (policy) and builds on no front end"},
+	{pkg: "launch", internal: commands,
+		why: "launch wires policy, confine, netns, gitview, home, agent and tools into sandboxes for the commands; it is a library of theirs, not one of them"},
 	{pkg: "internal/testutil", onlyInternal: []string{},
 		why: "the tests' shared helpers import nothing of the module, so any package's tests may use them"},
 	{pkg: "integration", test: true, onlyInternal: []string{"internal/testutil"},

@@ -1,4 +1,4 @@
-package main
+package launch
 
 import (
 	"slices"
@@ -11,12 +11,12 @@ import (
 // TestSystemDirectoriesTied ties the two lists of system directories that
 // live on either side of the policy/confine fence: policy.DefaultRO (what
 // a run binds read-only by default) and confine.DefaultSystem (the
-// directories applyPolicy binds as system directories, resolved as such
+// directories Apply binds as system directories, resolved as such
 // rather than as the user's own read-only paths). They differ on purpose
 // in exactly these entries; anything else is a copy that drifted.
 func TestSystemDirectoriesTied(t *testing.T) {
 	// /nix/store is bound by default but kept out of confine's list
-	// (applyPolicy names it beside the list); /libx32, the x32 ABI's
+	// (Apply names it beside the list); /libx32, the x32 ABI's
 	// libraries, is a system directory a policy may list, not a default.
 	onlyPolicy, onlyConfine := []string{"/nix/store"}, []string{"/libx32"}
 	ro, sys := policy.DefaultRO(), confine.DefaultSystem()

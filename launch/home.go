@@ -1,4 +1,4 @@
-package main
+package launch
 
 import (
 	"fmt"
@@ -12,8 +12,8 @@ import (
 	"github.com/jail-sandbox/jail/policy"
 )
 
-// homesRoot is where this caller's persistent sandbox homes live.
-func homesRoot(penv policy.Env) string {
+// HomesRoot is where this caller's persistent sandbox homes live.
+func HomesRoot(penv policy.Env) string {
 	return home.Root(penv.Home, os.Getenv("XDG_DATA_HOME"))
 }
 
@@ -22,12 +22,12 @@ func isWithin(p, root string) bool {
 	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
 }
 
-// wireHome gives the run its persistent home (docs/home.md) and its agent
+// ApplyHome gives the run its persistent home (docs/home.md) and its agent
 // profile (docs/agents.md): the profile named by --profile, else the one
 // the command's base name chooses. netGiven says --net was given, which
 // a profile does not override.
-func wireHome(o *runOptions, p *policy.Policy, penv policy.Env, layout *confine.Layout, pass *[]string, netGiven bool) error {
-	root := homesRoot(penv)
+func ApplyHome(o *Options, p *policy.Policy, penv policy.Env, layout *confine.Layout, pass *[]string, netGiven bool) error {
+	root := HomesRoot(penv)
 	var h *home.Home
 	if st, err := os.Stat(penv.Home); err == nil && st.IsDir() && root != "" && p.Sandbox.Home == policy.HomePersistent {
 		ws, err := confine.ResolvePath(layout.Workspace, "/", "")
@@ -51,9 +51,9 @@ func wireHome(o *runOptions, p *policy.Policy, penv policy.Env, layout *confine.
 			}
 		}
 	}
-	name := o.profile
+	name := o.Profile
 	if name == "" {
-		name = p.ProfileFor(o.argv[0])
+		name = p.ProfileFor(o.Argv[0])
 	}
 	if name == "" || name == "none" {
 		return nil
@@ -68,10 +68,10 @@ func wireHome(o *runOptions, p *policy.Policy, penv policy.Env, layout *confine.
 	}
 	*pass = append(*pass, setup.Env...)
 	// The profile's variables come first: the caller's --env wins.
-	o.env = append(append(o.env[:0:0], setup.Set...), o.env...)
+	o.Env = append(append(o.Env[:0:0], setup.Set...), o.Env...)
 	p.Network.Allow = append(p.Network.Allow, setup.Allow...)
-	if !netGiven && o.net == policy.NetNone {
-		o.net = policy.NetProxy
+	if !netGiven && o.Net == policy.NetNone {
+		o.Net = policy.NetProxy
 	}
 	// A profile's run prepares the agent's files on the host first; it
 	// is planned every time.
