@@ -2,7 +2,11 @@
 // and the effective policy) into sandboxes: the policy becomes a
 // [confine.Layout], an environment pass-list and seccomp options (Apply);
 // the persistent home and the agent profile are wired into them
-// (ApplyHome); jail's own files are guarded from every sandbox.
+// (ApplyHome); jail's own files are guarded from every sandbox. Start
+// starts one sandbox from a layout (the git view, the environment, the
+// seccomp filter compiled while the child creates its namespaces), and
+// PlanCache stores a `jail run` whose plan can be replayed without Go
+// (docs/plan-cache.md).
 //
 // Why a package of its own: this is the one place that knows every other
 // package (policy, confine, netns, gitview, home, agent, tools) and how

@@ -167,7 +167,7 @@ func prepareNet(mode string, p *policy.Policy, stderr io.Writer) (nr *netRun, er
 	// The summary is for logs, where it records what the run could reach. A person at a
 	// terminal would see it before every command of an interactive session; the refusal lines
 	// tell them what they need when it matters. (--net host and degraded layers still warn on
-	// every run: newSpec.)
+	// every run: launch.NewSpec.)
 	if !isTerminal(stderr) {
 		fmt.Fprintln(stderr, "jail: network:", allowedSummary(mode, n))
 	}
@@ -209,12 +209,12 @@ func (nr *netRun) applyTo(o *launch.Options, layout *confine.Layout) {
 	o.Env = append(slices.Clone(nr.env), o.Env...)
 }
 
-// specNet is the confine network mode: every mode but host is a fresh namespace.
-func specNet(mode string) confine.NetMode {
-	if mode == policy.NetHost {
-		return confine.NetHost
+// specSockets are the sockets the sandbox's init opens for the run.
+func (nr *netRun) specSockets() []confine.Socket {
+	if nr == nil {
+		return nil
 	}
-	return confine.NetNone
+	return nr.sockets
 }
 
 // serve starts one goroutine per server on the sockets the sandbox handed over (in the order

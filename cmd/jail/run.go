@@ -160,7 +160,7 @@ func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "jail run:", err)
 		return o.fail(2, stagePolicy, err, stdout, stderr)
 	}
-	pfacts := policyFacts(o, penv)
+	pfacts := launch.PolicyFacts(o.PolicyFile, penv)
 	p, widenings, err := policy.LoadEffective(o.PolicyFile, penv)
 	if err != nil {
 		printPolicyErrors(stderr, err)
@@ -193,9 +193,9 @@ func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		defer o.jsonOutFile.Close()
 		layout.Outputs = append(layout.Outputs, o.jsonOutFile)
 	}
-	cache := newPlanCache(args, o, p, penv, pfacts, len(widenings) > 0)
+	cache := launch.NewPlanCache(args, &o.Options, o.capture || o.jsonOut != "", p, penv, pfacts, len(widenings) > 0)
 	if cache != nil {
-		layout.Facts = cache.entry.Facts
+		layout.Facts = cache.Facts()
 	}
 	if err := launch.ApplyHome(&o.Options, p, penv, layout, &pass, netGiven); err != nil {
 		fmt.Fprintln(stderr, "jail run:", err)
@@ -232,8 +232,8 @@ func homeWorkspaceFlag(fs *flag.FlagSet, v *bool) {
 }
 
 // runSandbox builds the Spec from the layout and options, runs it and reports.
-func runSandbox(o *runOptions, layout *confine.Layout, pass []string, sc confine.SeccompOptions, nr *netRun, cache *planCache, stdin *os.File, stdout, stderr io.Writer) int {
-	spec := newSpec(&o.Options, o.Argv, stderr)
+func runSandbox(o *runOptions, layout *confine.Layout, pass []string, sc confine.SeccompOptions, nr *netRun, cache *launch.PlanCache, stdin *os.File, stdout, stderr io.Writer) int {
+	spec := launch.NewSpec(&o.Options, o.Argv, stderr)
 	spec.Foreground = isForeground(stdin)
 	cmd := &confine.Cmd{Spec: spec, Stdin: stdin, Timeout: o.Timeout, Limits: confine.Limits{MemoryBytes: o.Memory, Pids: o.Pids, MemoryCgroupOnly: o.MemoryDefault},
 		Notice: func(line string) { fmt.Fprintln(stderr, line) }}
@@ -280,30 +280,34 @@ func runSandbox(o *runOptions, layout *confine.Layout, pass []string, sc confine
 	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGWINCH, unix.SIGUSR1, unix.SIGUSR2)
 	defer signal.Stop(sigs)
 
-	ph, err := startSandbox(cmd, layout, pass, o.Env, func() ([]confine.Program, error) { return confine.CompileSeccomp(sc) }, nr, stderr)
+	ph, err := launch.Start(cmd, layout, pass, o.Env, func() ([]confine.Program, error) { return confine.CompileSeccomp(sc) }, nr.specSockets(), stderr)
 	defer ph.Release()
 	if err != nil {
-		var se *startError
+		var se *launch.StartError
 		errors.As(err, &se)
 		stage := stageSandbox
 		switch {
-		case se.code == 2:
-			fmt.Fprintln(stderr, "jail run:", se.err)
+		case se.Code == 2:
+			fmt.Fprintln(stderr, "jail run:", se.Err)
 			stage = stagePrepare
-		case se.code == 126 || se.code == 127:
+		case se.Code == 126 || se.Code == 127:
 			fmt.Fprintf(stderr, "jail: %s\n", se)
 			stage = stageExec
 		default:
 			fmt.Fprintf(stderr, "jail: %s\n", se)
 		}
-		if se.hint != "" {
-			fmt.Fprintln(stderr, se.hint)
+		if se.Hint != "" {
+			fmt.Fprintln(stderr, se.Hint)
 		}
-		return o.fail(se.code, stage, se, stdout, stderr)
+		return o.fail(se.Code, stage, se, stdout, stderr)
 	}
-	// The environment's recipe, as startSandbox built it: the layout's
+	// The environment's recipe, as launch.Start built it: the layout's
 	// variables, then --env's.
-	cache.store(o, cmd, layout, pass, append(slices.Clone(ph.viewEnv), o.Env...), ph, stderr)
+	jsonPolicy := ""
+	if o.json {
+		jsonPolicy = o.policyHash()
+	}
+	cache.Store(&o.Options, jsonPolicy, cmd, layout, pass, append(slices.Clone(ph.ViewEnv()), o.Env...), ph, stderr)
 	stopNet := nr.serve(cmd.Sockets(), stderr)
 	if o.capture {
 		cmd.Stdout.Close()
@@ -333,7 +337,7 @@ func runSandbox(o *runOptions, layout *confine.Layout, pass []string, sc confine
 		return o.fail(125, stageWait, err, stdout, stderr)
 	}
 	if res.TimedOut {
-		fmt.Fprint(stderr, timeoutNote(o.Timeout))
+		fmt.Fprint(stderr, launch.TimeoutNote(o.Timeout))
 	}
 	for _, l := range limitsHit(res, o) {
 		fmt.Fprintln(stderr, l)
@@ -355,12 +359,6 @@ func runSandbox(o *runOptions, layout *confine.Layout, pass []string, sc confine
 		}
 	}
 	return res.ExitCode
-}
-
-// timeoutNote is the line a run that timed out prints (the plan cache
-// keeps it for its own runs).
-func timeoutNote(d time.Duration) string {
-	return fmt.Sprintf("jail: timed out after %s: the sandbox and every process in it were killed\n", d)
 }
 
 // limitsHit are the lines that say which limit a run hit (the cached

@@ -50,7 +50,7 @@ func toolFlags(name string, o *toolOptions, stderr io.Writer) *flag.FlagSet {
 
 // newToolServer loads the policy exactly as `jail run` does and returns a
 // server whose workers are sandboxes made by the same code (launch.Apply,
-// startSandbox), running this binary's hidden worker command. close ends
+// launch.Start), running this binary's hidden worker command. close ends
 // the workers and the network proxy.
 func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll func(), err error) {
 	if err := launch.CheckDegraded(o.run.Degraded); err != nil {
@@ -95,14 +95,14 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 		}
 	}
 	errFile := asFile(stderr)
-	filter := compileOnce(sc)
+	filter := launch.CompileOnce(sc)
 	var warnOnce sync.Once
 	// spawnIn starts workers in sandboxes built from layout.
 	spawnIn := func(layout *confine.Layout) func(ctx context.Context) (*tools.Worker, error) {
 		return func(ctx context.Context) (*tools.Worker, error) {
 			warn := io.Discard
 			warnOnce.Do(func() { warn = stderr })
-			spec := newSpec(&o.run, []string{workerPath, workerCommand}, warn)
+			spec := launch.NewSpec(&o.run, []string{workerPath, workerCommand}, warn)
 			inR, inW, err := blockingPipe()
 			if err != nil {
 				return nil, err
@@ -117,7 +117,7 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 			// own, enforced inside the worker and again by the supervisor.
 			cmd := &confine.Cmd{Spec: spec, Stdin: inR, Stdout: outW, Stderr: errFile,
 				Limits: confine.Limits{MemoryBytes: o.run.Memory, Pids: o.run.Pids, MemoryCgroupOnly: o.run.MemoryDefault}}
-			ph, err := startSandbox(cmd, layout, pass, o.run.Env, filter, nr, stderr)
+			ph, err := launch.Start(cmd, layout, pass, o.run.Env, filter, nr.specSockets(), stderr)
 			inR.Close()
 			outW.Close()
 			if err != nil {
@@ -163,11 +163,11 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 		if readOnly {
 			l = &roLayout
 		}
-		spec := newSpec(&o.run, nil, io.Discard)
+		spec := launch.NewSpec(&o.run, nil, io.Discard)
 		spec.Hold = true
 		cmd := &confine.Cmd{Spec: spec, Stderr: errFile, Limits: confine.Limits{MemoryBytes: o.run.Memory, Pids: o.run.Pids, MemoryCgroupOnly: o.run.MemoryDefault},
 			Notice: func(line string) { fmt.Fprintln(stderr, line) }}
-		ph, err := startSandbox(cmd, l, pass, o.run.Env, filter, nr, stderr)
+		ph, err := launch.Start(cmd, l, pass, o.run.Env, filter, nr.specSockets(), stderr)
 		if err != nil {
 			ph.Release()
 			return nil, err

@@ -1,4 +1,4 @@
-package main
+package launch
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/jail-sandbox/jail/confine"
 	"github.com/jail-sandbox/jail/policy"
@@ -15,21 +16,24 @@ import (
 // whether it used it ("trace"). Read here and by fast_linux.c.
 const planCacheEnv = "JAIL_PLAN_CACHE"
 
-// planCache is a run whose plan may be cached (docs/plan-cache.md).
-type planCache struct {
+// PlanCache is a run whose plan may be cached (docs/plan-cache.md).
+type PlanCache struct {
 	dir   string
 	trace bool
 	entry confine.CacheEntry
 }
 
-// policyFacts records the policy files a run loads, before it loads them:
+// Facts are what the run's plan depends on; the layout records them.
+func (c *PlanCache) Facts() *confine.Facts { return c.entry.Facts }
+
+// PolicyFacts records the policy files a run loads, before it loads them:
 // an edit made while they are read then shows as a change (CachePlan
 // checks them again).
-func policyFacts(o *runOptions, penv policy.Env) *confine.Facts {
+func PolicyFacts(policyFile string, penv policy.Env) *confine.Facts {
 	facts := &confine.Facts{}
 	files := []string{policy.UserFile(penv), policy.ProjectFile(penv.Workspace)}
-	if o.PolicyFile != "" {
-		files = append(files, o.PolicyFile)
+	if policyFile != "" {
+		files = append(files, policyFile)
 	}
 	for _, f := range files {
 		if f != "" {
@@ -39,20 +43,21 @@ func policyFacts(o *runOptions, penv policy.Env) *confine.Facts {
 	return facts
 }
 
-// newPlanCache returns the cache of this run, or nil when its plan cannot
+// NewPlanCache returns the cache of this run, or nil when its plan cannot
 // be repeated without the Go supervisor, or must not be stored (a value
-// given with --env NAME=VALUE): a captured or --json-out result,
+// given with --env NAME=VALUE): a result kept elsewhere (kept: captured
+// output or --json-out),
 // limits (which the supervisor enforces), a network other than none,
 // warnings to print, degraded layers, globs (their matches change), or
 // arguments whose command does not follow the first "--". A --json
 // result on stderr and a timeout are the cached run's own (the harness
 // path, `jail run --json --timeout 10m -- CMD`).
-func newPlanCache(args []string, o *runOptions, p *policy.Policy, penv policy.Env, facts *confine.Facts, warned bool) *planCache {
+func NewPlanCache(args []string, o *Options, kept bool, p *policy.Policy, penv policy.Env, facts *confine.Facts, warned bool) *PlanCache {
 	mode := os.Getenv(planCacheEnv)
 	if mode == "off" {
 		return nil
 	}
-	if o.capture || o.jsonOut != "" ||
+	if kept ||
 		o.Net != policy.NetNone || warned || len(o.Degraded) > 0 || p.Sandbox.HasGlobs() {
 		return nil
 	}
@@ -78,13 +83,14 @@ func newPlanCache(args []string, o *runOptions, p *policy.Policy, penv policy.En
 	if err := confine.MakePlanCacheDir(dir); err != nil {
 		return nil
 	}
-	return &planCache{dir: dir, trace: mode == "trace", entry: confine.CacheEntry{Args: args[:i+1], Facts: facts}}
+	return &PlanCache{dir: dir, trace: mode == "trace", entry: confine.CacheEntry{Args: args[:i+1], Facts: facts}}
 }
 
-// store writes the entry of a run whose sandbox started. A run that
-// cannot be cached runs just the same; with JAIL_PLAN_CACHE=trace it
+// Store writes the entry of a run whose sandbox started; jsonPolicy is
+// the policy's hash when the run prints a --json result, else "". A run
+// that cannot be cached runs just the same; with JAIL_PLAN_CACHE=trace it
 // says why.
-func (c *planCache) store(o *runOptions, cmd *confine.Cmd, layout *confine.Layout, pass, extra []string, h *held, stderr io.Writer) {
+func (c *PlanCache) Store(o *Options, jsonPolicy string, cmd *confine.Cmd, layout *confine.Layout, pass, extra []string, h *Held, stderr io.Writer) {
 	if c == nil {
 		return
 	}
@@ -95,11 +101,11 @@ func (c *planCache) store(o *runOptions, cmd *confine.Cmd, layout *confine.Layou
 	}
 	if err == nil {
 		c.entry.Pass, c.entry.Extra, c.entry.Workspace, c.entry.Placeholders, c.entry.Fresh = pass, extra, ws, h.ph, fresh
-		if o.json {
-			c.entry.JSON, c.entry.PolicySHA256 = true, o.policyHash()
+		if jsonPolicy != "" {
+			c.entry.JSON, c.entry.PolicySHA256 = true, jsonPolicy
 		}
 		if o.Timeout > 0 {
-			c.entry.Timeout, c.entry.TimeoutNote = o.Timeout, timeoutNote(o.Timeout)
+			c.entry.Timeout, c.entry.TimeoutNote = o.Timeout, TimeoutNote(o.Timeout)
 		}
 		err = cmd.CachePlan(c.dir, &c.entry)
 	}
@@ -110,4 +116,10 @@ func (c *planCache) store(o *runOptions, cmd *confine.Cmd, layout *confine.Layou
 			fmt.Fprintln(stderr, "jail: plan cache: stored")
 		}
 	}
+}
+
+// TimeoutNote is the line a run that timed out prints (the plan cache
+// keeps it for its own runs).
+func TimeoutNote(d time.Duration) string {
+	return fmt.Sprintf("jail: timed out after %s: the sandbox and every process in it were killed\n", d)
 }

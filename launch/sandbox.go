@@ -1,4 +1,4 @@
-package main
+package launch
 
 import (
 	"errors"
@@ -13,15 +13,14 @@ import (
 
 	"github.com/jail-sandbox/jail/confine"
 	"github.com/jail-sandbox/jail/gitview"
-	"github.com/jail-sandbox/jail/launch"
 	"github.com/jail-sandbox/jail/netns"
 	"github.com/jail-sandbox/jail/policy"
 )
 
-// newSpec is the part of a sandbox's Spec that `jail run` and the tool
+// NewSpec is the part of a sandbox's Spec that `jail run` and the tool
 // workers share: ids, host name, network and the layers the caller may
 // run without (each printed as a warning on warn).
-func newSpec(o *launch.Options, argv []string, warn io.Writer) *confine.Spec {
+func NewSpec(o *Options, argv []string, warn io.Writer) *confine.Spec {
 	var degraded []confine.Layer
 	for _, d := range o.Degraded {
 		for _, l := range strings.Split(d, ",") {
@@ -44,32 +43,35 @@ func newSpec(o *launch.Options, argv []string, warn io.Writer) *confine.Spec {
 	return spec
 }
 
-// filterFunc compiles the seccomp filter of a sandbox.
-type filterFunc func() ([]confine.Program, error)
+// FilterFunc compiles the seccomp filter of a sandbox.
+type FilterFunc func() ([]confine.Program, error)
 
-// compileOnce is the filter of sc compiled once, for a process that
+// CompileOnce is the filter of sc compiled once, for a process that
 // starts many sandboxes with one policy (jail serve, jail mcp): libseccomp
 // takes about a millisecond per compilation.
-func compileOnce(sc confine.SeccompOptions) filterFunc {
+func CompileOnce(sc confine.SeccompOptions) FilterFunc {
 	return sync.OnceValues(func() ([]confine.Program, error) { return confine.CompileSeccomp(sc) })
 }
 
-// startError is a sandbox that did not start, with the exit status and
+// StartError is a sandbox that did not start, with the exit status and
 // message prefix `jail run` reports it with.
-type startError struct {
-	code   int
-	prefix string
-	err    error
-	// hint is a line that says how to fix it, when jail can tell.
-	hint string
+type StartError struct {
+	// Code is jail run's exit status for it: 2 refused before any
+	// process, 125 the sandbox, 126 or 127 the command.
+	Code int
+	// Prefix goes before the error in the message.
+	Prefix string
+	Err    error
+	// Hint is a line that says how to fix it, when jail can tell.
+	Hint string
 }
 
-func (e *startError) Error() string { return e.prefix + e.err.Error() }
-func (e *startError) Unwrap() error { return e.err }
+func (e *StartError) Error() string { return e.Prefix + e.Err.Error() }
+func (e *StartError) Unwrap() error { return e.Err }
 
-// held is what a sandbox holds on the host until it has ended: its
+// Held is what a sandbox holds on the host until it has ended: its
 // placeholders and its git view, whose changes are adopted then.
-type held struct {
+type Held struct {
 	ph  *confine.Placeholders
 	git *gitview.Run
 	// viewEnv are the variables the layout gave the command
@@ -77,9 +79,14 @@ type held struct {
 	viewEnv []string
 }
 
+// ViewEnv are the variables the layout gave the command
+// (GIT_CONFIG_GLOBAL), before --env's: with them, the recipe of the
+// command's environment.
+func (h *Held) ViewEnv() []string { return h.viewEnv }
+
 // Release adopts what the sandbox changed in the workspace's git
 // directories and removes its placeholders. The sandbox must have ended.
-func (h *held) Release() {
+func (h *Held) Release() {
 	if h == nil {
 		return
 	}
@@ -87,17 +94,17 @@ func (h *held) Release() {
 	h.ph.Release()
 }
 
-// startSandbox starts cmd, whose Spec has its command, ids, network and
+// Start starts cmd, whose Spec has its command, ids, network and
 // stdio set: the child is prestarted and creates its namespaces while this
 // process resolves the layout and compiles the seccomp filter, then the
 // environment, working directory, mounts and filter complete the Spec.
 // What it returns must be released after the sandbox exited, also after
 // an error; report takes what the git view says (gitview).
-func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []string, compile filterFunc, nr *netRun, report io.Writer) (*held, error) {
+func Start(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []string, compile FilterFunc, sockets []confine.Socket, report io.Writer) (*Held, error) {
 	spec := cmd.Spec
-	h := &held{ph: &confine.Placeholders{}}
+	h := &Held{ph: &confine.Placeholders{}}
 	if err := cmd.Prestart(); err != nil {
-		return h, &startError{125, "cannot start the sandbox: ", err, ""}
+		return h, &StartError{125, "cannot start the sandbox: ", err, ""}
 	}
 	type compiled struct {
 		prog []confine.Program
@@ -124,7 +131,7 @@ func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []str
 	if err != nil {
 		<-filter
 		cmd.Abort()
-		return h, &startError{2, "", err, ""}
+		return h, &StartError{2, "", err, ""}
 	}
 	// The layout may be shared by many sandboxes (jail serve): the git
 	// view is this one's.
@@ -157,24 +164,24 @@ func startSandbox(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []str
 	}
 	if err != nil {
 		cmd.Abort()
-		return h, &startError{2, "", err, ""}
+		return h, &StartError{2, "", err, ""}
 	}
 	spec.Env, spec.Dir, spec.Mounts, spec.Seccomp = env, ws, mounts, f.prog
-	if nr != nil {
-		// No Landlock port rule (Spec.ConnectPorts): the namespace has only loopback, so the
-		// rule could only refuse the command's own local servers (docs/network.md).
-		spec.Sockets = nr.sockets
-	}
+	// The network's listening sockets (Net), made in the sandbox's
+	// namespace. No Landlock port rule (Spec.ConnectPorts): the namespace
+	// has only loopback, so the rule could only refuse the command's own
+	// local servers (docs/network.md).
+	spec.Sockets = sockets
 	if err := cmd.Start(); err != nil {
 		var ee *confine.ExecError
 		if errors.As(err, &ee) {
-			se := &startError{ee.ExitCode(), "", err, ""}
+			se := &StartError{ee.ExitCode(), "", err, ""}
 			if errors.Is(ee.Errno, syscall.ENOENT) && len(spec.Argv) > 0 {
-				se.hint = hiddenHint(spec.Argv[0], l.Path, ws, l.Home, mounts)
+				se.Hint = hiddenHint(spec.Argv[0], l.Path, ws, l.Home, mounts)
 			}
 			return h, se
 		}
-		return h, &startError{125, "cannot start the sandbox: ", err, ""}
+		return h, &StartError{125, "cannot start the sandbox: ", err, ""}
 	}
 	return h, nil
 }
@@ -198,4 +205,12 @@ func hiddenHint(name string, path []string, dir, home string, mounts []confine.M
 		return ""
 	}
 	return fmt.Sprintf("jail: %s is %s, hidden in the sandbox; add --ro %s (or ro = [%q] in the policy's [sandbox]; docs/commands.md)", name, found, bind, bind)
+}
+
+// specNet is the confine network mode: every mode but host is a fresh namespace.
+func specNet(mode string) confine.NetMode {
+	if mode == policy.NetHost {
+		return confine.NetHost
+	}
+	return confine.NetNone
 }
