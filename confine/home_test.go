@@ -3,10 +3,14 @@
 package confine
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestPersistentHomeBind: with HomeDir the home is that directory, bound
@@ -44,5 +48,52 @@ func TestPersistentHomeBind(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
 		t.Fatalf("the mountpoint was made through the symlink: %v", ents)
+	}
+}
+
+// TestMakeInHomeConcurrent: sandboxes of one workspace started at once (jail serve) make the
+// same symlinks and files in the one persistent home, one of them replacing a link whose
+// target changed: none fails, and the link ends with the new target.
+func TestMakeInHomeConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Symlink("old-target", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	hfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(hfd)
+	for round := range 50 {
+		// Each round the host's link points elsewhere and the file is
+		// new: every goroutine sees the name missing or stale at once.
+		os.Remove(filepath.Join(dir, "file"))
+		target := fmt.Sprintf("target-%d", round)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		errs := make(chan error, 16)
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				errs <- makeInHome(hfd, "link", Mount{Kind: Symlink, Source: target})
+				errs <- makeInHome(hfd, "file", Mount{Kind: File, Source: "content\n"})
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+	}
+	if got, _ := os.Readlink(filepath.Join(dir, "link")); got != "target-49" {
+		t.Fatalf("link -> %q, want target-49", got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "file")); string(b) != "content\n" {
+		t.Fatalf("file: %q", b)
 	}
 }

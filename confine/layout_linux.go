@@ -530,7 +530,9 @@ func homeMountpoints(homeDir, home, ws string, ms []Mount) ([]Mount, error) {
 // makeInHome makes the symlink or file m at rel beneath the home's
 // descriptor unless it is there already (a symlink with the same target,
 // else the link is replaced; any regular file, which the sandbox may have
-// changed).
+// changed). Another sandbox of the same workspace may make or replace the
+// same name meanwhile (jail serve starts several at once): a name that
+// appears between the look and the make is looked at again.
 func makeInHome(hfd int, rel string, m Mount) error {
 	dir, name := filepath.Split(rel)
 	pfd := hfd
@@ -542,6 +544,17 @@ func makeInHome(hfd int, rel string, m Mount) error {
 		defer unix.Close(fd)
 		pfd = fd
 	}
+	var err error
+	for range 3 {
+		if err = makeOnce(pfd, name, rel, m); !errors.Is(err, unix.EEXIST) && !errors.Is(err, unix.ENOENT) {
+			return err
+		}
+	}
+	return err
+}
+
+// makeOnce is one attempt of makeInHome at pfd/name.
+func makeOnce(pfd int, name, rel string, m Mount) error {
 	var st unix.Stat_t
 	if err := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
 		switch {

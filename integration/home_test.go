@@ -7,6 +7,7 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -308,6 +309,65 @@ func TestPersistentHomeOffline(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(h, p)); err != nil {
 				t.Errorf("not in the persistent home %s: %v", h, err)
 			}
+		}
+	})
+}
+
+// TestServeHome: the tool workers and bash calls of `jail serve` and `jail tool` get the
+// workspace's persistent home, as `jail run` does, while several of them run at once: what one
+// bash call leaves in ~/.cache is there for the next session's calls and for `jail run`, and
+// another workspace's sandboxes do not see it. Judged on the host side too: the files are in
+// the workspace's home directory.
+func TestServeHome(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws, other := r.dir(t, "jail-it-servehome-"), r.dir(t, "jail-it-servehome2-")
+		r.cleanAfter(t, ws)
+		r.cleanAfter(t, other)
+		pol, _ := r.toolPolicy(t, r.dir(t, "jail-it-cfg-"), "")
+		s := r.serve(t, ws, "--policy", pol, "--max-concurrency", "4")
+		// Four bash calls at once, each in a sandbox of its own, all
+		// making the same mountpoints and directories in the one home.
+		const n = 4
+		for i := 1; i <= n; i++ {
+			s.send(fmt.Sprintf(`{"id":%d,"tool":"bash","args":{"command":"mkdir -p \"$HOME/.cache/serve\" && echo call-%d > \"$HOME/.cache/serve/%d\" && git config --global user.name served-%d && echo home=$HOME"}}`, i, i, i, i))
+		}
+		for range n {
+			res := s.next()
+			if res.Type != "result" || res.Result == nil || res.Result.IsError || !strings.Contains(res.Result.Content, "home=") {
+				t.Fatalf("bash call: %+v\nstderr: %s", res, s.err.String())
+			}
+		}
+		s.in.Close()
+		s.cmd.Wait()
+		host := r.sandboxHomes(t)[ws]
+		if host == "" {
+			t.Fatalf("jail serve made no persistent home for %s: %v", ws, r.sandboxHomes(t))
+		}
+		for i := 1; i <= n; i++ {
+			if b, err := os.ReadFile(filepath.Join(host, ".cache/serve", strconv.Itoa(i))); err != nil || string(b) != fmt.Sprintf("call-%d\n", i) {
+				t.Fatalf("host side of the home: file %d: %q, %v", i, b, err)
+			}
+		}
+		// The next session, jail tool and jail run find what the calls left.
+		s2 := r.serve(t, ws, "--policy", pol)
+		if res := s2.call(1, "bash", `{"command":"cat $HOME/.cache/serve/1 $HOME/.cache/serve/4; git config --global user.name"}`); res.Result == nil ||
+			!strings.Contains(res.Result.Content, "call-1") || !strings.Contains(res.Result.Content, "call-4") || !strings.Contains(res.Result.Content, "served-") {
+			t.Fatalf("a second jail serve session lost the home: %+v", res)
+		}
+		res := r.jail(t, call{dir: ws, args: []string{"tool", "--policy", pol, "-w", ws, "bash", `{"command":"cat $HOME/.cache/serve/2"}`}})
+		mustExit(t, res, 0)
+		if !strings.Contains(res.stdout, "call-2") {
+			t.Fatalf("jail tool bash did not see the home:\n%s\n%s", res.stdout, res.stderr)
+		}
+		res = r.sh(t, ws, `cat "$HOME/.cache/serve/3"`)
+		mustExit(t, res, 0)
+		if strings.TrimSpace(res.stdout) != "call-3" {
+			t.Fatalf("jail run did not see what jail serve left in the home: %q\n%s", res.stdout, res.stderr)
+		}
+		// Another workspace's server: a home of its own.
+		s3 := r.serve(t, other, "--policy", pol)
+		if res := s3.call(1, "bash", `{"command":"ls -A $HOME/.cache 2>&1; echo end"}`); res.Result == nil || strings.Contains(res.Result.Content, "serve") {
+			t.Fatalf("another workspace's bash call saw the first one's home: %+v", res)
 		}
 	})
 }

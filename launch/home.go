@@ -3,7 +3,6 @@ package launch
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/jail-sandbox/jail/agent"
@@ -17,9 +16,11 @@ func HomesRoot(penv policy.Env) string {
 	return home.Root(penv.Home, os.Getenv("XDG_DATA_HOME"))
 }
 
-// isWithin reports whether p is root or beneath it.
-func isWithin(p, root string) bool {
-	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
+// AttachHome gives layout the workspace's persistent home unless the
+// policy asks for an empty one: every front end's sandboxes (jail run,
+// and the workers and bash calls of serve, mcp and tool) share it.
+func AttachHome(p *policy.Policy, penv policy.Env, layout *confine.Layout) (*home.Home, error) {
+	return home.Attach(layout, HomesRoot(penv), penv.Home, p.Sandbox.Home == policy.HomePersistent)
 }
 
 // ApplyHome gives the run its persistent home (docs/home.md) and its agent
@@ -28,28 +29,9 @@ func isWithin(p, root string) bool {
 // a profile does not override.
 func ApplyHome(o *Options, p *policy.Policy, penv policy.Env, layout *confine.Layout, pass *[]string, netGiven bool) error {
 	root := HomesRoot(penv)
-	var h *home.Home
-	if st, err := os.Stat(penv.Home); err == nil && st.IsDir() && root != "" && p.Sandbox.Home == policy.HomePersistent {
-		ws, err := confine.ResolvePath(layout.Workspace, "/", "")
-		if err != nil {
-			return fmt.Errorf("workspace: %w", err)
-		}
-		if !isWithin(filepath.Clean(penv.Home), ws) {
-			if h, err = home.Open(root, ws); err != nil {
-				return fmt.Errorf("%w (or set [sandbox] home = \"empty\")", err)
-			}
-			layout.HomeDir = h.Path
-		}
-	}
-	// Other workspaces' homes stay out of reach of a sandbox whose binds
-	// would show them (a workspace that contains the home).
-	if _, err := os.Lstat(root); err == nil {
-		for _, b := range append([]string{layout.Workspace}, append(layout.ReadWrite, layout.ReadOnly...)...) {
-			if isWithin(root, b) {
-				layout.Hidden = append(layout.Hidden, root)
-				break
-			}
-		}
+	h, err := AttachHome(p, penv, layout)
+	if err != nil {
+		return err
 	}
 	name := o.Profile
 	if name == "" {

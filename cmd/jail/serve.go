@@ -72,6 +72,11 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 	if err != nil {
 		return nil, nil, err
 	}
+	// The workers and bash calls share the workspace's persistent home
+	// with its runs (docs/home.md), so caches last here too.
+	if _, err := launch.AttachHome(p, penv, layout); err != nil {
+		return nil, nil, err
+	}
 	// The worker is this binary, bound read-only into every sandbox at
 	// a fixed path; its host path is resolved like every other bind.
 	exe, err := os.Executable()
