@@ -345,6 +345,31 @@ func TestRootOnlyFilesHidden(t *testing.T) {
 // TestDefaultBounds: with no policy, a run is bounded: processes (4096),
 // memory (half the machine's) and each tmpfs, by a cgroup where jail can
 // make one and by rlimits otherwise, on both launch paths.
+// TestProjectFileCannotEnlargeBounds: a project file, which a sandbox may have written, asks
+// for /tmp, /dev/shm and the memory bound far above the defaults (which are shares of the
+// machine's memory); the sizes stay the defaults and jail names each key and the file.
+func TestProjectFileCannotEnlargeBounds(t *testing.T) {
+	b, _ := os.ReadFile("/proc/meminfo")
+	var memKB int64
+	fmt.Sscanf(strings.TrimPrefix(strings.SplitN(string(b), "\n", 2)[0], "MemTotal:"), "%d", &memKB)
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		r.writeFile(t, filepath.Join(ws, ".jail/policy.toml"), "[sandbox]\ntmp = \"100G\"\nshm = \"100G\"\n[limits]\nmemory = \"100G\"\n")
+		res := r.jail(t, call{dir: ws, args: []string{"run", "--", "/bin/sh", "-c", `df -k /tmp /dev/shm | awk 'NR>1 {print "size", $6, $2}'`}})
+		mustExit(t, res, 0)
+		for _, want := range []string{fmt.Sprintf("size /tmp %d", memKB/8), fmt.Sprintf("size /dev/shm %d", memKB/16)} {
+			if !strings.Contains(res.stdout, want) {
+				t.Errorf("want %q (the default) in:\n%s", want, res.stdout)
+			}
+		}
+		for _, key := range []string{"sandbox.tmp", "sandbox.shm", "limits.memory"} {
+			if !strings.Contains(res.stderr, ws+"/.jail/policy.toml") || !strings.Contains(res.stderr, key+": ignored: 100G is above the default") {
+				t.Errorf("no warning naming %s and the file:\n%s", key, res.stderr)
+			}
+		}
+	})
+}
+
 func TestDefaultBounds(t *testing.T) {
 	b, _ := os.ReadFile("/proc/meminfo")
 	var memKB int64

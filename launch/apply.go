@@ -33,7 +33,7 @@ func PolicyEnv(workspace string) (policy.Env, error) {
 	}
 	home, _ := os.UserHomeDir() // no home: "~" paths in a policy become errors
 	return policy.Env{Home: home, Workspace: ws, XDGConfigHome: os.Getenv("XDG_CONFIG_HOME"),
-		XDGStateHome: os.Getenv("XDG_STATE_HOME")}, nil
+		XDGStateHome: os.Getenv("XDG_STATE_HOME"), MemTotal: confine.MemTotal()}, nil
 }
 
 // callerHomes are the caller's homes: $HOME and the passwd entry's.

@@ -137,7 +137,7 @@ func Tighten(base *Policy, projectFile string, env Env) (*Policy, []Widening, er
 	if err != nil {
 		return nil, nil, err
 	}
-	t := &tightener{f: f, out: clonePolicy(base), proj: f.policy}
+	t := &tightener{f: f, out: clonePolicy(base), proj: f.policy, memTotal: env.MemTotal}
 	// A project file's access level is expanded like a user file's, and its keys then tighten
 	// like keys written out; elevated would only widen, so it is ignored whole.
 	if f.policy.Access.Level == LevelElevated && base.Access.Level != LevelElevated {
@@ -155,6 +155,8 @@ type tightener struct {
 	out  *Policy
 	proj *Policy
 	ws   []Widening
+	// memTotal is Env.MemTotal: what the defaults that are shares of the memory come to.
+	memTotal int64
 }
 
 func (t *tightener) widen(key, format string, args ...any) {
@@ -225,10 +227,10 @@ func (t *tightener) apply(base *Policy) {
 		o.Access.Level, o.Access.Expanded = p.Access.Level, p.Access.Expanded
 	}
 	if t.has("sandbox", "shm") {
-		o.Sandbox.Shm = t.smaller("sandbox.shm", p.Sandbox.Shm, base.Sandbox.Shm)
+		o.Sandbox.Shm = t.smallerOfShare("sandbox.shm", p.Sandbox.Shm, base.Sandbox.Shm, DefaultShmFraction)
 	}
 	if t.has("sandbox", "home_tmp") {
-		o.Sandbox.HomeTmp = t.smaller("sandbox.home_tmp", p.Sandbox.HomeTmp, base.Sandbox.HomeTmp)
+		o.Sandbox.HomeTmp = t.smallerOfShare("sandbox.home_tmp", p.Sandbox.HomeTmp, base.Sandbox.HomeTmp, DefaultHomeFraction)
 	}
 	if t.has("sandbox", "root_only") && p.Sandbox.RootOnly != base.Sandbox.RootOnly {
 		if p.Sandbox.RootOnly == RootOnlyHide {
@@ -238,13 +240,13 @@ func (t *tightener) apply(base *Policy) {
 		}
 	}
 	if t.has("sandbox", "tmp") {
-		o.Sandbox.Tmp = t.smaller("sandbox.tmp", p.Sandbox.Tmp, base.Sandbox.Tmp)
+		o.Sandbox.Tmp = t.smallerOfShare("sandbox.tmp", p.Sandbox.Tmp, base.Sandbox.Tmp, DefaultTmpFraction)
 	}
 	if t.has("limits", "timeout") {
 		o.Limits.Timeout = time.Duration(t.smaller("limits.timeout", Bytes(p.Limits.Timeout), Bytes(base.Limits.Timeout)))
 	}
 	if t.has("limits", "memory") {
-		o.Limits.Memory = t.smaller("limits.memory", p.Limits.Memory, base.Limits.Memory)
+		o.Limits.Memory = t.smallerOfShare("limits.memory", p.Limits.Memory, base.Limits.Memory, DefaultMemoryFraction)
 	}
 	if t.has("limits", "pids") {
 		o.Limits.Pids = int64(t.smaller("limits.pids", Bytes(p.Limits.Pids), Bytes(base.Limits.Pids)))
@@ -439,6 +441,25 @@ func (t *tightener) smaller(key string, proj, base Bytes) Bytes {
 	}
 	t.widen(key, "%v is above the user policy's %v", proj, base)
 	return base
+}
+
+// smallerOfShare is smaller for a key whose zero in the base is not "no limit" but a share of
+// the machine's memory (memTotal/frac): [limits] memory and the tmpfs sizes. Read as unlimited,
+// a project file (which a sandbox may have written) could make /tmp or /dev/shm as large as it
+// liked, or lift the memory bound.
+func (t *tightener) smallerOfShare(key string, proj, base Bytes, frac int64) Bytes {
+	if proj == 0 || base != 0 {
+		return t.smaller(key, proj, base)
+	}
+	if t.memTotal <= 0 {
+		t.widen(key, "%v cannot be compared with the default (1/%d of the machine's memory, which is not known)", proj, frac)
+		return base
+	}
+	if def := Bytes(t.memTotal / frac); proj > def {
+		t.widen(key, "%v is above the default, 1/%d of the machine's memory (%v)", proj, frac, def)
+		return base
+	}
+	return proj
 }
 
 // stricter takes the project value when it comes earlier in order (strictest first).

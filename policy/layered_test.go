@@ -207,3 +207,48 @@ func TestProjectFileCannotAskForHosts(t *testing.T) {
 		t.Errorf("a project file could not turn ask off: ask=%v widenings=%v", p.Network.Ask, ws)
 	}
 }
+
+// TestProjectFileCannotEnlargeShares: the defaults of [limits] memory and the tmpfs sizes are
+// zero in the policy (a share of the machine's memory, applied at launch); a project file above
+// what they come to is ignored with its key and file, one below them applies, and with the
+// memory not known nothing of it applies.
+func TestProjectFileCannotEnlargeShares(t *testing.T) {
+	dir := t.TempDir()
+	project := writeFile(t, dir, ".jail/policy.toml", `
+[sandbox]
+tmp = "100G"
+shm = "1M"
+home_tmp = "100G"
+[limits]
+memory = "100G"
+`)
+	const mem = 16 << 30
+	p, ws, err := LoadLayered("", project, Env{Home: "/home/alice", Workspace: dir, MemTotal: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Sandbox.Tmp != 0 || p.Sandbox.HomeTmp != 0 || p.Limits.Memory != 0 {
+		t.Errorf("a project file enlarged a default share: tmp %v home_tmp %v memory %v", p.Sandbox.Tmp, p.Sandbox.HomeTmp, p.Limits.Memory)
+	}
+	if p.Sandbox.Shm != 1<<20 {
+		t.Errorf("shm = %v, want the project's 1M (below 1/16 of 16G)", p.Sandbox.Shm)
+	}
+	var keys []string
+	for _, w := range ws {
+		keys = append(keys, w.Key)
+		if w.File != project || !strings.Contains(w.Reason, "above the default") {
+			t.Errorf("widening %v: want the file and the default named", w)
+		}
+	}
+	slices.Sort(keys)
+	if want := []string{"limits.memory", "sandbox.home_tmp", "sandbox.tmp"}; !slices.Equal(keys, want) {
+		t.Errorf("widenings %q, want %q", keys, want)
+	}
+	p, ws, err = LoadLayered("", project, Env{Home: "/home/alice", Workspace: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Sandbox.Shm != 0 || len(ws) != 4 {
+		t.Errorf("memory not known: shm %v, widenings %v; want nothing applied", p.Sandbox.Shm, ws)
+	}
+}

@@ -29,6 +29,10 @@ type Env struct {
 	XDGConfigHome string
 	// XDGStateHome locates the default audit log; empty means Home/.local/state.
 	XDGStateHome string
+	// MemTotal is the machine's memory in bytes: the defaults of [limits] memory and of the
+	// tmpfs sizes are fractions of it, and a project file's value is compared with what they
+	// come to. Zero (not known): a project file cannot set those keys.
+	MemTotal int64
 }
 
 // FieldError is one problem in a policy file: where it is, which key, and what is accepted.
