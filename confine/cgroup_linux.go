@@ -76,9 +76,9 @@ func (cg *cgroup) events() (oom, pids bool) {
 		case cg.method == LimitCgroup2:
 			oom = oom || count(filepath.Join(d, "memory.events"), "oom_kill") > 0
 			pids = pids || count(filepath.Join(d, "pids.events"), "max") > 0
-		case strings.Contains(d, "/memory/"):
+		case strings.HasPrefix(d, "/sys/fs/cgroup/memory/"):
 			oom = oom || count(filepath.Join(d, "memory.oom_control"), "oom_kill") > 0
-		case strings.Contains(d, "/pids/"):
+		case strings.HasPrefix(d, "/sys/fs/cgroup/pids/"):
 			pids = pids || count(filepath.Join(d, "pids.events"), "max") > 0
 		}
 	}
@@ -125,6 +125,20 @@ func ownCgroupV2() (string, error) {
 		}
 	}
 	return "", errors.New("no cgroup v2 entry in /proc/self/cgroup")
+}
+
+// ownCgroupV1 is this process's cgroup in the v1 hierarchy of controller
+// ("/" when /proc/self/cgroup does not list it).
+func ownCgroupV1(controller string) string {
+	b, _ := os.ReadFile("/proc/self/cgroup")
+	for _, line := range strings.Split(string(b), "\n") {
+		// ID:CONTROLLERS:PATH
+		f := strings.SplitN(line, ":", 3)
+		if len(f) == 3 && contains(strings.Split(f[1], ","), controller) && strings.HasPrefix(f[2], "/") {
+			return f[2]
+		}
+	}
+	return "/"
 }
 
 func cgroup2Mount() (string, error) {
@@ -206,12 +220,16 @@ func (cg *cgroup) tryV1(l Limits, name string) error {
 		ctls = append(ctls, ctl{"pids", "pids.max", l.Pids})
 	}
 	for _, c := range ctls {
-		base := filepath.Join("/sys/fs/cgroup", c.hier)
+		root := filepath.Join("/sys/fs/cgroup", c.hier)
 		var st unix.Statfs_t
-		if err := unix.Statfs(base, &st); err != nil || st.Type != unix.CGROUP_SUPER_MAGIC {
+		if err := unix.Statfs(root, &st); err != nil || st.Type != unix.CGROUP_SUPER_MAGIC {
 			cg.cleanup()
-			return fmt.Errorf("no v1 %s hierarchy at %s", c.hier, base)
+			return fmt.Errorf("no v1 %s hierarchy at %s", c.hier, root)
 		}
+		// Beneath jail's own cgroup of the hierarchy, not at its root: the
+		// limits of the cgroup the caller runs in (a CI job's) bind the
+		// sandbox too, and a subtree delegated to the user serves.
+		base := filepath.Join(root, ownCgroupV1(c.hier))
 		dir := filepath.Join(base, name)
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			cg.cleanup()

@@ -36,6 +36,8 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -913,6 +915,10 @@ struct limits {
 	const char *parent; // cgroup v2: where the sandbox's cgroup is made
 	const char *note;   // limits_note, a JSON string
 	const char *memtext;
+	// Where this run's cgroups go, decided now (lim_decide): the v2
+	// parent, and jail's own cgroups of the v1 memory and pids
+	// hierarchies.
+	char v2[PATH_MAX], v1mem[PATH_MAX], v1pids[PATH_MAX];
 	int ndirs;
 	char dirs[2][PATH_MAX];
 };
@@ -959,17 +965,109 @@ static void lim_sweep(const char *dir) {
 	closedir(d);
 }
 
+// lim_decide makes newCgroup's choice (cgroup_linux.go) again without
+// making anything: a cgroup v2 beneath this process's own when its
+// cgroup.subtree_control delegates the controllers the limits need and
+// the directory is writable; else writable cgroup v1 hierarchies; else
+// rlimits. The plan names the method of the run that stored it, and the
+// host may have changed since: a subtree delegated or taken back, jail
+// moved into another cgroup (whose limits a sandbox made under the old
+// one would escape), v1 hierarchies mounted or gone. A run whose method
+// would differ plans afresh. parent gets the cgroup v2 directory.
+static uint32_t lim_decide(struct limits *l, int mem, int pids) {
+	char *parent = l->v2;
+	size_t n = sizeof(l->v2);
+	parent[0] = 0;
+	snprintf(l->v1mem, sizeof(l->v1mem), "/sys/fs/cgroup/memory");
+	snprintf(l->v1pids, sizeof(l->v1pids), "/sys/fs/cgroup/pids");
+	char mnt[PATH_MAX] = "", own[PATH_MAX] = "";
+	FILE *mi = fopen("/proc/self/mountinfo", "re");
+	if (mi) {
+		char *line = NULL;
+		size_t cap = 0;
+		while (!mnt[0] && getline(&line, &cap, mi) > 0) {
+			// ID PARENT MAJ:MIN ROOT MOUNTPOINT ... - FSTYPE SOURCE OPTIONS
+			char *sep = strstr(line, " - cgroup2 ");
+			if (!sep) continue;
+			char *f = line;
+			for (int i = 0; i < 4 && f; i++) f = strchr(f, ' ') ? strchr(f, ' ') + 1 : NULL;
+			char *end = f ? strchr(f, ' ') : NULL;
+			if (end && end < sep && (size_t)(end - f) < sizeof(mnt)) {
+				memcpy(mnt, f, end - f);
+				mnt[end - f] = 0;
+			}
+		}
+		free(line);
+		fclose(mi);
+	}
+	int cfd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+	if (cfd >= 0) {
+		char buf[4096];
+		ssize_t k = read(cfd, buf, sizeof(buf) - 1);
+		close(cfd);
+		buf[k > 0 ? k : 0] = 0;
+		// ID:CONTROLLERS:PATH; ownCgroupV2 and ownCgroupV1 in cgroup_linux.go.
+		for (char *ln = buf; ln && *ln; ln = strchr(ln, '\n') ? strchr(ln, '\n') + 1 : NULL) {
+			size_t e = strcspn(ln, "\n");
+			char *c1 = memchr(ln, ':', e), *c2 = c1 ? memchr(c1 + 1, ':', e - (c1 + 1 - ln)) : NULL;
+			if (!c2 || c2[1] != '/') continue;
+			size_t plen = e - (c2 + 1 - ln);
+			char ctrls[256];
+			size_t clen = c2 - c1 - 1;
+			if (clen >= sizeof(ctrls) - 2) continue;
+			ctrls[0] = ',';
+			memcpy(ctrls + 1, c1 + 1, clen);
+			ctrls[clen + 1] = ',';
+			ctrls[clen + 2] = 0;
+			if (c1 - ln == 1 && ln[0] == '0' && clen == 0 && plen < sizeof(own)) {
+				memcpy(own, c2 + 1, plen);
+				own[plen] = 0;
+			} else if (strstr(ctrls, ",memory,") && plen < PATH_MAX - 32) {
+				snprintf(l->v1mem, sizeof(l->v1mem), "/sys/fs/cgroup/memory%.*s", (int)(plen == 1 ? 0 : plen), c2 + 1);
+			} else if (strstr(ctrls, ",pids,") && plen < PATH_MAX - 32) {
+				snprintf(l->v1pids, sizeof(l->v1pids), "/sys/fs/cgroup/pids%.*s", (int)(plen == 1 ? 0 : plen), c2 + 1);
+			}
+		}
+	}
+	if (mnt[0] && own[0]) {
+		// filepath.Join(mnt, own): own starts with '/', "/" alone adds nothing.
+		int w = snprintf(parent, n, "%s%s", mnt, strcmp(own, "/") ? own : "");
+		char ctl[PATH_MAX + 32], have[512];
+		snprintf(ctl, sizeof(ctl), "%s/cgroup.subtree_control", parent);
+		int fd = w > 0 && (size_t)w < n ? open(ctl, O_RDONLY | O_CLOEXEC) : -1;
+		ssize_t k = fd >= 0 ? read(fd, have + 1, sizeof(have) - 3) : -1;
+		if (fd >= 0) close(fd);
+		if (k >= 0) {
+			// " memory pids " and a controller with a space either side.
+			have[0] = ' ';
+			have[k + 1] = 0;
+			for (char *c = have; *c; c++)
+				if (*c == '\n') *c = ' ';
+			strcat(have, " ");
+			if ((!mem || strstr(have, " memory ")) && (!pids || strstr(have, " pids ")) && access(parent, W_OK | X_OK) == 0)
+				return LIMIT_CGROUP2;
+		}
+		parent[0] = 0;
+	}
+	const char *v1[2] = {mem ? l->v1mem : NULL, pids ? l->v1pids : NULL};
+	for (int i = 0; i < 2; i++) {
+		struct statfs st;
+		if (v1[i] && (statfs(v1[i], &st) < 0 || st.f_type != CGROUP_SUPER_MAGIC || access(v1[i], W_OK | X_OK) < 0)) return LIMIT_RLIMIT;
+	}
+	return LIMIT_CGROUP1;
+}
+
 // lim_create makes the cgroups of the run and writes their limits.
 static int lim_create(struct limits *l) {
-	if (l->method == LIMIT_CGROUP2) lim_sweep(l->parent);
+	if (l->method == LIMIT_CGROUP2) lim_sweep(l->v2);
 	if (l->method == LIMIT_CGROUP1) {
-		if (l->memory) lim_sweep("/sys/fs/cgroup/memory");
-		if (l->pids) lim_sweep("/sys/fs/cgroup/pids");
+		if (l->memory) lim_sweep(l->v1mem);
+		if (l->pids) lim_sweep(l->v1pids);
 	}
 	char name[64];
 	snprintf(name, sizeof(name), "jail-%d-%llx", getpid(), (unsigned long long)now_ns());
 	if (l->method == LIMIT_CGROUP2) {
-		snprintf(l->dirs[0], PATH_MAX, "%s/%s", l->parent, name);
+		snprintf(l->dirs[0], PATH_MAX, "%s/%s", l->v2, name);
 		if (mkdir(l->dirs[0], 0755) < 0) return -1;
 		l->ndirs = 1;
 		if ((l->memory && cg_write(l->dirs[0], "memory.max", l->memory) < 0) ||
@@ -985,7 +1083,7 @@ static int lim_create(struct limits *l) {
 	}
 	if (l->method != LIMIT_CGROUP1) return 0;
 	if (l->memory) {
-		snprintf(l->dirs[l->ndirs], PATH_MAX, "/sys/fs/cgroup/memory/%s", name);
+		snprintf(l->dirs[l->ndirs], PATH_MAX, "%s/%s", l->v1mem, name);
 		if (mkdir(l->dirs[l->ndirs], 0755) < 0) return -1;
 		l->ndirs++;
 		if (cg_write(l->dirs[l->ndirs - 1], "memory.limit_in_bytes", l->memory) < 0) {
@@ -996,7 +1094,7 @@ static int lim_create(struct limits *l) {
 		cg_write(l->dirs[l->ndirs - 1], "memory.memsw.limit_in_bytes", l->memory);
 	}
 	if (l->pids) {
-		snprintf(l->dirs[l->ndirs], PATH_MAX, "/sys/fs/cgroup/pids/%s", name);
+		snprintf(l->dirs[l->ndirs], PATH_MAX, "%s/%s", l->v1pids, name);
 		if (mkdir(l->dirs[l->ndirs], 0755) < 0) {
 			lim_remove(l);
 			return -1;
@@ -1059,7 +1157,7 @@ static void lim_events(struct limits *l, int *oom, int *pids) {
 		if (l->method == LIMIT_CGROUP2) {
 			*oom |= cg_count(l->dirs[i], "memory.events", "oom_kill") > 0;
 			*pids |= cg_count(l->dirs[i], "pids.events", "max") > 0;
-		} else if (strstr(l->dirs[i], "/memory/")) {
+		} else if (!strncmp(l->dirs[i], "/sys/fs/cgroup/memory/", 22)) {
 			*oom |= cg_count(l->dirs[i], "memory.oom_control", "oom_kill") > 0;
 		} else {
 			*pids |= cg_count(l->dirs[i], "pids.events", "max") > 0;
@@ -1379,6 +1477,15 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	lim.note = cur_str(&c);
 	lim.memtext = cur_str(&c);
 	res.lim = &lim;
+	if (lim.method != LIMIT_NONE) {
+		// The memory bound counts for the choice even where it is not
+		// applied (the default one, with rlimits: lim.memory is 0 then).
+		uint32_t now = lim_decide(&lim, lim.memtext && strcmp(lim.memtext, "0"), lim.pids != 0);
+		if (now != lim.method || (now == LIMIT_CGROUP2 && (!lim.parent || strcmp(lim.v2, lim.parent)))) {
+			miss(&f, "the limits would be enforced another way now (the cgroups changed)", limit_name(now));
+			goto out;
+		}
+	}
 	uint32_t hn, sn;
 	const uint8_t *header = cur_bytes(&c, &hn), *setup = cur_bytes(&c, &sn);
 	if (c.bad || !lists[0] || !lists[1] || c.p != c.end || hn == 0 || sn == 0) {
