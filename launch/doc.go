@@ -6,7 +6,8 @@
 // starts one sandbox from a layout (the git view, the environment, the
 // seccomp filter compiled while the child creates its namespaces), and
 // PlanCache stores a `jail run` whose plan can be replayed without Go
-// (docs/plan-cache.md).
+// (docs/plan-cache.md). Net is the supervisor's side of the proxy and
+// transparent network modes: the egress proxy, its sockets, its audit.
 //
 // Why a package of its own: this is the one place that knows every other
 // package (policy, confine, netns, gitview, home, agent, tools) and how

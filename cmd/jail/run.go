@@ -216,14 +216,19 @@ func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	}
 	// Network (net.go): the proxy is built, and the policy's network errors surface, before
 	// any sandbox exists.
-	nr, err := prepareNet(o.Net, p, stderr)
+	nr, err := launch.PrepareNet(o.Net, p, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "jail run:", err)
 		return o.fail(2, stageNetwork, err, stdout, stderr)
 	}
-	defer nr.close()
-	nr.applyTo(&o.Options, layout)
+	defer nr.Close()
+	nr.ApplyTo(&o.Options, layout)
 	return runSandbox(o, layout, pass, sc, nr, cache, stdin, stdout, stderr)
+}
+
+// allowFlag declares --allow, which jail run and the tool servers share.
+func allowFlag(fs *flag.FlagSet, l *listFlag) {
+	fs.Var(l, "allow", "let the command reach `HOST[:PORT]` (also *.DOMAIN) through jail's egress proxy, for this run: added to the policy's [network] allow, and implies --net proxy (repeatable; without a port, 80 and 443)")
 }
 
 // homeWorkspaceFlag is --home-workspace, shared by run, serve, mcp and tool.
@@ -232,7 +237,7 @@ func homeWorkspaceFlag(fs *flag.FlagSet, v *bool) {
 }
 
 // runSandbox builds the Spec from the layout and options, runs it and reports.
-func runSandbox(o *runOptions, layout *confine.Layout, pass []string, sc confine.SeccompOptions, nr *netRun, cache *launch.PlanCache, stdin *os.File, stdout, stderr io.Writer) int {
+func runSandbox(o *runOptions, layout *confine.Layout, pass []string, sc confine.SeccompOptions, nr *launch.Net, cache *launch.PlanCache, stdin *os.File, stdout, stderr io.Writer) int {
 	spec := launch.NewSpec(&o.Options, o.Argv, stderr)
 	spec.Foreground = isForeground(stdin)
 	cmd := &confine.Cmd{Spec: spec, Stdin: stdin, Timeout: o.Timeout, Limits: confine.Limits{MemoryBytes: o.Memory, Pids: o.Pids, MemoryCgroupOnly: o.MemoryDefault},
@@ -244,7 +249,7 @@ func runSandbox(o *runOptions, layout *confine.Layout, pass []string, sc confine
 	if o.capture {
 		spec.Foreground = false
 	}
-	if !spec.Foreground && isTerminal(stdin) {
+	if !spec.Foreground && launch.IsTerminal(stdin) {
 		// Not interactive: the command must not read what the person
 		// types (an API key, an answer meant for jail), so its stdin is
 		// /dev/null; the init gives it a session of its own, without the
@@ -252,7 +257,7 @@ func runSandbox(o *runOptions, layout *confine.Layout, pass []string, sc confine
 		cmd.Stdin = nil
 	}
 	if nr != nil {
-		nr.commandOnTTY = !o.capture && (isTerminal(cmd.Stdout) || isTerminal(cmd.Stderr))
+		nr.CommandOnTTY = !o.capture && (launch.IsTerminal(cmd.Stdout) || launch.IsTerminal(cmd.Stderr))
 	}
 	if o.capture {
 		outCap, errCap = &confine.Capture{Limit: o.OutputLimit}, &confine.Capture{Limit: o.OutputLimit}
@@ -280,7 +285,7 @@ func runSandbox(o *runOptions, layout *confine.Layout, pass []string, sc confine
 	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGWINCH, unix.SIGUSR1, unix.SIGUSR2)
 	defer signal.Stop(sigs)
 
-	ph, err := launch.Start(cmd, layout, pass, o.Env, func() ([]confine.Program, error) { return confine.CompileSeccomp(sc) }, nr.specSockets(), stderr)
+	ph, err := launch.Start(cmd, layout, pass, o.Env, func() ([]confine.Program, error) { return confine.CompileSeccomp(sc) }, nr.Sockets(), stderr)
 	defer ph.Release()
 	if err != nil {
 		var se *launch.StartError
@@ -308,7 +313,7 @@ func runSandbox(o *runOptions, layout *confine.Layout, pass []string, sc confine
 		jsonPolicy = o.policyHash()
 	}
 	cache.Store(&o.Options, jsonPolicy, cmd, layout, pass, append(slices.Clone(ph.ViewEnv()), o.Env...), ph, stderr)
-	stopNet := nr.serve(cmd.Sockets(), stderr)
+	stopNet := nr.Serve(cmd.Sockets(), stderr)
 	if o.capture {
 		cmd.Stdout.Close()
 		cmd.Stderr.Close()

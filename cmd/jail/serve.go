@@ -87,15 +87,15 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 		return nil, nil, fmt.Errorf("find the jail binary for the tool workers: %w", err)
 	}
 	layout.Extra = append(layout.Extra, confine.Mount{Kind: confine.Bind, Source: exe, Dest: workerPath, Exec: true})
-	nr, err := prepareNet(o.run.Net, p, stderr)
+	nr, err := launch.PrepareNet(o.run.Net, p, stderr)
 	if err != nil {
 		return nil, nil, err
 	}
-	nr.applyTo(&o.run, layout)
+	nr.ApplyTo(&o.run, layout)
 	var audit *policy.AuditLog
 	if p.Audit.Enabled == nil || *p.Audit.Enabled {
 		if audit, err = policy.OpenAuditLog(p.Audit.Path, p.Audit.Fsync); err != nil {
-			nr.close()
+			nr.Close()
 			return nil, nil, err
 		}
 	}
@@ -122,7 +122,7 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 			// own, enforced inside the worker and again by the supervisor.
 			cmd := &confine.Cmd{Spec: spec, Stdin: inR, Stdout: outW, Stderr: errFile,
 				Limits: confine.Limits{MemoryBytes: o.run.Memory, Pids: o.run.Pids, MemoryCgroupOnly: o.run.MemoryDefault}}
-			ph, err := launch.Start(cmd, layout, pass, o.run.Env, filter, nr.specSockets(), stderr)
+			ph, err := launch.Start(cmd, layout, pass, o.run.Env, filter, nr.Sockets(), stderr)
 			inR.Close()
 			outW.Close()
 			if err != nil {
@@ -131,7 +131,7 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 				outR.Close()
 				return nil, err
 			}
-			stopNet := nr.serve(cmd.Sockets(), stderr)
+			stopNet := nr.Serve(cmd.Sockets(), stderr)
 			stop := func() {
 				// Stdin is closed: the worker finishes its call and exits.
 				// One that does not within a second is killed with its
@@ -172,12 +172,12 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 		spec.Hold = true
 		cmd := &confine.Cmd{Spec: spec, Stderr: errFile, Limits: confine.Limits{MemoryBytes: o.run.Memory, Pids: o.run.Pids, MemoryCgroupOnly: o.run.MemoryDefault},
 			Notice: func(line string) { fmt.Fprintln(stderr, line) }}
-		ph, err := launch.Start(cmd, l, pass, o.run.Env, filter, nr.specSockets(), stderr)
+		ph, err := launch.Start(cmd, l, pass, o.run.Env, filter, nr.Sockets(), stderr)
 		if err != nil {
 			ph.Release()
 			return nil, err
 		}
-		stopNet := nr.serve(cmd.Sockets(), stderr)
+		stopNet := nr.Serve(cmd.Sockets(), stderr)
 		release := func() {
 			stopNet()
 			ph.Release()
@@ -216,7 +216,7 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 	}
 	reg, err := coreRegistry(o.run.Timeout)
 	if err != nil {
-		nr.close()
+		nr.Close()
 		return nil, nil, err
 	}
 	s = &tools.Server{Registry: reg, Policy: p, PolicyHash: p.Hash(), Home: penv.Home, Audit: audit, Spawn: spawn, SpawnReadOnly: spawnRO, SpawnShell: spawnShell, SpareShells: spareShells,
@@ -224,7 +224,7 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	return s, func() {
 		s.Close()
-		nr.close()
+		nr.Close()
 		if audit != nil {
 			audit.Close()
 		}

@@ -1,4 +1,4 @@
-package main
+package launch
 
 import (
 	"bytes"
@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/jail-sandbox/jail/confine"
-	"github.com/jail-sandbox/jail/launch"
 	"github.com/jail-sandbox/jail/netns"
 	"github.com/jail-sandbox/jail/policy"
 )
@@ -33,14 +32,14 @@ func netTestPolicy(t *testing.T, network string) (*policy.Policy, string) {
 func TestNetPrepareNoneAndHost(t *testing.T) {
 	p, _ := netTestPolicy(t, "[network]\nmode = \"none\"")
 	for _, mode := range []string{policy.NetNone, policy.NetHost} {
-		nr, err := prepareNet(mode, p, &bytes.Buffer{})
+		nr, err := PrepareNet(mode, p, &bytes.Buffer{})
 		if nr != nil || err != nil {
 			t.Fatalf("%s: %v, %v; want nothing to do", mode, nr, err)
 		}
-		// The nil *netRun is usable as is.
-		nr.applyTo(&launch.Options{}, &confine.Layout{})
-		nr.serve(nil, &bytes.Buffer{})()
-		nr.close()
+		// The nil *Net is usable as is.
+		nr.ApplyTo(&Options{}, &confine.Layout{})
+		nr.Serve(nil, &bytes.Buffer{})()
+		nr.Close()
 	}
 }
 
@@ -51,11 +50,11 @@ allow = ["api.example.com:443", "*.pkg.example.org"]
 deny = ["uploads.pkg.example.org"]
 resolver = "192.0.2.53"`)
 	var stderr bytes.Buffer
-	nr, err := prepareNet(policy.NetProxy, p, &stderr)
+	nr, err := PrepareNet(policy.NetProxy, p, &stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nr.close()
+	defer nr.Close()
 	want := []confine.Socket{{Network: "tcp", Addr: "127.0.0.1:3128"}, {Network: "tcp", Addr: "127.0.0.1:1080"}}
 	if !slices.Equal(nr.sockets, want) || nr.mounts != nil {
 		t.Fatalf("sockets %v mounts %v", nr.sockets, nr.mounts)
@@ -63,8 +62,8 @@ resolver = "192.0.2.53"`)
 	if got := stderr.String(); got != "jail: network: proxy mode; allowed hosts: api.example.com:443, *.pkg.example.org; denied: uploads.pkg.example.org\n" {
 		t.Fatalf("summary line %q", got)
 	}
-	o := &launch.Options{Env: []string{"HTTP_PROXY=mine"}}
-	nr.applyTo(o, &confine.Layout{})
+	o := &Options{Env: []string{"HTTP_PROXY=mine"}}
+	nr.ApplyTo(o, &confine.Layout{})
 	if !slices.Contains(o.Env, "https_proxy=http://127.0.0.1:3128") || o.Env[len(o.Env)-1] != "HTTP_PROXY=mine" {
 		t.Fatalf("env %v: want the proxy variables first, the caller's last (they win)", o.Env)
 	}
@@ -77,7 +76,7 @@ func TestNetPrepareTransparent(t *testing.T) {
 	p, _ := netTestPolicy(t, `[network]
 mode = "transparent"
 allow = ["git.example.net:22", "api.example.com"]`)
-	nr, err := prepareNet(policy.NetTransparent, p, &bytes.Buffer{})
+	nr, err := PrepareNet(policy.NetTransparent, p, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +98,7 @@ allow = ["git.example.net:22", "api.example.com"]`)
 		t.Fatalf("resolv.conf %q %v", b, err)
 	}
 	dir := nr.tmpDir
-	nr.close()
+	nr.Close()
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("resolv.conf directory left behind: %v", err)
 	}
@@ -111,11 +110,11 @@ func TestNetPrepareTransparentManyPorts(t *testing.T) {
 		allow = append(allow, fmt.Sprintf("%q", fmt.Sprintf("svc.example.com:%d", port)))
 	}
 	p, _ := netTestPolicy(t, "[network]\nmode = \"transparent\"\nallow = ["+strings.Join(allow, ", ")+"]")
-	nr, err := prepareNet(policy.NetTransparent, p, &bytes.Buffer{})
+	nr, err := PrepareNet(policy.NetTransparent, p, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nr.close()
+	defer nr.Close()
 	if len(nr.sockets) > maxSockets || len(nr.sockets) != 2+(1021/20)*20+1 {
 		t.Fatalf("%d sockets for 20 ports", len(nr.sockets))
 	}
@@ -126,12 +125,12 @@ func TestNetPrepareErrorsBeforeLaunch(t *testing.T) {
 	// the run before anything starts.
 	p, _ := netTestPolicy(t, "[network]\nmode = \"proxy\"\nallow = [\"api.example.com\"]")
 	p.Network.Allow = []string{"*.co.uk"}
-	if _, err := prepareNet(policy.NetProxy, p, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "network:") {
+	if _, err := PrepareNet(policy.NetProxy, p, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "network:") {
 		t.Fatalf("a wildcard over a public suffix: %v", err)
 	}
 	p.Network.Allow = nil
 	p.Audit.Path = "relative/audit.jsonl"
-	if _, err := prepareNet(policy.NetProxy, p, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "audit") {
+	if _, err := PrepareNet(policy.NetProxy, p, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "audit") {
 		t.Fatalf("an unusable audit path: %v", err)
 	}
 }

@@ -1,23 +1,23 @@
-package main
+package launch
 
-// The proxy and transparent network modes of `jail run`: the wiring between the policy's
+// The proxy and transparent network modes of every sandbox: the wiring between the policy's
 // [network] section, package netns (the egress proxy, which does all checking) and the
 // sandbox's Spec (sockets opened inside its network namespace, the command's environment,
 // Landlock's connect ports, a resolv.conf).
 //
 // Order of a run:
 //
-//	prepareNet      policy -> Rules, Resolver, Proxy (errors here stop the run before any
-//	                process exists); fixed socket addresses, env, ports, resolv.conf
-//	cmd.Start       the sandbox's init opens the sockets in its fresh namespace and hands them over
-//	(*netRun).serve one goroutine per server on those sockets, bound to a context
-//	cmd.Wait        the sandbox is gone
-//	stop            cancel the context, wait for every server goroutine, close the audit file
+//	PrepareNet    policy -> Rules, Resolver, Proxy (errors here stop the run before any
+//	              process exists); fixed socket addresses, env, ports, resolv.conf
+//	Start         the sandbox's init opens the sockets in its fresh namespace and hands them over
+//	(*Net).Serve  one goroutine per server on those sockets, bound to a context
+//	cmd.Wait      the sandbox is gone
+//	stop          cancel the context, wait for every server goroutine
+//	(*Net).Close  close the audit file, the terminal, resolv.conf's directory
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -31,7 +31,6 @@ import (
 	"time"
 
 	"github.com/jail-sandbox/jail/confine"
-	"github.com/jail-sandbox/jail/launch"
 	"github.com/jail-sandbox/jail/netns"
 	"github.com/jail-sandbox/jail/policy"
 	"golang.org/x/sys/unix"
@@ -53,9 +52,9 @@ const maxSockets = 1024
 // transparentPool is the number of names transparent mode can map in one run.
 const transparentPool = 64
 
-// netRun is the supervisor side of one run's proxy or transparent mode. A nil *netRun (modes
+// Net is the supervisor side of one run's proxy or transparent mode. A nil *Net (modes
 // none and host) does nothing.
-type netRun struct {
+type Net struct {
 	mode  string
 	proxy *netns.Proxy
 	trans *netns.Transparent // transparent mode only
@@ -68,15 +67,15 @@ type netRun struct {
 
 	tmpDir string   // holds resolv.conf; removed by close
 	tty    *os.File // the terminal [network] ask prompts on
-	// commandOnTTY is set when the command's stdout or stderr is a
+	// CommandOnTTY is set when the command's stdout or stderr is a
 	// terminal: jail then asks no one, since the command could draw a
 	// prompt of its own beside jail's (docs/terminal.md).
-	commandOnTTY bool
+	CommandOnTTY bool
 }
 
-// prepareNet builds the proxy for mode from the policy's [network] section. It returns nil for
+// PrepareNet builds the proxy for mode from the policy's [network] section. It returns nil for
 // none and host. Errors are the policy's or the host's, before any sandbox exists.
-func prepareNet(mode string, p *policy.Policy, stderr io.Writer) (nr *netRun, err error) {
+func PrepareNet(mode string, p *policy.Policy, stderr io.Writer) (nr *Net, err error) {
 	if mode != policy.NetProxy && mode != policy.NetTransparent {
 		return nil, nil
 	}
@@ -93,10 +92,10 @@ func prepareNet(mode string, p *policy.Policy, stderr io.Writer) (nr *netRun, er
 	if err != nil {
 		return nil, fmt.Errorf("network.resolver: %w", err)
 	}
-	nr = &netRun{mode: mode}
+	nr = &Net{mode: mode}
 	defer func() {
 		if err != nil {
-			nr.close()
+			nr.Close()
 			nr = nil
 		}
 	}()
@@ -168,7 +167,7 @@ func prepareNet(mode string, p *policy.Policy, stderr io.Writer) (nr *netRun, er
 	// terminal would see it before every command of an interactive session; the refusal lines
 	// tell them what they need when it matters. (--net host and degraded layers still warn on
 	// every run: launch.NewSpec.)
-	if !isTerminal(stderr) {
+	if !IsTerminal(stderr) {
 		fmt.Fprintln(stderr, "jail: network:", allowedSummary(mode, n))
 	}
 	return nr, nil
@@ -189,8 +188,8 @@ func allowedSummary(mode string, n policy.Network) string {
 	return s
 }
 
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
+// IsTerminal reports whether w is a terminal.
+func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
@@ -199,9 +198,9 @@ func isTerminal(w io.Writer) bool {
 	return err == nil
 }
 
-// applyTo puts the run's sockets, ports, mounts and environment into the launch. The proxy
+// ApplyTo puts the run's sockets, ports, mounts and environment into the launch. The proxy
 // variables come first so a --env or policy env_set of the same name wins.
-func (nr *netRun) applyTo(o *launch.Options, layout *confine.Layout) {
+func (nr *Net) ApplyTo(o *Options, layout *confine.Layout) {
 	if nr == nil {
 		return
 	}
@@ -209,18 +208,18 @@ func (nr *netRun) applyTo(o *launch.Options, layout *confine.Layout) {
 	o.Env = append(slices.Clone(nr.env), o.Env...)
 }
 
-// specSockets are the sockets the sandbox's init opens for the run.
-func (nr *netRun) specSockets() []confine.Socket {
+// Sockets are the sockets the sandbox's init opens for the run.
+func (nr *Net) Sockets() []confine.Socket {
 	if nr == nil {
 		return nil
 	}
 	return nr.sockets
 }
 
-// serve starts one goroutine per server on the sockets the sandbox handed over (in the order
+// Serve starts one goroutine per server on the sockets the sandbox handed over (in the order
 // of nr.sockets) and returns the function that stops them: it cancels their context and waits
 // until every one has returned. Call it once the sandbox has exited.
-func (nr *netRun) serve(files []*os.File, stderr io.Writer) (stop func()) {
+func (nr *Net) Serve(files []*os.File, stderr io.Writer) (stop func()) {
 	if nr == nil {
 		closeFiles(files)
 		return func() {}
@@ -279,13 +278,12 @@ func (nr *netRun) serve(files []*os.File, stderr io.Writer) (stop func()) {
 	}
 }
 
-// close releases what prepareNet made: the audit file and resolv.conf's directory.
 // askOnTerminal returns the proxy's approval callback for [network] ask: the question goes to
 // a person on jail's controlling terminal, one at a time, and times out to a refusal. Without
 // a terminal every such host is refused, and jail says so once. While an interactive command
 // owns the terminal (its process group is in the foreground) jail cannot read an answer
 // without stopping the command, so the host is refused with that reason.
-func (nr *netRun) askOnTerminal(timeout time.Duration, stderr io.Writer) func(context.Context, string, int) (bool, error) {
+func (nr *Net) askOnTerminal(timeout time.Duration, stderr io.Writer) func(context.Context, string, int) (bool, error) {
 	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 	if err != nil {
 		fmt.Fprintln(stderr, "jail: network.ask: no terminal to ask on; hosts outside the allowlist are refused")
@@ -300,7 +298,7 @@ func (nr *netRun) askOnTerminal(timeout time.Duration, stderr io.Writer) func(co
 		if fg, err := unix.IoctlGetInt(int(tty.Fd()), unix.TIOCGPGRP); err != nil || fg != unix.Getpgrp() {
 			return false, errors.New("the command owns the terminal, so no one can be asked")
 		}
-		if nr.commandOnTTY {
+		if nr.CommandOnTTY {
 			return false, errors.New("the command writes to the terminal, where it could imitate jail's question, so no one is asked (use --capture, or add the host to [network] allow)")
 		}
 		if timeout > 0 {
@@ -317,7 +315,9 @@ func (nr *netRun) askOnTerminal(timeout time.Duration, stderr io.Writer) func(co
 	}
 }
 
-func (nr *netRun) close() {
+// Close releases what PrepareNet made: the terminal, the audit file and
+// resolv.conf's directory.
+func (nr *Net) Close() {
 	if nr == nil {
 		return
 	}
@@ -402,9 +402,4 @@ func (a *netAudit) close() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.log.Close()
-}
-
-// allowFlag declares --allow, which jail run and the tool servers share.
-func allowFlag(fs *flag.FlagSet, l *listFlag) {
-	fs.Var(l, "allow", "let the command reach `HOST[:PORT]` (also *.DOMAIN) through jail's egress proxy, for this run: added to the policy's [network] allow, and implies --net proxy (repeatable; without a port, 80 and 443)")
 }
