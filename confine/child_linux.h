@@ -115,7 +115,6 @@ enum {
 	OP_DNS = 26,
 	OP_OVERLAY = 27,
 	OP_FILE = 28,
-	OP_UNREAD = 29,
 };
 
 #define MAX_SOURCES 256

@@ -59,6 +59,8 @@
 #define FACT_DIR 5
 #define FACT_DIRS 6
 #define FACT_GLOB 7
+#define FACT_TREE 8
+#define MAX_TREE 100001 // maxUnreadableWalk in rootonly_linux.go, and the root
 #define OP_EXEC 21
 #define MAX_PLACEHOLDERS 64
 #define MAX_LOCKS 64
@@ -307,6 +309,73 @@ static char *resolve(const char *path, char buf[PATH_MAX]) {
 
 static int dir_changed(struct dirseen *d, const uint64_t want[4]);
 
+// tree_fold is treeHash in rootonly_linux.go: FNV-1a over the
+// little-endian bytes of an entry's device, inode and mode, and for a
+// directory the walk read, its mtime and ctime.
+static uint64_t tree_fold(uint64_t h, const struct stat *st, int read) {
+	uint64_t v[5] = {st->st_dev, st->st_ino, st->st_mode, 0, 0};
+	int n = 3;
+	if (read) {
+		v[3] = (uint64_t)st->st_mtim.tv_sec * 1000000000ULL + st->st_mtim.tv_nsec;
+		v[4] = (uint64_t)st->st_ctim.tv_sec * 1000000000ULL + st->st_ctim.tv_nsec;
+		n = 5;
+	}
+	for (int i = 0; i < n; i++)
+		for (int b = 0; b < 8; b++) {
+			h ^= (v[i] >> (8 * b)) & 0xff;
+			h *= 1099511628211ULL;
+		}
+	return h;
+}
+
+// check_tree checks the walk for what only root may read beneath root
+// (factTree): one lstat per entry the walk looked at, instead of listing
+// every directory again. A directory's mtime and ctime change with every
+// name made, removed or renamed in it; an entry's ctime and mode with a
+// chmod; its device and inode with a mount over it. Each entry names the
+// index of its directory, which comes before it.
+static int check_tree(struct fast *f, struct cursor *c, const char *root) {
+	uint32_t n = cur_u32(c);
+	if (c->bad || n == 0 || n > MAX_TREE) return miss(f, "malformed entry", NULL);
+	char **dirs = calloc(n, sizeof(char *));
+	if (!dirs) return miss(f, "out of memory", NULL);
+	uint64_t h = 14695981039346656037ULL;
+	int r = 0;
+	for (uint32_t i = 0; i < n && r == 0; i++) {
+		uint32_t parent = cur_u32(c);
+		const char *name = cur_str(c);
+		uint32_t read = cur_u32(c);
+		char buf[PATH_MAX];
+		int k;
+		if (c->bad) {
+			r = miss(f, "malformed entry", NULL);
+			break;
+		}
+		if (i == 0 && parent == UINT32_MAX)
+			k = snprintf(buf, sizeof(buf), "%s", root);
+		else if (i > 0 && parent < i && dirs[parent])
+			k = snprintf(buf, sizeof(buf), "%s/%s", dirs[parent], name);
+		else {
+			r = miss(f, "malformed entry", NULL);
+			break;
+		}
+		struct stat st;
+		if (k < 0 || (size_t)k >= sizeof(buf) || lstat(buf, &st) < 0) {
+			r = miss(f, "a file beneath a root-only walk changed", buf);
+			break;
+		}
+		h = tree_fold(h, &st, read != 0);
+		if (read && !(dirs[i] = strdup(buf))) r = miss(f, "out of memory", NULL);
+	}
+	uint64_t want = cur_u64(c);
+	for (uint32_t i = 0; i < n; i++) free(dirs[i]);
+	free(dirs);
+	if (r < 0) return r;
+	if (c->bad) return miss(f, "malformed entry", NULL);
+	if (h != want) return miss(f, "what only root may read changed beneath", root);
+	return 0;
+}
+
 // check_facts checks every fact about the host the plan was made from.
 static int check_facts(struct fast *f, struct cursor *c) {
 	uint32_t n = cur_u32(c);
@@ -416,6 +485,9 @@ static int check_facts(struct fast *f, struct cursor *c) {
 			if (seen != nn) return miss(f, "a protected name changed", path);
 			break;
 		}
+		case FACT_TREE:
+			if (check_tree(f, c, path) < 0) return -1;
+			break;
 		default:
 			return miss(f, "unknown fact in the entry", NULL);
 		}
@@ -1455,7 +1527,8 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	sigprocmask(SIG_BLOCK, &set, &sv.mask);
 	blocked = 1;
 	f.mask = &sv.mask;
-	if (make_placeholders(&f, &c) < 0 || make_fresh(&f, &c) < 0) goto out;
+	if (make_placeholders(&f, &c) < 0) goto out;
+	if (make_fresh(&f, &c) < 0) goto out;
 	char **lists[2] = {NULL, NULL};
 	uint32_t counts[2];
 	for (int l = 0; l < 2; l++) {

@@ -40,6 +40,7 @@ const (
 	factDir      = 5 // lstat(path) is a directory with this device, inode and owner
 	factDirs     = 6 // DirsHash of the directory path is value (its subdirectories and .git entries; not its own .git with root)
 	factGlob     = 7 // the names in directory path matching the pattern value are names
+	factTree     = 8 // the entries tree of the walk of path (rootonly_linux.go) still hash to hash
 )
 
 // Facts are what a plan depends on in the host's file system, in the order
@@ -58,10 +59,11 @@ type fact struct {
 	path, value string
 	typ         uint32
 	present     bool
-	st          [5]uint64 // dev, ino, size, mtime ns, ctime ns (factDir: dev, ino, uid, birth ns; factDirs: dev, ino, mtime, ctime)
-	hash        uint64    // factDirs
-	root        bool      // factDirs: the workspace's root, whose .git does not count
-	names       []string  // factGlob: the matches, sorted
+	st          [5]uint64   // dev, ino, size, mtime ns, ctime ns (factDir: dev, ino, uid, birth ns; factDirs: dev, ino, mtime, ctime)
+	hash        uint64      // factDirs
+	root        bool        // factDirs: the workspace's root, whose .git does not count
+	names       []string    // factGlob: the matches, sorted
+	tree        []treeEntry // factTree: the walk's entries, in its order
 }
 
 func (f *Facts) add(x fact) {
@@ -480,6 +482,14 @@ func (c *Cmd) CachePlan(dir string, e *CacheEntry) error {
 			for _, n := range f.names {
 				p.str(n)
 			}
+		case factTree:
+			p.u32(uint32(len(f.tree)))
+			for _, e := range f.tree {
+				p.u32(e.parent)
+				p.str(e.name)
+				p.u32(boolU32(e.read))
+			}
+			p.u64(f.hash)
 		}
 	}
 	made, ok := e.Placeholders.cacheParts()

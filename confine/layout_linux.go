@@ -76,7 +76,7 @@ type Layout struct {
 	// persistent home) is not affected: it does not show the directory.
 	HiddenState []string
 	// RootOnly are system directories (/etc, /opt) beneath which every
-	// entry others may not read is hidden (HideUnreadable): set for a
+	// entry others may not read is hidden (rootonly_linux.go): set for a
 	// caller that is root, whose sandbox would otherwise read them.
 	RootOnly []string
 	// TmpSize bounds the private /tmp and /var/tmp, ShmSize /dev/shm and
@@ -270,9 +270,6 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 			continue
 		}
 		ms = append(ms, Mount{Kind: Bind, Source: d, Dest: d, Exec: true})
-		if slices.Contains(l.RootOnly, d) {
-			ms = append(ms, Mount{Kind: HideUnreadable, Dest: d})
-		}
 	}
 	for _, s := range l.Secrets {
 		ms = append(ms, Mount{Kind: Hide, Dest: s})
@@ -446,6 +443,13 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 	if err := l.checkOutputs(ms); err != nil {
 		return nil, ph, err
 	}
+	// Once every other mount is known: what the sandbox sees of /etc and
+	// /opt under them is theirs, not the host's entry.
+	hides, err := l.rootOnly(ms)
+	if err != nil {
+		return nil, ph, err
+	}
+	ms = append(ms, hides...)
 	sortMounts(ms)
 	if homeBound {
 		if ms, err = homeMountpoints(l.HomeDir, home, ws, ms); err != nil {
@@ -1215,7 +1219,7 @@ func userBind(p string, writable bool, facts *Facts) (Mount, error) {
 func sortMounts(ms []Mount) {
 	rank := func(m Mount) int {
 		d := strings.Count(m.Dest, "/") * 2
-		if m.Kind == Hide || m.Kind == Protect || m.Kind == Pin || m.Kind == HideUnreadable {
+		if m.Kind == Hide || m.Kind == Protect || m.Kind == Pin {
 			d++
 		}
 		return d

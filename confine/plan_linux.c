@@ -402,79 +402,6 @@ static void op_protect(struct child *c) {
 	close(fd);
 }
 
-// unread_walk covers every entry beneath dir that others may not read (a
-// directory: read and search), and descends into the rest; symlinks are
-// left alone (their targets are walked where they are). *left counts the
-// entries the walk may still visit.
-static int unread_walk(struct child *c, int dir, int depth, long *left) {
-	if (depth > 64) return 0;
-	int dfd = dup(dir);
-	if (dfd < 0) return -1;
-	DIR *d = fdopendir(dfd); // dir is an O_RDONLY directory descriptor
-	if (!d) {
-		close(dfd);
-		return -1;
-	}
-	rewinddir(d);
-	struct dirent *de;
-	int r = 0;
-	while (r == 0 && (de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-		if (--*left < 0) {
-			errno = E2BIG;
-			r = -1;
-			break;
-		}
-		struct stat st;
-		if (fstatat(dir, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			if (errno == ENOENT) continue;
-			r = -1;
-			break;
-		}
-		if (S_ISLNK(st.st_mode)) continue;
-		int open_to_others = S_ISDIR(st.st_mode) ? (st.st_mode & (S_IROTH | S_IXOTH)) == (S_IROTH | S_IXOTH) : (st.st_mode & S_IROTH) != 0;
-		if (open_to_others && !S_ISDIR(st.st_mode)) continue; // most entries: nothing to open
-		int fd = openat(dir, de->d_name, (open_to_others ? O_RDONLY | O_DIRECTORY : O_PATH) | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0) {
-			if (errno == ENOENT) continue;
-			r = -1;
-			break;
-		}
-		if (!open_to_others) r = cover(c, fd);
-		else if (S_ISDIR(st.st_mode)) r = unread_walk(c, fd, depth + 1, left);
-		close(fd);
-	}
-	int e = errno;
-	closedir(d);
-	errno = e;
-	return r;
-}
-
-// op_unread hides what only root (or a file's owner or group) may read
-// beneath dest, for a caller that is root: its sandbox would otherwise
-// read /etc/kubernetes/admin.conf or /etc/wireguard/*. It runs on every
-// launch, cached or not, so the walk sees the tree as it is now.
-static void op_unread(struct child *c) {
-	const char *dest = get_str(c);
-	long left = get_u32(c);
-	int fd = open_in(c->root, rel(dest));
-	if (fd < 0 && errno == ENOENT) return;
-	CHECK(c, fd, dest);
-	struct stat st;
-	CHECK(c, fstat(fd, &st), dest);
-	if (S_ISDIR(st.st_mode)) {
-		int dir = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		CHECK(c, dir, dest);
-		if (unread_walk(c, dir, 0, &left) < 0) {
-			if (errno == E2BIG)
-				fail(c, E2BIG, "too many entries to find what only root may read (set [sandbox] root_only = \"show\" to skip the walk)", 125);
-			CHECK(c, -1, dest);
-		}
-		close(dir);
-	}
-	close(fd);
-}
-
 // op_pin mounts dest onto itself, a symlink included (the open does not
 // follow it): a mountpoint can be neither renamed nor removed, and a
 // pinned symlink still resolves.
@@ -925,7 +852,6 @@ static void run_plan(struct child *c) {
 		case OP_PROTECT: op_protect(c); break;
 		case OP_PIN: op_pin(c); break;
 		case OP_OVERLAY: op_overlay(c); break;
-		case OP_UNREAD: op_unread(c); break;
 		case OP_SYMLINK: op_symlink(c); break;
 		case OP_FILE: op_file(c); break;
 		case OP_PROC: op_proc(c); break;

@@ -44,13 +44,7 @@ const (
 	opDNS      = 26
 	opOverlay  = 27
 	opFile     = 28
-	opUnread   = 29
 )
-
-// maxUnreadableWalk bounds the entries a HideUnreadable walk visits (the
-// init refuses to start beyond it, naming the policy key): /etc and /opt
-// hold about 1200 on a Debian machine.
-const maxUnreadableWalk = 100000
 
 // Mount attributes (linux/mount.h).
 const (
@@ -308,10 +302,6 @@ func compileSetup(s *Spec, abi int, ids map[string]int) ([]byte, error) {
 			p.u32(src[i] + 2)
 			p.str(m.Dest)
 			hostTrees = append(hostTrees, m)
-		case HideUnreadable:
-			p.op(opUnread)
-			p.str(m.Dest)
-			p.u32(maxUnreadableWalk)
 		case Symlink:
 			if insideHost(m.Dest) {
 				return nil, fmt.Errorf("spec: symlink at %s inside a bound host tree", m.Dest)

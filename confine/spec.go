@@ -47,13 +47,6 @@ const (
 	// are Upper and Work: the sandbox's changes land in Upper, never in
 	// Source (a git directory, which jail adopts from Upper afterwards).
 	Overlay MountKind = "overlay"
-	// HideUnreadable covers every entry beneath Dest (a bound host tree)
-	// that others may not read, or a directory they may not search, the
-	// way Hide covers one path: a caller that is root then sees /etc and
-	// /opt as an unprivileged user does. The sandbox's init walks the tree
-	// on every run (at most maxUnreadableWalk entries), so a file made
-	// root-only since the plan was cached is hidden too.
-	HideUnreadable MountKind = "hide-unreadable"
 )
 
 // Mount is one entry of the sandbox's file-system view.
@@ -268,14 +261,14 @@ func (s *Spec) Validate() error {
 			if m.Source == "" {
 				return fmt.Errorf("spec: mount %d: symlink %s has no target", i, m.Dest)
 			}
-		case Tmpfs, Hide, Protect, Pin, Proc, Dev, File, HideUnreadable:
+		case Tmpfs, Hide, Protect, Pin, Proc, Dev, File:
 		default:
 			return fmt.Errorf("spec: mount %d: unknown kind %q", i, m.Kind)
 		}
 		// A later mount at or above an earlier one would cover it: the
 		// earlier entry would silently do nothing.
 		for _, later := range s.Mounts[i+1:] {
-			if later.Kind != Protect && later.Kind != Hide && later.Kind != Pin && later.Kind != HideUnreadable && within(m.Dest, later.Dest) {
+			if later.Kind != Protect && later.Kind != Hide && later.Kind != Pin && within(m.Dest, later.Dest) {
 				return fmt.Errorf("spec: mount %s (%s) is covered by the later mount %s (%s): list parents first", m.Dest, m.Kind, later.Dest, later.Kind)
 			}
 		}

@@ -342,6 +342,72 @@ func TestRootOnlyFilesHidden(t *testing.T) {
 	})
 }
 
+// TestRootOnlyChangesSeenByCachedRun: the plan cache proves /etc and /opt
+// unchanged from the walk's facts (docs/plan-cache.md) instead of walking
+// them on every run, so each way a file becomes root-only after the plan
+// was stored must send the next run down the Go path, which hides it: a
+// new root-only file, a chmod of an existing file, a chmod of a directory
+// and a file renamed into place. A run after that is cached again and
+// still hides it.
+func TestRootOnlyChangesSeenByCachedRun(t *testing.T) {
+	if !suite.root {
+		t.Skip("requires root: files under /etc and /opt only root may read")
+	}
+	r := runner{name: "root"}
+	name := "jail-it-rootcache-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	secret := "ROOT-ONLY-" + name
+	etcOld := filepath.Join("/etc", name+"-old.conf")
+	etcNew := filepath.Join("/etc", name+"-new.conf")
+	optDir := filepath.Join("/opt", name)
+	optFile := filepath.Join(optDir, "private", "token")
+	optMoved := filepath.Join(optDir, "moved.conf")
+	os.WriteFile(etcOld, []byte(secret), 0o644)
+	os.MkdirAll(filepath.Join(optDir, "private"), 0o755)
+	os.WriteFile(optFile, []byte(secret), 0o644)
+	staged := filepath.Join(filepath.Dir(optDir), "."+name+"-staged")
+	t.Cleanup(func() { os.Remove(etcOld); os.Remove(etcNew); os.RemoveAll(optDir); os.Remove(staged) })
+	ws := r.dir(t, "jail-it-ws-")
+	run := func(path string) result {
+		t.Helper()
+		res := r.jail(t, call{dir: ws, args: []string{"run", "--", "/bin/cat", path}, env: []string{"JAIL_PLAN_CACHE=trace"}})
+		if !strings.Contains(res.stderr, "plan cache:") {
+			t.Fatalf("no plan cache trace:\n%s", res.stderr)
+		}
+		return res
+	}
+	// Stored, then used: both show the files everyone may read.
+	for _, p := range []string{etcOld, optFile} {
+		run(p)
+		if res := run(p); !strings.Contains(res.stderr, "plan cache: used") || !strings.Contains(res.stdout, secret) {
+			t.Fatalf("a file everyone may read, from the cache: %s\nstderr: %s", res.stdout, res.stderr)
+		}
+	}
+	hidden := func(what, path string) {
+		t.Helper()
+		res := run(path)
+		if strings.Contains(res.stdout, secret) || strings.Contains(res.stderr, "plan cache: used") {
+			t.Fatalf("%s: the cached plan was used or %s was read:\nstdout: %s\nstderr: %s", what, path, res.stdout, res.stderr)
+		}
+		res = run(path)
+		if strings.Contains(res.stdout, secret) || !strings.Contains(res.stderr, "plan cache: used") {
+			t.Fatalf("%s: the next run was not cached or read %s:\nstdout: %s\nstderr: %s", what, path, res.stdout, res.stderr)
+		}
+	}
+	os.Chmod(etcOld, 0o600)
+	hidden("a chmod of a file in /etc", etcOld)
+	os.WriteFile(etcNew, []byte(secret), 0o600)
+	hidden("a new root-only file in /etc", etcNew)
+	os.Chmod(filepath.Join(optDir, "private"), 0o700)
+	hidden("a chmod of a directory in /opt", optFile)
+	os.WriteFile(staged, []byte(secret), 0o600)
+	run(optMoved)
+	run(optMoved)
+	if err := os.Rename(staged, optMoved); err != nil {
+		t.Fatal(err)
+	}
+	hidden("a root-only file renamed into /opt", optMoved)
+}
+
 // TestDefaultBounds: with no policy, a run is bounded: processes (4096),
 // memory (half the machine's) and each tmpfs, by a cgroup where jail can
 // make one and by rlimits otherwise, on both launch paths.
