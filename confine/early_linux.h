@@ -56,7 +56,7 @@ const char *jail_signal_name(int sig);
 // The twins of Go functions (twins_linux.c).
 
 // jail_dir_hash is DirsHash in fast_linux.go: the hash of the names of
-// the directory fd's subdirectories and .git entries (not its own .git
+// the directory fd's subdirectories and .git and HEAD entries (not its own .git
 // with skip_git); 0 when it cannot be read.
 uint64_t jail_dir_hash(int fd, int skip_git);
 

@@ -43,7 +43,7 @@ func TestFastSignalNames(t *testing.T) {
 }
 
 // TestDirsHashMatchesC: the plan cache's constructor hashes a directory's
-// subdirectories and .git entries exactly as the planner did.
+// subdirectories and .git and HEAD entries exactly as the planner did.
 func TestDirsHashMatchesC(t *testing.T) {
 	d := t.TempDir()
 	for _, p := range []string{"a", "b/c", "node_modules", ".git", "sub/.git"} {
@@ -51,6 +51,7 @@ func TestDirsHashMatchesC(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(d, "file"), nil, 0o644)
 	os.WriteFile(filepath.Join(d, "b", ".git"), []byte("gitdir: x\n"), 0o644)
+	os.WriteFile(filepath.Join(d, "a", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
 	os.Symlink("a", filepath.Join(d, "link"))
 	seen := map[uint64]bool{}
 	for _, dir := range []string{d, filepath.Join(d, "b"), filepath.Join(d, "sub"), filepath.Join(d, "a")} {

@@ -496,7 +496,7 @@ static int check_facts(struct fast *f, struct cursor *c) {
 }
 
 // dir_changed reports whether the directory d->path no longer holds the
-// subdirectories and .git entries it held (hash d->hash) when its
+// subdirectories and .git and HEAD entries it held (hash d->hash) when its
 // identity was want (dev, ino, mtime, ctime); d->id takes what it has now.
 static int dir_changed(struct dirseen *d, const uint64_t want[4]) {
 	struct stat st;

@@ -38,7 +38,7 @@ const (
 	factLink     = 3 // readlink(path) is value
 	factFile     = 4 // stat(path) is the file st, or fails with ENOENT or ENOTDIR when absent
 	factDir      = 5 // lstat(path) is a directory with this device, inode and owner
-	factDirs     = 6 // DirsHash of the directory path is value (its subdirectories and .git entries; not its own .git with root)
+	factDirs     = 6 // DirsHash of the directory path is value (its subdirectories and .git and HEAD entries; not its own .git with root)
 	factGlob     = 7 // the names in directory path matching the pattern value are names
 	factTree     = 8 // the entries tree of the walk of path (rootonly_linux.go) still hash to hash
 )
@@ -109,7 +109,7 @@ func (f *Facts) link(path, target string) {
 }
 
 // Dirs records that the plan depends on which subdirectories and .git
-// entries the directory path holds (the git view's walk for nested
+// and HEAD entries the directory path holds (the git view's walk for nested
 // repositories): a change there sends the next run down the Go path. For
 // the workspace's root its own .git does not count (the git view makes
 // one for each run, and a fact of its own says what was there). A
@@ -151,7 +151,8 @@ func (f *Facts) placeholder(path string) {
 }
 
 // DirsHash sums a hash of the name of each subdirectory and each entry
-// named .git of the directory fd (but .git itself with skipGit), with
+// named .git or HEAD of the directory fd (but .git itself with skipGit;
+// a HEAD is what makes a directory a bare repository for git), with
 // their count: independent of the order the file system lists them in,
 // and unchanged by files coming and going (jail_dir_hash in twins_linux.c
 // computes the same).
@@ -198,7 +199,7 @@ func dirsHash(fd int, skipGit bool, skip func(name string) bool) (uint64, error)
 func DirsHashOf(names []string, dirs []bool, skipGit bool) uint64 {
 	var sum, n uint64
 	for i, name := range names {
-		if !dirs[i] && name != ".git" || skipGit && name == ".git" {
+		if !dirs[i] && name != ".git" && name != "HEAD" || skipGit && name == ".git" {
 			continue
 		}
 		h := uint64(14695981039346656037)

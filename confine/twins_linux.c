@@ -142,7 +142,7 @@ uint64_t jail_dir_hash(int fd, int skip_git) {
 			struct stat st;
 			isdir = fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
 		}
-		if ((!isdir && strcmp(e->d_name, ".git")) || (skip_git && !strcmp(e->d_name, ".git"))) continue;
+		if ((!isdir && strcmp(e->d_name, ".git") && strcmp(e->d_name, "HEAD")) || (skip_git && !strcmp(e->d_name, ".git"))) continue;
 		uint64_t h = 14695981039346656037ULL;
 		for (const char *p = e->d_name; *p; p++) {
 			h ^= (unsigned char)*p;

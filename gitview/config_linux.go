@@ -67,6 +67,12 @@ func (t *configTargets) read(path string, fd int, home, worktree string, depth i
 	}
 	for _, v := range c.Values("core.hookspath") {
 		if p := expand(v, home, worktree); p != "" {
+			if filepath.Base(p) == "_" {
+				// husky (v9): the hooks in .husky/_ are one script
+				// that runs .husky/<hook>, the user's file one level
+				// up: that directory, _ in it, is the hooks.
+				p = filepath.Dir(p)
+			}
 			t.hooks = append(t.hooks, p)
 		}
 	}

@@ -239,6 +239,13 @@ func (r *Run) prepareRoot(gitPath string) error {
 			if err := r.openRun(); err != nil {
 				return err
 			}
+			// The host's git takes the workspace's root for a bare
+			// repository when its .git is not one (the empty .git
+			// here): HEAD, objects/ and refs/ made there would make
+			// the sandbox's config and hooks the host's while the run
+			// lasts. HEAD held (an empty directory while it lasts, or
+			// read-only when there is one) keeps it from being one.
+			r.protect = appendNew(r.protect, "HEAD")
 			retry, err := r.addFresh(".git", err != nil)
 			if retry && try < 3 {
 				continue // another run removed it meanwhile
@@ -577,7 +584,7 @@ func (r *Run) Finish() {
 		if run == "" {
 			run = newRunName()
 		}
-		scanNew(r.opt.Report, r.ws, r.launch.changedSince(r.ws), append(append([]string{}, r.launch.gitDirs...), r.launch.gitFiles...), run)
+		scanNew(r.opt.Report, r.ws, r.launch.changedSince(r.ws), r.launch, run)
 		r.launch = nil
 	}
 	for _, fd := range []*int{&r.keyfd, &r.ws} {
@@ -886,18 +893,25 @@ func adoptHeld(w io.Writer, wsfd int, ws, keyArg, runArg, name string) bool {
 }
 
 // scanNew walks the workspace again after a sandbox ended and reduces
-// every .git below the root that was not there at launch (known): a
-// repository the sandbox made in a subdirectory (git clone URL sub) is
-// moved aside and adopted anew into an empty .git (gitstate.AdoptNew:
-// hooks and keys that run programs dropped), a gitfile or symlink is
-// removed. It appeared on the host as the sandbox wrote it; from now on
-// the host's git finds nothing in it that runs (docs/git.md).
-func scanNew(w io.Writer, wsfd int, f *found, known []string, run string) {
+// every .git below the root, and every directory git takes for a bare
+// repository, that was not there at launch (the walk then, nil for a
+// cached plan's, which was made where there were none): a repository the
+// sandbox made in a subdirectory (git clone URL sub, git clone --bare URL
+// sub.git) is moved aside and adopted anew under its name
+// (gitstate.AdoptNew: hooks and keys that run programs dropped), a
+// gitfile or symlink is removed, and a directory that existed at launch
+// and was made to look like a git directory loses its HEAD (renamed
+// HEAD.jail-RUN, the directory's other files kept). It appeared on the
+// host as the sandbox wrote it; from now on the host's git finds nothing
+// in it that runs (docs/git.md).
+func scanNew(w io.Writer, wsfd int, f *found, launch *found, run string) {
 	seen := map[string]bool{}
-	for _, k := range known {
-		seen[k] = true
+	if launch != nil {
+		for _, k := range append(append(append([]string{}, launch.gitDirs...), launch.gitFiles...), launch.bare...) {
+			seen[k] = true
+		}
 	}
-	var reduced, removed, kept []string
+	var reduced, removed, kept, unheaded []string
 	for _, g := range append(append([]string{}, f.gitDirs...), f.gitFiles...) {
 		if seen[g] {
 			continue
@@ -919,7 +933,7 @@ func scanNew(w io.Writer, wsfd int, f *found, known []string, run string) {
 			}
 		case isEmptyDir(dfd, ".git"):
 		default:
-			if reduce(w, dfd, g, run) {
+			if reduce(w, dfd, ".git", g, run) {
 				reduced = append(reduced, dir)
 			} else {
 				kept = append(kept, g)
@@ -927,23 +941,68 @@ func scanNew(w io.Writer, wsfd int, f *found, known []string, run string) {
 		}
 		unix.Close(dfd)
 	}
+	for _, b := range f.bare {
+		if seen[b] {
+			continue
+		}
+		_, existed := launch.idsOf()[b]
+		if b != "." && launch != nil && !existed {
+			// Made whole during the run: a repository of the sandbox's,
+			// adopted anew under its own name.
+			dfd, err := openGitDir(wsfd, filepath.Dir(b))
+			if err == nil && reduce(w, dfd, filepath.Base(b), b, run) {
+				reduced = append(reduced, b)
+			} else {
+				kept = append(kept, b)
+			}
+			if err == nil {
+				unix.Close(dfd)
+			}
+			continue
+		}
+		// A directory of the user's (or one a cached plan knew nothing
+		// of): only its HEAD goes aside, which is enough for git not
+		// to take it for a repository.
+		dfd, err := openGitDir(wsfd, b)
+		if err == nil && unix.Renameat2(dfd, "HEAD", dfd, "HEAD.jail-"+run, unix.RENAME_NOREPLACE) == nil {
+			unheaded = append(unheaded, b)
+		} else {
+			kept = append(kept, b)
+		}
+		if err == nil {
+			unix.Close(dfd)
+		}
+	}
 	if len(reduced) > 0 {
 		fmt.Fprintf(w, "jail: git: repositories the sandbox made were reduced to what runs nothing (hooks and config keys that run programs dropped): %s\n", strings.Join(reduced, ", "))
 	}
 	if len(removed) > 0 {
 		fmt.Fprintf(w, "jail: git: gitfiles and .git symlinks the sandbox made were removed: %s\n", strings.Join(removed, ", "))
 	}
+	if len(unheaded) > 0 {
+		fmt.Fprintf(w, "jail: git: directories the sandbox made to look like git directories (HEAD, objects/, refs/) had their HEAD renamed HEAD.jail-%s, so that the host's git does not take them for repositories: %s\n", run, strings.Join(unheaded, ", "))
+	}
 	if len(kept) > 0 {
 		fmt.Fprintf(w, "jail: git: WARNING: the sandbox made these git directories and jail could not reduce them; check their hooks and config before running git there: %s\n", strings.Join(kept, ", "))
 	}
 }
 
-// reduce moves the repository .git beneath dfd aside and adopts it anew
-// into an empty .git; what cannot be adopted stays aside, out of git's
-// view, under .git.jail-RUN.
-func reduce(w io.Writer, dfd int, rel, run string) bool {
-	aside := ".git.jail-" + run
-	if err := unix.Renameat2(dfd, ".git", dfd, aside, unix.RENAME_NOREPLACE); err != nil {
+// idsOf is the identities of the directories a walk visited (none for
+// no walk).
+func (f *found) idsOf() map[string]dirID {
+	if f == nil {
+		return nil
+	}
+	return f.ids
+}
+
+// reduce moves the repository name (.git, or a bare repository's own
+// directory) beneath dfd aside and adopts it anew into an empty
+// directory of that name; what cannot be adopted stays aside, out of
+// git's view, under NAME.jail-RUN.
+func reduce(w io.Writer, dfd int, name, rel, run string) bool {
+	aside := name + ".jail-" + run
+	if err := unix.Renameat2(dfd, name, dfd, aside, unix.RENAME_NOREPLACE); err != nil {
 		return false
 	}
 	src, err := openDir(dfd, aside)
@@ -951,10 +1010,10 @@ func reduce(w io.Writer, dfd int, rel, run string) bool {
 		return false
 	}
 	defer unix.Close(src)
-	if err := unix.Mkdirat(dfd, ".git", 0o755); err != nil {
+	if err := unix.Mkdirat(dfd, name, 0o755); err != nil {
 		return false
 	}
-	dst, err := openDir(dfd, ".git")
+	dst, err := openDir(dfd, name)
 	if err != nil {
 		return false
 	}
@@ -962,7 +1021,10 @@ func reduce(w io.Writer, dfd int, rel, run string) bool {
 	rep, err := gitstate.AdoptNew(dst, src, gitstate.Options{RunID: run})
 	if err != nil || rep == nil {
 		fmt.Fprintf(w, "jail: git: %s: the repository the sandbox made was not adopted (%v); it stays in %s, out of git's view\n", rel, err, filepath.Join(filepath.Dir(rel), aside))
-		unix.Unlinkat(dfd, ".git", unix.AT_REMOVEDIR)
+		unix.Unlinkat(dfd, name, unix.AT_REMOVEDIR)
+		// Out of git's view by its name, but git run inside it would
+		// take it for a repository still.
+		unix.Renameat2(src, "HEAD", src, "HEAD.jail-"+run, unix.RENAME_NOREPLACE)
 		return false
 	}
 	if err := removeAll(dfd, aside); err != nil {

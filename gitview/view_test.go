@@ -4,9 +4,11 @@ package gitview
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/jail-sandbox/jail/confine"
 	"golang.org/x/sys/unix"
@@ -178,5 +180,73 @@ func TestWalkHashes(t *testing.T) {
 		if err != nil || h != f.hashes[rel] {
 			t.Errorf("%s: walk %x, DirsHash %x (%v)", rel, f.hashes[rel], h, err)
 		}
+	}
+}
+
+// TestWalkBare: a directory git takes for a git directory of its own
+// (HEAD, objects and refs, or HEAD and commondir) is found, the root
+// included, its objects not entered; HEAD alone, or a HEAD directory, is
+// not one.
+func TestWalkBare(t *testing.T) {
+	ws := t.TempDir()
+	mkdirs(t, ws, "objects", "refs", "b.git/objects/x/.git", "b.git/refs", "c", "d/HEAD", "d/objects", "d/refs", "e")
+	for _, p := range []string{"HEAD", "b.git/HEAD", "c/HEAD", "e/HEAD"} {
+		os.WriteFile(filepath.Join(ws, p), []byte("ref: refs/heads/main\n"), 0o644)
+	}
+	os.WriteFile(filepath.Join(ws, "c", "commondir"), []byte("../b.git\n"), 0o644)
+	f := walk(openWS(t, ws), "")
+	slices.Sort(f.bare)
+	if want := []string{".", "b.git", "c"}; !slices.Equal(f.bare, want) {
+		t.Errorf("bare %v, want %v", f.bare, want)
+	}
+	if len(f.gitDirs) != 0 {
+		t.Errorf("entered a git directory: %v", f.gitDirs)
+	}
+}
+
+// TestChangedSinceDeep: after a run, directories made during it are
+// walked however deep; an old directory below the walk's depth whose
+// parent changed is left alone (its repository is the user's).
+func TestChangedSinceDeep(t *testing.T) {
+	ws := t.TempDir()
+	mkdirs(t, ws, "old/a/b/c/d/.git")
+	time.Sleep(50 * time.Millisecond) // older than the walk by more than the clock's tick
+	launch := walk(openWS(t, ws), "")
+	mkdirs(t, ws, "new/a/b/c/d/e/f/.git", "old/a/b/c/x")
+	os.WriteFile(filepath.Join(ws, "new/a/b/c/d/e/f/HEAD"), nil, 0o644)
+	mkdirs(t, ws, "new/g/objects", "new/g/refs")
+	os.WriteFile(filepath.Join(ws, "new/g/HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	now := launch.changedSince(openWS(t, ws))
+	if !slices.Equal(now.gitDirs, []string{"new/a/b/c/d/e/f/.git"}) {
+		t.Errorf("git directories %v, want the deep new one only", now.gitDirs)
+	}
+	if !slices.Equal(now.bare, []string{"new/g"}) {
+		t.Errorf("bare %v", now.bare)
+	}
+}
+
+// TestIndexGitlinks: the gitlink paths of a real index, at any depth.
+func TestIndexGitlinks(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("requires git: not installed")
+	}
+	ws := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", ws, "-c", "user.name=a", "-c", "user.email=a@b"}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+ws)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	os.WriteFile(filepath.Join(ws, "f"), nil, 0o644)
+	git("add", "f")
+	oid := "0123456789012345678901234567890123456789"
+	git("update-index", "--add", "--cacheinfo", "160000,"+oid+",a/b/c/d/e/f")
+	git("update-index", "--add", "--cacheinfo", "160000,"+oid+",top")
+	got, err := indexGitlinks(openWS(t, ws), ".git")
+	if err != nil || !slices.Equal(got, []string{"a/b/c/d/e/f", "top"}) {
+		t.Errorf("gitlinks %v (%v)", got, err)
 	}
 }

@@ -3,9 +3,16 @@
 package gitview
 
 import (
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
+
+	"github.com/jail-sandbox/jail/gitstate"
 
 	"github.com/jail-sandbox/jail/confine"
 	"golang.org/x/sys/unix"
@@ -47,12 +54,22 @@ func skipDir(name string) bool {
 // short.
 type found struct {
 	gitDirs, gitFiles []string
-	visited           []string
-	depth             map[string]int
-	ids               map[string]dirID
-	hashes            map[string]uint64 // confine.DirsHashOf of each, the root's own .git left out
-	truncated         bool
-	skip              string // the directory left out
+	// bare are the directories (workspace-relative, "." the root) that
+	// git takes for a git directory of their own (gitShaped): the host's
+	// git run in one of them, or below it, uses it as a bare repository,
+	// with its config and hooks.
+	bare      []string
+	visited   []string
+	depth     map[string]int
+	ids       map[string]dirID
+	hashes    map[string]uint64 // confine.DirsHashOf of each, the root's own .git left out
+	truncated bool
+	skip      string // the directory left out
+	// deep lifts the depth bound (walkDirs still holds): the walk after
+	// a run enters directories the sandbox made as deep as they go.
+	deep bool
+	// at is when the walk began (unix ns).
+	at int64
 }
 
 // dirID is what changes when a directory gains or loses an entry.
@@ -63,7 +80,9 @@ func idOf(st *unix.Stat_t) dirID {
 }
 
 // dirEnt is one entry of a directory listing: its name and whether it is
-// a directory (no symlink counts).
+// a directory (no symlink counts). Kept are subdirectories, .git entries
+// and the names git's discovery looks for in a bare repository (HEAD,
+// commondir, objects, refs), whatever their type.
 type dirEnt struct {
 	name string
 	dir  bool
@@ -96,7 +115,7 @@ func listDir(fd int, buf []byte) ([]dirEnt, error) {
 			if len(name) == 0 || name[0] == '.' && (len(name) == 1 || len(name) == 2 && name[1] == '.') {
 				continue
 			}
-			isGit := string(name) == ".git"
+			isGit := keepName(string(name))
 			if typ == unix.DT_UNKNOWN {
 				var st unix.Stat_t
 				if unix.Fstatat(fd, string(name), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
@@ -108,6 +127,40 @@ func listDir(fd int, buf []byte) ([]dirEnt, error) {
 			}
 		}
 	}
+}
+
+// keepName reports whether listDir keeps a name whatever its type: .git,
+// and what makes a directory a bare repository for git's discovery.
+func keepName(name string) bool {
+	switch name {
+	case ".git", "HEAD", "commondir", "objects", "refs":
+		return true
+	}
+	return false
+}
+
+// gitShaped reports whether a directory with the listing ents is one git
+// takes for a git directory (setup.c's is_git_directory, as git 2.39
+// runs it on every directory its discovery passes, after that
+// directory's .git): a HEAD that is not a directory, and objects and refs
+// or a commondir that names where they are. Types other than HEAD's are
+// not checked (git follows symlinks there), so this errs on the side of
+// a repository.
+func gitShaped(ents []dirEnt) bool {
+	var head, objects, refs, common bool
+	for _, e := range ents {
+		switch e.name {
+		case "HEAD":
+			head = !e.dir
+		case "objects":
+			objects = true
+		case "refs":
+			refs = true
+		case "commondir":
+			common = !e.dir
+		}
+	}
+	return head && (objects && refs || common)
 }
 
 // hashEnts is confine.DirsHashOf of a listing.
@@ -133,7 +186,7 @@ func indexByte(b []byte, c byte) int {
 // descriptor, following no symlink, leaving out the directory skip
 // (workspace-relative, jail's state when the workspace holds it).
 func walk(wsfd int, skip string) *found {
-	f := &found{skip: skip, depth: map[string]int{}, ids: map[string]dirID{}, hashes: map[string]uint64{}}
+	f := &found{skip: skip, depth: map[string]int{}, ids: map[string]dirID{}, hashes: map[string]uint64{}, at: time.Now().UnixNano()}
 	f.walkFrom(wsfd, ".", 0)
 	return f
 }
@@ -168,6 +221,13 @@ func (f *found) walkFD(fd int, rel string, depth int, buf []byte) {
 	f.depth[rel] = depth
 	f.ids[rel] = idOf(&st)
 	f.hashes[rel] = hashEnts(ents, rel == ".")
+	// A git directory's objects are not entered (thousands of
+	// directories, none of them git's); the rest is, as a subdirectory
+	// of it may hold a repository of its own.
+	shaped := gitShaped(ents)
+	if shaped {
+		f.bare = append(f.bare, rel)
+	}
 	for _, e := range ents {
 		sub := filepath.Join(rel, e.name)
 		if e.name == ".git" {
@@ -181,7 +241,7 @@ func (f *found) walkFD(fd int, rel string, depth int, buf []byte) {
 			}
 			continue
 		}
-		if !e.dir || skipDir(e.name) || sub == f.skip || depth+1 > walkDepth {
+		if shaped && e.name == "objects" || !e.dir || skipDir(e.name) || sub == f.skip || depth+1 > walkDepth && !f.deep {
 			continue
 		}
 		cfd, err := unix.Openat(fd, e.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -195,9 +255,10 @@ func (f *found) walkFD(fd int, rel string, depth int, buf []byte) {
 // changedSince finds the .git entries below the root that the sandbox
 // may have made since the walk at launch (the receiver): only the
 // directories whose identity changed are listed again, and those new
-// since launch walked whole.
+// since launch walked whole, however deep (a repository the sandbox
+// made at a/b/c/d/e/f is found when it made a/ too).
 func (f *found) changedSince(wsfd int) *found {
-	now := &found{skip: f.skip, depth: map[string]int{}, ids: map[string]dirID{}, hashes: map[string]uint64{}}
+	now := &found{skip: f.skip, depth: map[string]int{}, ids: map[string]dirID{}, hashes: map[string]uint64{}, deep: true}
 	buf := make([]byte, 16<<10)
 	for _, rel := range f.visited {
 		var st unix.Stat_t
@@ -209,6 +270,10 @@ func (f *found) changedSince(wsfd int) *found {
 			continue
 		}
 		ents, _ := listDir(fd, buf)
+		shaped := gitShaped(ents)
+		if shaped {
+			now.bare = append(now.bare, rel)
+		}
 		for _, e := range ents {
 			sub := filepath.Join(rel, e.name)
 			switch {
@@ -218,9 +283,13 @@ func (f *found) changedSince(wsfd int) *found {
 				} else {
 					now.gitFiles = append(now.gitFiles, sub)
 				}
-			case e.name == ".git", !e.dir, skipDir(e.name), sub == f.skip, f.depth[rel]+1 > walkDepth:
+			case e.name == ".git", shaped && e.name == "objects", !e.dir, skipDir(e.name), sub == f.skip:
 			default:
-				if _, seen := f.ids[sub]; !seen {
+				// New since launch: not seen where the walk then would
+				// have seen it, or, below its depth, made during the
+				// run (a directory's birth time cannot be set). An
+				// older one down there is the user's, left alone.
+				if _, seen := f.ids[sub]; !seen && (f.depth[rel]+1 <= walkDepth || bornSince(fd, e.name, f.at)) {
 					now.walkFrom(wsfd, sub, f.depth[rel]+1)
 				}
 			}
@@ -228,6 +297,19 @@ func (f *found) changedSince(wsfd int) *found {
 		unix.Close(fd)
 	}
 	return now
+}
+
+// bornSince reports whether the directory name beneath dirfd was made
+// at or after t (unix ns); true when the file system keeps no birth time
+// (the walk then errs on the side of the sandbox having made it).
+func bornSince(dirfd int, name string, t int64) bool {
+	var sx unix.Statx_t
+	if unix.Statx(dirfd, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME, &sx) != nil || sx.Mask&unix.STATX_BTIME == 0 {
+		return true
+	}
+	// File times come from the kernel's coarse clock, up to a tick
+	// behind the walk's.
+	return sx.Btime.Sec*1e9+int64(sx.Btime.Nsec) >= t-int64(20*time.Millisecond)
 }
 
 // modules lists the git directories of submodules beneath the git
@@ -270,9 +352,11 @@ func under(rel string, dirs []string) bool {
 	return false
 }
 
-// nested shows what the walk found: each repository below the root and
-// each submodule git directory as an overlay (up to maxRepos), the rest
-// and every gitfile read-only. It reports whether the plan depends on
+// nested shows what the walk found: each repository below the root, each
+// directory git takes for a bare repository and each submodule git
+// directory as an overlay (up to maxRepos), the rest and every gitfile
+// read-only; and every gitlink path of a shown repository's index,
+// whatever its depth (gitlinks). It reports whether the plan depends on
 // more than the walk's directories (anything nested was found, or the
 // walk was cut short).
 func (r *Run) nested(f *found) (unsure bool) {
@@ -286,7 +370,24 @@ func (r *Run) nested(f *found) (unsure bool) {
 	for _, g := range overlaid {
 		todo = append(todo, modules(r.ws, filepath.Join(g, "modules"), 0)...)
 	}
-	for _, g := range f.gitDirs {
+	gitDirs, gitFiles := f.gitDirs, f.gitFiles
+	links := r.gitlinks(overlaid, f)
+	for _, l := range links {
+		switch {
+		case l.dir:
+			gitDirs = appendNew(gitDirs, l.rel)
+		case l.file:
+			gitFiles = appendNew(gitFiles, l.rel)
+		default:
+			// Not checked out (an uninitialised submodule): the path
+			// itself, an empty directory or missing, so that no
+			// repository can be made there for the host's git to
+			// descend into; a directory with files in it but no .git
+			// gets .git held instead.
+			r.protect = appendNew(r.protect, l.rel)
+		}
+	}
+	for _, g := range gitDirs {
 		if under(g, overlaid) {
 			continue
 		}
@@ -299,6 +400,20 @@ func (r *Run) nested(f *found) (unsure bool) {
 			r.protect = appendNew(r.protect, g)
 		}
 	}
+	for _, b := range f.bare {
+		switch {
+		case b == ".":
+			if !slices.Contains(overlaid, ".git") {
+				r.bareRoot()
+			}
+		case under(b, overlaid):
+		case isGitDir(r.ws, b):
+			todo = append(todo, b)
+			todo = append(todo, modules(r.ws, filepath.Join(b, "modules"), 0)...)
+		default:
+			r.protect = appendNew(r.protect, b)
+		}
+	}
 	for _, g := range todo {
 		// Past the bound, or when no overlay can be made, the git
 		// directory is read-only as a whole instead: git inside cannot
@@ -307,20 +422,158 @@ func (r *Run) nested(f *found) (unsure bool) {
 			r.protect = appendNew(r.protect, g)
 		}
 	}
-	for _, g := range f.gitFiles {
+	for _, g := range gitFiles {
 		r.protect = appendNew(r.protect, g)
 	}
 	// The directories on the way to each .git below the root are pinned
 	// (mounted onto themselves; a mountpoint can be neither renamed nor
 	// removed): moving vendor/lib aside would take its shown .git along
 	// and leave the name free for a repository of the sandbox's own,
-	// which the host's git in vendor/lib would then use.
+	// which the host's git in vendor/lib would then use. A bare
+	// repository's own directory is the git directory: its parents.
 	pinned := map[string]bool{}
-	for _, g := range append(append([]string{}, f.gitDirs...), f.gitFiles...) {
-		for d := filepath.Dir(g); d != "." && d != "/" && !pinned[d]; d = filepath.Dir(d) {
-			pinned[d] = true
-			r.mounts = append(r.mounts, confine.Mount{Kind: confine.Pin, Dest: filepath.Join(r.opt.Workspace, d)})
+	var ways []string
+	ways = append(append(ways, gitDirs...), gitFiles...)
+	for _, b := range f.bare {
+		if b != "." {
+			ways = append(ways, filepath.Join(b, ".git"))
 		}
 	}
-	return len(todo) > 0 || len(f.gitDirs) > 0 || len(f.gitFiles) > 0 || f.truncated
+	for _, g := range ways {
+		for d := filepath.Dir(g); d != "." && d != "/" && !pinned[d]; d = filepath.Dir(d) {
+			pinned[d] = true
+			if !r.Covers(d) {
+				r.mounts = append(r.mounts, confine.Mount{Kind: confine.Pin, Dest: filepath.Join(r.opt.Workspace, d)})
+			}
+		}
+	}
+	return len(todo) > 0 || len(gitDirs) > 0 || len(gitFiles) > 0 || len(f.bare) > 0 || len(links) > 0 || f.truncated
+}
+
+// bareRoot keeps the workspace's root read-only where git would take it
+// for a bare repository (the host's git run in the workspace uses it when
+// .git is not a repository of its own): the names git reads there, and
+// the hooks, config and commondir even when missing (created, they would
+// be the repository's).
+func (r *Run) bareRoot() {
+	for _, n := range []string{"HEAD", "config", "hooks", "commondir", "config.worktree", "info", "objects", "refs",
+		"packed-refs", "modules", "worktrees", "logs"} {
+		var st unix.Stat_t
+		if n == "hooks" || n == "config" || n == "commondir" || unix.Fstatat(r.ws, n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			r.protect = appendNew(r.protect, n)
+		}
+	}
+}
+
+// link is one gitlink path of a shown repository's index: rel is its
+// .git when that is a directory (dir) or a gitfile or symlink (file),
+// else the path itself, or its .git when the path is a directory with
+// files in it.
+type link struct {
+	rel       string
+	dir, file bool
+}
+
+// gitlinks lists the gitlink paths of the indexes of the repositories
+// overlaid (the host's, read at launch), at any depth: the host's
+// top-level git status descends into each of them and runs what the
+// repository found there says (core.fsmonitor), so none can be made or
+// changed by the sandbox, whether or not the walk reached it. Those the
+// walk found are left to it. The index is a fact of the plan: a change
+// sends the next run down the Go path.
+func (r *Run) gitlinks(overlaid []string, f *found) []link {
+	var out []link
+	for _, g := range overlaid {
+		if strings.HasPrefix(g, ".git/") || strings.Contains(g, "/.git/") || filepath.Base(g) != ".git" {
+			continue // a submodule's git directory or a bare repository: its work tree is elsewhere
+		}
+		top := filepath.Dir(g)
+		r.opt.Facts.File(filepath.Join(r.opt.Workspace, g, "index"))
+		paths, err := indexGitlinks(r.ws, g)
+		if err != nil {
+			fmt.Fprintf(r.opt.Report, "jail: git: %s: the index cannot be read (%v): submodule paths below the walk's depth are not protected\n", g, err)
+			r.opt.Facts.Unsure()
+			continue
+		}
+		for _, p := range paths {
+			rel := filepath.Join(top, p)
+			git := filepath.Join(rel, ".git")
+			if slices.Contains(f.gitDirs, git) || slices.Contains(f.gitFiles, git) {
+				continue
+			}
+			var st unix.Stat_t
+			if err := fstatBeneath(r.ws, git, &st); err == nil {
+				out = append(out, link{rel: git, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR, file: st.Mode&unix.S_IFMT != unix.S_IFDIR})
+				continue
+			}
+			if !isEmptyDir(r.ws, rel) && fstatBeneath(r.ws, rel, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+				rel = git
+			}
+			out = append(out, link{rel: rel})
+		}
+	}
+	return out
+}
+
+// fstatBeneath is an lstat of rel beneath dirfd that follows no symlink
+// on the way.
+func fstatBeneath(dirfd int, rel string, st *unix.Stat_t) error {
+	fd, err := unix.Openat2(dirfd, rel, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Fstat(fd, st)
+}
+
+// maxIndex bounds the index file read for its gitlinks.
+const maxIndex = 512 << 20
+
+// indexGitlinks lists the gitlink paths the index of the git directory
+// rel stages (none when it has no index).
+func indexGitlinks(wsfd int, rel string) ([]string, error) {
+	fd, err := unix.Openat2(wsfd, filepath.Join(rel, "index"), &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if errors.Is(err, unix.ENOENT) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	file := os.NewFile(uintptr(fd), "index")
+	defer file.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > maxIndex {
+		return nil, errors.New("not a regular file of a size git writes")
+	}
+	data, err := io.ReadAll(file)
+	if err != nil {
+		return nil, err
+	}
+	// The hash length is the repository's (SHA-1 or SHA-256): the index's
+	// trailing checksum tells them apart.
+	var ix *gitstate.Index
+	for _, n := range []int{20, 32} {
+		if ix, err = gitstate.ParseIndex(data, n); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ix.Entries {
+		if e.Mode == 0o160000 {
+			out = append(out, e.Path)
+		}
+	}
+	return out, nil
 }

@@ -1,0 +1,141 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The routes into the host's git other than the workspace's own git
+// directory: directories git takes for bare repositories, gitfiles and
+// .git symlinks into what the sandbox wrote, gitlink paths at any depth,
+// uninitialised submodules. Each test plants a core.fsmonitor (run by
+// the host's git status) the way an attacker in the sandbox would and
+// judges with the host's own git afterwards (docs/git.md).
+
+// plantRepo is shell that makes $1 a git directory whose work tree is $2
+// and whose core.fsmonitor is the payload: a repository git in $2 uses.
+const plantRepo = `
+export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b
+git config --global --add safe.directory '*' 2>/dev/null
+plant() {
+  git init -q --bare "$1" || return 1
+  git --git-dir="$1" config core.bare false && git --git-dir="$1" config core.worktree "$2" &&
+  git --git-dir="$1" config core.fsmonitor "$PWD/.payload"
+}
+`
+
+// hostStatusIn runs the host's git status in each directory (whatever it
+// finds there: a repository, or none) and fails the test if the planted
+// payload ran.
+func (r runner) hostStatusIn(t *testing.T, marker string, dirs ...string) {
+	t.Helper()
+	for _, d := range dirs {
+		r.hostGit(t, d, "status")
+		if b, err := os.ReadFile(marker); err == nil {
+			t.Fatalf("code planted by the sandbox ran on the host's git status in %s: %q", d, b)
+		}
+	}
+}
+
+// TestBareShapedDirectory: the sandbox makes directories git takes for
+// bare repositories (HEAD, objects/, refs/ and a config whose
+// core.worktree points back), one new and one that existed at launch, a
+// .git gitfile and a .git symlink naming a git directory it wrote, and
+// tries the workspace's root itself; the host's git status in each runs
+// nothing afterwards. A bare clone made inside keeps its history.
+func TestBareShapedDirectory(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		for _, repo := range []bool{false, true} {
+			ws := r.dir(t, "jail-it-ws-")
+			if repo {
+				r.gitRepo(t, ws)
+			}
+			os.MkdirAll(filepath.Join(ws, "existing", "deeper"), 0o755)
+			r.own(t, ws)
+			marker, plant := r.marker(t, ws)
+			res := r.sh(t, ws, plant+plantRepo+`
+plant newbare "$PWD/newbare"
+plant existing "$PWD/existing"
+mkdir -p gf ln && plant gd "$PWD/gf" && echo "gitdir: $PWD/gd" > gf/.git
+plant gd2 "$PWD/ln" && ln -s ../gd2 ln/.git
+plant . "$PWD" 2>/dev/null && echo ROOT-MADE-BARE
+if [ -d .git/objects ]; then git clone -q --bare . mirror.git || echo CLONE-FAILED; fi
+echo SANDBOX-DONE`)
+			mustExit(t, res, 0)
+			if strings.Contains(res.stdout, "ROOT-MADE-BARE") && !repo || strings.Contains(res.stdout, "CLONE-FAILED") {
+				t.Errorf("repo %v:\n%s\n%s", repo, res.stdout, res.stderr)
+			}
+			r.hostStatusIn(t, marker, ws, filepath.Join(ws, "newbare"), filepath.Join(ws, "existing"),
+				filepath.Join(ws, "existing", "deeper"), filepath.Join(ws, "gf"), filepath.Join(ws, "ln"),
+				filepath.Join(ws, "gd"), filepath.Join(ws, "gd2"))
+			if repo {
+				if out, err := r.hostGit(t, filepath.Join(ws, "mirror.git"), "log", "--oneline", "-1"); err != nil || !strings.Contains(out, "first") {
+					t.Errorf("the bare clone made inside lost its history: %v %s\n%s", err, out, res.stderr)
+				}
+				r.judge(t, ws, marker)
+			}
+		}
+	})
+}
+
+// TestGitlinksAnyDepth: a submodule six levels down (deeper than the
+// launch walk) cannot have its gitfile replaced by a repository of the
+// sandbox's, an uninitialised submodule's empty directory cannot be
+// filled with one, and a repository the sandbox makes six levels down and
+// commits as a gitlink is reduced: after the host's git reset --hard
+// (which stages the committed gitlink), the host's git status at the top,
+// which descends into every gitlink, runs nothing.
+func TestGitlinksAnyDepth(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		lib := r.dir(t, "jail-it-lib-")
+		r.gitRepo(t, ws)
+		r.gitRepo(t, lib)
+		deep := "deep/a/b/c/d/e/lib"
+		for _, args := range [][]string{
+			{"-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, deep},
+			{"-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "un"},
+			{"commit", "-qm", "submodules"},
+			{"submodule", "deinit", "-q", "-f", "un"},
+		} {
+			if out, err := r.hostGit(t, ws, args...); err != nil {
+				t.Fatalf("host git %v: %v\n%s", args, err, out)
+			}
+		}
+		marker, plant := r.marker(t, ws)
+		res := r.sh(t, ws, plant+plantRepo+`
+rm -f `+deep+`/.git 2>/dev/null && echo DEEP-REMOVED
+echo "gitdir: $PWD/gd" > `+deep+`/.git 2>/dev/null && echo DEEP-REWRITTEN
+mv `+deep+` deep/moved 2>/dev/null && echo DEEP-MOVED
+plant un/.git "$PWD/un" 2>/dev/null && echo UN-FILLED
+plant un "$PWD/un" 2>/dev/null && echo UN-BARE
+mkdir -p n/a/b/c/d/e && git init -q n/a/b/c/d/e/f && (cd n/a/b/c/d/e/f && git commit -q --allow-empty -m inner)
+git -C n/a/b/c/d/e/f config core.fsmonitor "$PWD/.payload"
+git add n/a/b/c/d/e/f && git commit -qm "deep gitlink" || echo GITLINK-COMMIT-FAILED
+echo SANDBOX-DONE`)
+		mustExit(t, res, 0)
+		for _, w := range []string{"DEEP-", "UN-", "GITLINK-COMMIT-FAILED"} {
+			if strings.Contains(res.stdout, w) {
+				t.Errorf("%s:\n%s\n%s", w, res.stdout, res.stderr)
+			}
+		}
+		if out, err := r.hostGit(t, ws, "log", "--oneline", "-1"); err != nil || !strings.Contains(out, "deep gitlink") {
+			t.Fatalf("the commit made inside is not on the host: %v %s\n%s", err, out, res.stderr)
+		}
+		if out, err := r.hostGit(t, ws, "reset", "-q", "--hard"); err != nil {
+			t.Fatalf("host git reset --hard: %v\n%s", err, out)
+		}
+		if out, _ := r.hostGit(t, ws, "ls-files", "-s", "n"); !strings.Contains(out, "160000") {
+			t.Fatalf("the host's reset did not stage the committed gitlink: %s", out)
+		}
+		r.hostStatusIn(t, marker, ws, filepath.Join(ws, deep), filepath.Join(ws, "un"), filepath.Join(ws, "n/a/b/c/d/e/f"))
+		if out, err := r.hostGit(t, filepath.Join(ws, "n/a/b/c/d/e/f"), "log", "--oneline"); err != nil || !strings.Contains(out, "inner") {
+			t.Errorf("the repository made inside lost its commits: %v %s", err, out)
+		}
+		r.judge(t, ws, marker)
+	})
+}
