@@ -153,7 +153,7 @@ func TestServeTools(t *testing.T) {
 		for _, d := range lt.Tools {
 			names = append(names, d.Name)
 		}
-		if strings.Join(names, ",") != "read,ls,glob,grep,write,edit,bash" {
+		if strings.Join(names, ",") != "read,ls,glob,grep,write,edit,bash,bash_output,bash_kill" {
 			t.Fatalf("list_tools: %+v", lt)
 		}
 		res := s.call(2, "read", `{"path":"src/a.go"}`)

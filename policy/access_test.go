@@ -39,21 +39,21 @@ func TestAccessLevelsResolve(t *testing.T) {
 			{Call{Tool: "write"}, false, "toolset"},
 			{bashCall("ls"), false, "toolset"},
 		}, 6},
-		{LevelRestricted, false, NetNone, ProfileCoding, []string{"read", "ls", "glob", "grep", "write", "edit", "bash"}, []call{
+		{LevelRestricted, false, NetNone, ProfileCoding, []string{"read", "ls", "glob", "grep", "write", "edit", "bash", "bash_output", "bash_kill"}, []call{
 			{bashCall("ls -la"), true, "auto-approve"},
 			{Call{Tool: "write"}, true, "auto-risk"},
 			{bashCall("git push"), false, "ask"},
 			{bashCall("npm install left-pad"), false, "ask"},
 			{bashCall("go test ./..."), false, "ask"},
 		}, 6},
-		{LevelStandard, false, NetNone, ProfileCoding, []string{"read", "ls", "glob", "grep", "write", "edit", "bash"}, []call{
+		{LevelStandard, false, NetNone, ProfileCoding, []string{"read", "ls", "glob", "grep", "write", "edit", "bash", "bash_output", "bash_kill"}, []call{
 			{bashCall("go test ./... && go vet ./..."), true, "auto-approve"},
 			{bashCall("git add -A && git commit -m x"), true, "auto-approve"},
 			{bashCall("git push"), false, "ask"},
 			{bashCall("npm publish"), false, "ask"},
 			{bashCall("python tool.py"), false, "ask"},
 		}, 5},
-		{LevelCustom, false, NetNone, ProfileCoding, []string{"read", "ls", "glob", "grep", "write", "edit", "bash"}, []call{
+		{LevelCustom, false, NetNone, ProfileCoding, []string{"read", "ls", "glob", "grep", "write", "edit", "bash", "bash_output", "bash_kill"}, []call{
 			{bashCall("go test ./..."), false, "ask"},
 		}, 0},
 	}
@@ -163,7 +163,7 @@ func TestAccessExplicitKeysWin(t *testing.T) {
 	}
 	// workspace_ro still removes the writing tools from the coding profile.
 	ts, _ := Resolve(p, Catalogue(), Subject{})
-	if got := grantedNames(ts); !slices.Equal(got, []string{"read", "ls", "glob", "grep", "bash"}) {
+	if got := grantedNames(ts); !slices.Equal(got, []string{"read", "ls", "glob", "grep", "bash", "bash_output", "bash_kill"}) {
 		t.Errorf("granted: %v", got)
 	}
 	if _, err := LoadBytes("p.toml", []byte("\n[access]\nlevel = \"root\"\n"), testEnv(t)); err == nil || !strings.Contains(err.Error(), "p.toml:3: access.level: unknown value \"root\"") {

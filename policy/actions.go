@@ -38,6 +38,7 @@ const (
 	ActDBMutate   Action = "db:mutate"   // changes a database: INSERT, UPDATE, DELETE, DROP, or SQL jail cannot see
 	ActProcRun    Action = "process:run" // runs a program jail does not classify further
 	ActProcKill   Action = "process:kill"
+	ActProcRead   Action = "process:read"  // reads what a background process wrote: bash_output
 	ActContainer  Action = "container:run" // docker, podman, nerdctl
 	ActDeploy     Action = "deploy:run"    // kubectl apply, terraform apply, helm install
 	ActSysAdmin   Action = "system:admin"  // sudo, systemctl, mount, mkfs, useradd, shutdown
@@ -55,7 +56,7 @@ const (
 func Actions() []Action {
 	return []Action{ActCodeRead, ActCodeWrite, ActCodeDelete, ActTestRun, ActBuildRun,
 		ActVCSRead, ActVCSFetch, ActVCSBranch, ActVCSCommit, ActVCSPush, ActPkgInstall, ActPkgPublish,
-		ActNetFetch, ActNetConnect, ActDBRead, ActDBMutate, ActProcRun, ActProcKill, ActContainer,
+		ActNetFetch, ActNetConnect, ActDBRead, ActDBMutate, ActProcRun, ActProcRead, ActProcKill, ActContainer,
 		ActDeploy, ActSysAdmin, ActBrowseNav, ActBrowseShot, ActBrowseClk, ActBrowseType, ActBrowseEval,
 		ActDeskShot, ActDeskClick, ActDeskType}
 }
@@ -125,6 +126,10 @@ func ToolActions(t ToolInfo) []Action {
 		return []Action{ActCodeWrite}
 	case "web_fetch":
 		return []Action{ActNetFetch}
+	case "bash_output":
+		return []Action{ActProcRead}
+	case "bash_kill":
+		return []Action{ActProcKill}
 	case "browser_navigate":
 		return []Action{ActBrowseNav}
 	case "browser_screenshot":

@@ -23,7 +23,10 @@ const (
 	DefaultPids           = 4096
 	DefaultMemoryFraction = 2
 	DefaultOutputChars    = 100000
-	DefaultAskTimeout     = 2 * time.Minute
+	// DefaultBackground bounds the background processes of one server: a dev server, a
+	// watcher and a database with room to spare, each a sandbox the host pays for.
+	DefaultBackground = 4
+	DefaultAskTimeout = 2 * time.Minute
 	// DefaultRootOnly hides what only root may read under /etc and /opt from a root caller's
 	// sandbox (docs/supervisor.md).
 	DefaultRootOnly = RootOnlyHide
@@ -162,6 +165,9 @@ func (p *Policy) applyDefaults(env Env) {
 	}
 	if l.OutputChars == 0 {
 		l.OutputChars = DefaultOutputChars
+	}
+	if l.Background == 0 {
+		l.Background = DefaultBackground
 	}
 	if p.Network.Mode == "" {
 		p.Network.Mode = NetNone

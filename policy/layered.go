@@ -254,6 +254,9 @@ func (t *tightener) apply(base *Policy) {
 	if t.has("limits", "output_chars") {
 		o.Limits.OutputChars = int64(t.smaller("limits.output_chars", Bytes(p.Limits.OutputChars), Bytes(base.Limits.OutputChars)))
 	}
+	if t.has("limits", "background") {
+		o.Limits.Background = int64(t.smaller("limits.background", Bytes(p.Limits.Background), Bytes(base.Limits.Background)))
+	}
 
 	if t.has("network", "mode") {
 		o.Network.Mode = t.stricter("network.mode", p.Network.Mode, base.Network.Mode, netModes())

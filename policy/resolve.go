@@ -60,7 +60,9 @@ func (ts *Toolset) Lookup(name string) (ToolDecision, bool) {
 // Resolve is the one decision function for toolsets; `jail policy explain` prints its result
 // and the runtime [Gate] enforces it. For each registry tool, in this order:
 //
-//  1. tools.deny or the agent's denies: denied (a deny always wins, even over a grant).
+//  1. tools.deny or the agent's denies: denied (a deny always wins, even over a grant). A
+//     companion tool ([Companion]: bash_output, bash_kill) otherwise lands where its
+//     principal did, which the registry lists before it.
 //  2. sandbox.workspace_ro and the tool needs fs.write, or network.mode = none and the tool
 //     needs network.outbound: denied.
 //  3. docker.enabled = false and the tool needs browser or desktop: denied; or the security
@@ -106,11 +108,18 @@ func Resolve(p *Policy, registry []ToolInfo, who Subject) (*Toolset, error) {
 		d := ToolDecision{Tool: t, Risk: EffectiveRisk(t)}
 		caps := effectiveCaps(t)
 		wanted := role == nil || slices.Contains(role.Defaults, t.Name) || slices.Contains(agent.Grants, t.Name)
+		principal := Companion(t.Name)
 		switch {
 		case slices.Contains(p.Tools.Deny, t.Name):
 			d.Status, d.Reason = StatusDenied, "denied by tools.deny"
 		case slices.Contains(agent.Denies, t.Name):
 			d.Status, d.Reason = StatusDenied, "denied by agents."+who.Agent+".denies"
+		case principal != "":
+			if pd, ok := ts.Lookup(principal); ok {
+				d.Status, d.Reason = pd.Status, "goes with "+principal+" ("+principal+": "+pd.Reason+")"
+			} else {
+				d.Status, d.Reason = StatusDenied, "goes with "+principal+", which this registry lacks"
+			}
 		case p.Sandbox.WorkspaceRO && slices.Contains(caps, CapFSWrite):
 			d.Status, d.Reason = StatusDenied, "sandbox.workspace_ro = true removes tools needing fs.write"
 		case p.Network.Mode == NetNone && slices.Contains(caps, CapNetworkOutbound):

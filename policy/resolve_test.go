@@ -37,7 +37,7 @@ denies = ["grep"]
 	if got := names(ts.Granted); !slices.Equal(got, []string{"read", "ls", "glob"}) {
 		t.Errorf("granted = %v", got)
 	}
-	if got := names(ts.Unavailable); !slices.Equal(got, []string{"edit", "bash"}) {
+	if got := names(ts.Unavailable); !slices.Equal(got, []string{"edit", "bash", "bash_output", "bash_kill"}) {
 		t.Errorf("unavailable = %v", got)
 	}
 	d, _ := ts.Lookup("bash")
@@ -127,7 +127,7 @@ func TestResolveDeterministicAndRegistryOrdered(t *testing.T) {
 	b := mustLoad(t, "[agents.x]\nrole = \"custom\"\ngrants = [\"read\", \"grep\", \"bash\"]\n")
 	ta, _ := Resolve(a, Catalogue(), Subject{Agent: "x"})
 	tb, _ := Resolve(b, Catalogue(), Subject{Agent: "x"})
-	if !slices.Equal(names(ta.Granted), names(tb.Granted)) || !slices.Equal(names(ta.Granted), []string{"read", "grep", "bash"}) {
+	if !slices.Equal(names(ta.Granted), names(tb.Granted)) || !slices.Equal(names(ta.Granted), []string{"read", "grep", "bash", "bash_output", "bash_kill"}) {
 		t.Errorf("%v vs %v", names(ta.Granted), names(tb.Granted))
 	}
 	// custom starts empty.
@@ -164,5 +164,22 @@ func TestResolveUserRoleAndRisk(t *testing.T) {
 	}
 	if _, err := Resolve(p, Catalogue(), Subject{Agent: "d", Role: "build"}); err == nil {
 		t.Error("agent with a conflicting role resolved")
+	}
+}
+
+// TestResolveCompanionsFollowBash: bash_output and bash_kill land where
+// bash did, and a deny naming one of them still wins.
+func TestResolveCompanionsFollowBash(t *testing.T) {
+	p := mustLoad(t, "[agents.a]\nrole = \"custom\"\ngrants = [\"bash\"]\ndenies = [\"bash_kill\"]\n[agents.b]\nrole = \"custom\"\ngrants = [\"read\", \"bash_output\"]\n")
+	ts, _ := Resolve(p, Catalogue(), Subject{Agent: "a"})
+	if got := names(ts.Granted); !slices.Equal(got, []string{"bash", "bash_output"}) {
+		t.Errorf("a: granted %v", got)
+	}
+	if d, _ := ts.Lookup("bash_kill"); d.Status != StatusDenied || !strings.Contains(d.Reason, "agents.a.denies") {
+		t.Errorf("a: bash_kill %+v", d)
+	}
+	ts, _ = Resolve(p, Catalogue(), Subject{Agent: "b"})
+	if d, _ := ts.Lookup("bash_output"); d.Status != StatusDenied || !strings.Contains(d.Reason, "goes with bash") {
+		t.Errorf("b: a grant of bash_output alone gives it: %+v", d)
 	}
 }

@@ -100,6 +100,10 @@ type Limits struct {
 	// OutputChars caps captured stdout/stderr each; beyond it output is cut with a marker.
 	// Zero means 100000.
 	OutputChars int64 `toml:"output_chars" json:"output_chars"`
+	// Background caps the background processes (bash run_in_background in jail serve and
+	// jail mcp) alive at once in one server, each in a sandbox of its own. Zero means
+	// DefaultBackground (4); a negative value refuses run_in_background.
+	Background int64 `toml:"background" json:"background"`
 }
 
 // Network modes, from the strictest to the most open.

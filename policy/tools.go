@@ -79,6 +79,8 @@ func Catalogue() []ToolInfo {
 		{"write", "create or replace a file atomically", Write, []string{CapFSWrite}},
 		{"edit", "replace one exact match in a file", Write, []string{CapFSRead, CapFSWrite}},
 		{"bash", "run a shell command in the sandbox", Exec, []string{CapProcessExec}},
+		{"bash_output", "read a background bash process's new output", ReadOnly, nil},
+		{"bash_kill", "end a background bash process", Write, nil},
 		{"web_fetch", "fetch a URL through the egress proxy", ReadOnly, []string{CapNetworkOutbound}},
 		{"browser_navigate", "load a URL in the sandboxed browser", Exec, []string{CapBrowser, CapNetworkOutbound}},
 		{"browser_screenshot", "capture the browser page", ReadOnly, []string{CapBrowser}},
@@ -89,6 +91,17 @@ func Catalogue() []ToolInfo {
 		{"desktop_click", "click on the virtual desktop", Exec, []string{CapDesktop}},
 		{"desktop_type", "type on the virtual desktop", Exec, []string{CapDesktop}},
 	}
+}
+
+// Companion names the tool a tool goes with: bash_output and bash_kill act only on the
+// background processes a bash call started, so they are granted exactly when bash is (an
+// explicit deny of them still wins). Empty means the tool stands alone.
+func Companion(name string) string {
+	switch name {
+	case "bash_output", "bash_kill":
+		return "bash"
+	}
+	return ""
 }
 
 // catalogueEntry returns the static entry for name.

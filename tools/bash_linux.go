@@ -97,10 +97,11 @@ const DefaultBashTimeout = 2 * time.Minute
 func bashTool(max time.Duration) *Tool {
 	return &Tool{
 		Name:        "bash",
-		Description: "Run a shell command (/bin/sh -c) in the sandbox. The working directory and exported variables carry over between calls. timeout is in seconds.",
+		Description: "Run a shell command (/bin/sh -c) in the sandbox. The working directory and exported variables carry over between calls. timeout is in seconds. run_in_background: see bash_output.",
 		Schema: `{"type":"object","additionalProperties":false,"required":["command"],"properties":{
 "command":{"type":"string","minLength":1},
 "timeout":{"type":"number","exclusiveMinimum":0,"description":"seconds"},
+"run_in_background":{"type":"boolean","description":"keep it running in a sandbox of its own after the call returns (a dev server, a watcher); returns a bash_id for bash_output and bash_kill; no timeout"},
 "description":{"type":"string","description":"what the command does, for the approval prompt and logs"}}}`,
 		Risk:         2,
 		Capabilities: []string{"process.exec"},
@@ -115,9 +116,17 @@ func bashTool(max time.Duration) *Tool {
 			return nil
 		},
 		run: func(ctx context.Context, x *execCtx, raw json.RawMessage) Result {
-			a, err := decode[struct{ Command string }](raw)
+			a, err := decode[struct {
+				Command         string
+				RunInBackground bool `json:"run_in_background"`
+			}](raw)
 			if err != nil {
 				return errorf("%v", err)
+			}
+			if a.RunInBackground {
+				// The supervisor starts background processes; a worker's
+				// bash ends with its call.
+				return errorf("bash: run_in_background is refused here: bash calls run in the tool worker, whose processes end with the call")
 			}
 			return runBash(ctx, x, a.Command)
 		},

@@ -47,7 +47,7 @@ func TestRegistryMatchesCatalogue(t *testing.T) {
 	for _, tl := range f.reg.Tools() {
 		names = append(names, tl.Name)
 	}
-	if got := strings.Join(names, ","); got != "read,ls,glob,grep,write,edit,bash" {
+	if got := strings.Join(names, ","); got != "read,ls,glob,grep,write,edit,bash,bash_output,bash_kill" {
 		t.Errorf("order %s", got)
 	}
 }

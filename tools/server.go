@@ -99,6 +99,12 @@ type Server struct {
 	// BashMaxTimeout is bash's maximum per-call timeout (policy
 	// limits.timeout).
 	BashMaxTimeout time.Duration
+	// MaxBackground bounds the background processes (bash
+	// run_in_background, each in a sandbox from SpawnShell) alive at once
+	// (policy limits.background); zero or less refuses them, with
+	// BackgroundOff as the reason. They end with Close.
+	MaxBackground int
+	BackgroundOff string
 	// Asker answers approval questions for Call (jail tool); Serve asks
 	// its harness instead.
 	Asker  policy.Asker
@@ -108,6 +114,7 @@ type Server struct {
 	pool     *pool
 	roPool   *pool
 	shells   *shells
+	bg       *background
 	running  chan struct{} // one per call running, MaxConcurrency at most
 	mu       sync.Mutex
 	gates    map[policy.Subject]*policy.Gate
@@ -151,6 +158,14 @@ func (s *Server) init() {
 		s.pool = newPool(s.Spawn, s.MaxConcurrency)
 		s.roPool = newPool(s.SpawnReadOnly, s.MaxConcurrency)
 		s.shells = newShells(s.SpawnShell, s.SpareShells, s.MaxConcurrency)
+		off := s.BackgroundOff
+		if off == "" {
+			off = "this server keeps no background processes"
+		}
+		if s.SpawnShell == nil {
+			off = "bash calls run in the tool worker here, not in sandboxes of their own"
+		}
+		s.bg = newBackground(s.MaxBackground, off)
 		s.running = make(chan struct{}, s.MaxConcurrency)
 		s.gates = map[policy.Subject]*policy.Gate{}
 		s.idem = map[string]*idemEntry{}
@@ -158,9 +173,11 @@ func (s *Server) init() {
 	})
 }
 
-// Close ends every idle worker; call it after Serve returned.
+// Close ends every idle worker and every background process; call it
+// after Serve returned.
 func (s *Server) Close() {
 	s.init()
+	s.bg.close()
 	s.pool.close()
 	s.roPool.close()
 	s.shells.close()
@@ -333,6 +350,11 @@ func (s *Server) decideAndRun(ctx context.Context, t *Tool, g *policy.Gate, pc p
 		return Result{IsError: true, Content: fmt.Sprintf("%s: %s (%s)", d.Outcome, d.Reason, t.Name),
 			Meta: map[string]any{"decision": d.Outcome, "reason": d.Reason, "step": d.Step}}
 	}
+	if t.Host != nil {
+		res := t.Host(ctx, HostCall{Args: r.Args, Context: r.Context, Timeout: t.Timeout, OutputCap: t.OutputCap, bg: s.bg})
+		audit(d)
+		return res
+	}
 	timeout := t.Timeout
 	if t.Name == "bash" {
 		timeout = BashTimeout(r.Args, s.BashMaxTimeout)
@@ -363,7 +385,9 @@ func (s *Server) decideAndRun(ctx context.Context, t *Tool, g *policy.Gate, pc p
 		audit(d)
 		return errorf("cancelled while waiting for a free slot (max_concurrency %d)", s.MaxConcurrency)
 	}
-	if t.Name == "bash" && s.SpawnShell != nil {
+	if t.Name == "bash" && runInBackground(r.Args) {
+		res = s.startBackground(ctx, g.Toolset != nil && g.Toolset.WorkspaceReadOnly, r.Context, req)
+	} else if t.Name == "bash" && s.SpawnShell != nil {
 		res, newState, err = s.runShell(ctx, g.Toolset != nil && g.Toolset.WorkspaceReadOnly, req)
 	} else {
 		res, newState, err = s.run(ctx, workers, req)

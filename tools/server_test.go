@@ -120,7 +120,7 @@ func TestServeProtocol(t *testing.T) {
 	for _, d := range r.Tools {
 		names = append(names, d.Name)
 	}
-	if r.Type != "tools" || strings.Join(names, ",") != "read,ls,glob,grep,write,edit,bash" {
+	if r.Type != "tools" || strings.Join(names, ",") != "read,ls,glob,grep,write,edit,bash,bash_output,bash_kill" {
 		t.Fatalf("list_tools: %+v", r)
 	}
 

@@ -211,6 +211,17 @@ func (p *shells) get(ctx context.Context, readOnly bool) (*Shell, error) {
 	return sh, nil
 }
 
+// takeLong returns a shell for a background process, which keeps it past
+// any call: it takes no slot of the calls (limits.background bounds these
+// instead), and the kind's next shells are made at once.
+func (p *shells) takeLong(ctx context.Context, readOnly bool) (*Shell, error) {
+	sh, err := p.get(ctx, readOnly)
+	if err == nil {
+		p.refill(readOnly)
+	}
+	return sh, err
+}
+
 // done ends a shell whose call is over, frees its slot and makes the
 // kind's next shells.
 func (p *shells) done(sh *Shell, readOnly bool) {

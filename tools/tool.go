@@ -42,10 +42,28 @@ type Tool struct {
 	// tools out of their lists and refuse calls to them with the reason.
 	Ready func() error
 
+	// Host, when set, runs the call in the supervisor instead of a worker.
+	// It is for tools that open no path a caller named and run no code on
+	// the host: bash_output and bash_kill act on the server's background
+	// processes, and the Docker-backed categories talk to their container.
+	Host func(ctx context.Context, c HostCall) Result
+
 	// run executes the call inside the worker.
 	run func(ctx context.Context, x *execCtx, args json.RawMessage) Result
 	// schema is Schema, resolved by NewRegistry.
 	schema *jsonschema.Resolved
+}
+
+// HostCall is one call of a tool that runs in the supervisor (Tool.Host),
+// after the policy gate allowed it.
+type HostCall struct {
+	Args      json.RawMessage
+	Context   CallContext
+	Timeout   time.Duration
+	OutputCap int
+
+	// bg are the calling server's background processes.
+	bg *background
 }
 
 // Result is what a call returns: text for a model and structured metadata.
@@ -99,8 +117,8 @@ func NewRegistry(ts ...*Tool) (*Registry, error) {
 			return nil, fmt.Errorf("registry: tool %q: empty or repeated name", t.Name)
 		case len(t.Description) == 0 || len(t.Description) > MaxDescription:
 			return nil, fmt.Errorf("registry: tool %s: description of %d bytes (want 1 to %d)", t.Name, len(t.Description), MaxDescription)
-		case t.run == nil:
-			return nil, fmt.Errorf("registry: tool %s: no implementation", t.Name)
+		case (t.run == nil) == (t.Host == nil):
+			return nil, fmt.Errorf("registry: tool %s: wants exactly one implementation (in the worker or in the supervisor)", t.Name)
 		}
 		seen[t.Name] = true
 		var doc jsonschema.Schema

@@ -30,7 +30,7 @@ func Core(o Options) []*Tool {
 	if o.BashMaxTimeout <= 0 {
 		o.BashMaxTimeout = 10 * time.Minute
 	}
-	return []*Tool{readTool(), lsTool(), globTool(), grepTool(), writeTool(), editTool(), bashTool(o.BashMaxTimeout)}
+	return []*Tool{readTool(), lsTool(), globTool(), grepTool(), writeTool(), editTool(), bashTool(o.BashMaxTimeout), bashOutputTool(), bashKillTool()}
 }
 
 // DefaultTimeout bounds a call of a tool that declares no Timeout.
@@ -184,6 +184,9 @@ func runCall(ctx context.Context, reg *Registry, ws *Workspace, bash *sync.Mutex
 	t, ok := reg.Lookup(req.Tool)
 	if !ok {
 		return errorf("unknown tool %q", req.Tool), nil
+	}
+	if t.run == nil {
+		return errorf("tool %s runs in the supervisor, not in a worker", t.Name), nil
 	}
 	if ctx.Err() != nil {
 		// Cancelled while it waited in the queue: nothing of it runs.

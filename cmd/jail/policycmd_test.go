@@ -53,7 +53,7 @@ func TestPolicyExplain(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("explain: %d %s", code, errs)
 	}
-	for _, want := range []string{"agent rev (role review)", "(ro)", "network    none", "timeout 1m30s, memory 1G", "unavailable (1):", "outside the review role's remit", "denied by agents.rev.denies", "sha256:"} {
+	for _, want := range []string{"agent rev (role review)", "(ro)", "network    none", "timeout 1m30s, memory 1G", "unavailable (3):", "goes with bash (bash: outside", "outside the review role's remit", "denied by agents.rev.denies", "sha256:"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("explain output lacks %q:\n%s", want, out)
 		}

@@ -220,7 +220,7 @@ func newToolServer(o *toolOptions, stderr io.Writer) (s *tools.Server, closeAll 
 		return nil, nil, err
 	}
 	s = &tools.Server{Registry: reg, Policy: p, PolicyHash: p.Hash(), Home: penv.Home, Audit: audit, Spawn: spawn, SpawnReadOnly: spawnRO, SpawnShell: spawnShell, SpareShells: spareShells,
-		MaxConcurrency: o.maxConc, BashMaxTimeout: o.run.Timeout,
+		MaxConcurrency: o.maxConc, BashMaxTimeout: o.run.Timeout, MaxBackground: int(p.Limits.Background), BackgroundOff: "the policy's limits.background is negative (set it to how many may run at once)",
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	return s, func() {
 		s.Close()

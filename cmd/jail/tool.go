@@ -62,6 +62,7 @@ func toolMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	defer closeAll()
 	s.SpareShells = 0 // one call: nothing to make ahead
+	s.MaxBackground, s.BackgroundOff = 0, "jail tool ends with its one call, and a background process would end with it: use jail serve or jail mcp"
 	// Approval questions go to the controlling terminal, never to stdin
 	// (which may carry the arguments).
 	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil && !o.unattended {
