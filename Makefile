@@ -9,7 +9,7 @@ TAGS      := osusergo,netgo
 LDFLAGS   := -s -w -X main.version=$(VERSION) -linkmode external -extldflags "-static"
 export CGO_ENABLED := 1
 
-.PHONY: all deps build test unit integration demo bench fmt vet staticcheck lint clean
+.PHONY: all deps build images test unit integration demo bench fmt vet staticcheck lint clean
 
 all: build
 
@@ -20,10 +20,21 @@ build: deps
 	$(GO) build -trimpath -tags $(TAGS) -ldflags '$(LDFLAGS)' -o jail ./cmd/jail
 	@file jail | grep -q 'statically linked' || { echo "jail is not statically linked"; exit 1; }
 
+# The browser and desktop tools' images, from Debian's packages with no
+# registry (images/build.sh; a rebuild is skipped when the inputs' hash
+# matches). scripts/dockerd.sh starts an engine when none answers.
+images: deps
+	./scripts/dockerd.sh
+	./images/build.sh
+
 # The README's test command. Integration tests attack the built binary as
-# root and as an unprivileged user they create (jailtest).
+# root and as an unprivileged user they create (jailtest). Where a Docker
+# engine answers or can be started, the images are built and the Docker
+# tests must run (JAIL_REQUIRE_DOCKER=1 turns their skips into failures).
 test: build
 	$(GO) vet ./...
+	if ./scripts/dockerd.sh; then ./images/build.sh || exit 1; export JAIL_REQUIRE_DOCKER=1; \
+	else echo "make test: no Docker engine: the browser and desktop tests skip, saying why"; fi; \
 	$(GO) test -count=1 -timeout 30m ./...
 
 unit: deps

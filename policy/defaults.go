@@ -1,7 +1,10 @@
 package policy
 
 import (
+	"fmt"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -30,6 +33,22 @@ const (
 	// DefaultRootOnly hides what only root may read under /etc and /opt from a root caller's
 	// sandbox (docs/supervisor.md).
 	DefaultRootOnly = RootOnlyHide
+)
+
+// The [docker] defaults: one container of the browser or desktop tools.
+const (
+	DefaultDockerMemory    = Bytes(2 << 30)
+	DefaultDockerCPUs      = 2.0
+	DefaultDockerPids      = 1024
+	DefaultDockerTmpfs     = Bytes(512 << 20)
+	DefaultDockerLifecycle = LifecycleAgent
+	// DefaultDockerIdleGrace keeps an agent's desktop or browser warm between the calls of
+	// one piece of work, and releases it when the agent has moved on.
+	DefaultDockerIdleGrace = 10 * time.Minute
+	DefaultDockerLogBytes  = Bytes(16 << 10)
+	DefaultBrowserImage    = "jail-browser:local"
+	DefaultDesktopImage    = "jail-desktop:local"
+	DefaultDesktopSize     = "1280x800"
 )
 
 // [sandbox] root_only values.
@@ -238,4 +257,15 @@ func UserFile(env Env) string {
 // ProjectFile is the untrusted per-project policy inside a workspace.
 func ProjectFile(workspace string) string {
 	return filepath.Join(workspace, ".jail", "policy.toml")
+}
+
+// ParseScreenSize reads a "WIDTHxHEIGHT" screen size ([docker] desktop_size).
+func ParseScreenSize(s string) (width, height int, err error) {
+	w, h, ok := strings.Cut(s, "x")
+	width, err1 := strconv.Atoi(w)
+	height, err2 := strconv.Atoi(h)
+	if !ok || err1 != nil || err2 != nil || width < 64 || height < 64 || width > 8192 || height > 8192 {
+		return 0, 0, fmt.Errorf("%q is not a screen size (accepted: WIDTHxHEIGHT, each 64 to 8192, e.g. \"1280x800\")", s)
+	}
+	return width, height, nil
 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -408,6 +409,53 @@ func (t *tightener) apply(base *Policy) {
 		if t.has("docker", k) {
 			t.widen("docker."+k, "a project file cannot choose container images")
 		}
+	}
+	// A container's limits: the project's value when it is lower than what the user policy
+	// gives (its value, or the default a zero stands for).
+	pd, bd := &p.Docker, &base.Docker
+	orDefault := func(v, def Bytes) Bytes {
+		if v == 0 {
+			return def
+		}
+		return v
+	}
+	for _, l := range []struct {
+		key       string
+		proj, bas Bytes
+		def       Bytes
+		out       *Bytes
+	}{
+		{"memory", pd.Memory, bd.Memory, DefaultDockerMemory, &o.Docker.Memory},
+		{"tmpfs", pd.Tmpfs, bd.Tmpfs, DefaultDockerTmpfs, &o.Docker.Tmpfs},
+		{"log_bytes", pd.LogBytes, bd.LogBytes, DefaultDockerLogBytes, &o.Docker.LogBytes},
+	} {
+		if t.has("docker", l.key) {
+			*l.out = t.smaller("docker."+l.key, l.proj, orDefault(l.bas, l.def))
+		}
+	}
+	if t.has("docker", "pids") {
+		o.Docker.Pids = int64(t.smaller("docker.pids", Bytes(pd.Pids), orDefault(Bytes(bd.Pids), DefaultDockerPids)))
+	}
+	if t.has("docker", "cpus") && pd.CPUs > 0 {
+		baseCPUs := bd.CPUs
+		if baseCPUs == 0 {
+			baseCPUs = DefaultDockerCPUs
+		}
+		if pd.CPUs <= baseCPUs {
+			o.Docker.CPUs = pd.CPUs
+		} else {
+			t.widen("docker.cpus", "%v is above the user policy's %v", pd.CPUs, baseCPUs)
+		}
+	}
+	if t.has("docker", "idle_grace") {
+		o.Docker.IdleGrace = time.Duration(t.smaller("docker.idle_grace", Bytes(pd.IdleGrace), orDefault(Bytes(bd.IdleGrace), Bytes(DefaultDockerIdleGrace))))
+	}
+	if t.has("docker", "lifecycle") {
+		o.Docker.Lifecycle = t.stricter("docker.lifecycle", pd.Lifecycle, cmp.Or(bd.Lifecycle, DefaultDockerLifecycle),
+			[]string{LifecycleCall, LifecycleTask, LifecycleAgent})
+	}
+	if t.has("docker", "raw_logs") && pd.RawLogs && !bd.RawLogs {
+		t.widen("docker.raw_logs", "a project file cannot put container output into the audit log")
 	}
 	if t.has("audit", "path") {
 		t.widen("audit.path", "a project file cannot move the audit log")

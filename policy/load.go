@@ -402,6 +402,21 @@ func (v *validator) check() {
 		}
 	}
 
+	d := &p.Docker
+	if d.Lifecycle != "" {
+		v.oneOf("docker.lifecycle", d.Lifecycle, []string{LifecycleCall, LifecycleTask, LifecycleAgent})
+	}
+	v.duration("docker.idle_grace", d.IdleGrace)
+	v.nonNegative("docker.pids", d.Pids)
+	if d.CPUs < 0 {
+		v.add("docker.cpus", "%v is negative (accepted: a number of CPUs such as 1.5, or 0 for the default)", d.CPUs)
+	}
+	if d.DesktopSize != "" {
+		if _, _, err := ParseScreenSize(d.DesktopSize); err != nil {
+			v.add("docker.desktop_size", "%v", err)
+		}
+	}
+
 	t := &p.Tools
 	v.oneOf("tools.profile", t.Profile, profileNames())
 	v.oneOf("tools.security", t.Security, securityNames())

@@ -246,11 +246,43 @@ type GuardConfig struct {
 type Docker struct {
 	// Enabled allows the browser and desktop tools to start containers. Absent means false.
 	Enabled bool `toml:"enabled" json:"enabled"`
-	// BrowserImage is the Chromium image. Empty means jail's pinned default.
+	// BrowserImage is the Chromium image. Empty means DefaultBrowserImage (jail-browser:local, built by make images).
 	BrowserImage string `toml:"browser_image" json:"browser_image"`
-	// DesktopImage is the Xvfb desktop image. Empty means jail's pinned default.
+	// DesktopImage is the Xvfb desktop image. Empty means DefaultDesktopImage (jail-desktop:local, built by make images).
 	DesktopImage string `toml:"desktop_image" json:"desktop_image"`
+	// Memory caps one container's memory (swap included), e.g. "1G". Zero means
+	// DefaultDockerMemory (2G).
+	Memory Bytes `toml:"memory" json:"memory"`
+	// CPUs caps one container's CPU time in CPUs, e.g. 1.5. Zero means DefaultDockerCPUs (2).
+	CPUs float64 `toml:"cpus" json:"cpus"`
+	// Pids caps one container's processes and threads. Zero means DefaultDockerPids (1024).
+	Pids int64 `toml:"pids" json:"pids"`
+	// Tmpfs is the size of a container's /tmp, the only writable place in its read-only root
+	// (and of /dev/shm). Zero means DefaultDockerTmpfs (512M).
+	Tmpfs Bytes `toml:"tmpfs" json:"tmpfs"`
+	// Lifecycle says how long a container lives: "call" (one tool call), "task" (the calls of
+	// one task id) or "agent" (one agent's calls, kept warm). Empty means "agent".
+	Lifecycle string `toml:"lifecycle" json:"lifecycle"`
+	// IdleGrace ends a task's or agent's container after this long without a call, e.g. "5m".
+	// Zero means DefaultDockerIdleGrace (10m).
+	IdleGrace time.Duration `toml:"idle_grace" json:"idle_grace"`
+	// RawLogs puts the tail of a container's stderr into its audit record. Absent means false:
+	// the record holds sizes, counts and timing only.
+	RawLogs bool `toml:"raw_logs" json:"raw_logs"`
+	// LogBytes bounds the stderr tail a container's audit record keeps with raw_logs. Zero
+	// means DefaultDockerLogBytes (16K).
+	LogBytes Bytes `toml:"log_bytes" json:"log_bytes"`
+	// DesktopSize is the virtual screen of the desktop tools, "WIDTHxHEIGHT": the space of
+	// every coordinate and screenshot. Empty means DefaultDesktopSize (1280x800).
+	DesktopSize string `toml:"desktop_size" json:"desktop_size"`
 }
+
+// Container lifecycles ([docker] lifecycle).
+const (
+	LifecycleCall  = "call"
+	LifecycleTask  = "task"
+	LifecycleAgent = "agent"
+)
 
 // Audit configures the JSON-lines audit log. The log lives outside every sandbox: the
 // confinement layer never binds it, so nothing confined can rewrite history.

@@ -2,7 +2,8 @@
 # Installs what building and testing jail needs on a fresh Debian or Ubuntu
 # machine: a C toolchain and libseccomp for the static cgo build, and the
 # programs the integration tests drive inside the sandbox (git, python3,
-# gcc, util-linux, strace and gdb). Go itself must be 1.26 or newer; the go command fetches
+# gcc, util-linux, strace and gdb), and Docker with debootstrap for the
+# container images. Go itself must be 1.26 or newer; the go command fetches
 # that toolchain from the module proxy when an older one is installed.
 set -euo pipefail
 
@@ -11,6 +12,11 @@ pkgs=(gcc libc6-dev libseccomp-dev pkg-config git python3 make util-linux passwd
 # apart from nodejs; NodeSource's nodejs bundles it and conflicts with
 # Debian's, so it is added only when missing.
 command -v npm >/dev/null || pkgs+=(npm)
+# The browser and desktop tools' containers (docs/container.md): Debian's
+# engine, unless one is installed already (Docker's own docker-ce conflicts
+# with docker.io), and debootstrap for make images' base.
+command -v dockerd >/dev/null || pkgs+=(docker.io)
+pkgs+=(debootstrap)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/jail-sandbox/jail/confine"
+	"github.com/jail-sandbox/jail/container"
 	"github.com/jail-sandbox/jail/gitview"
 	"github.com/jail-sandbox/jail/tools"
 )
@@ -46,6 +47,10 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		// A tool worker, run as the command of a sandbox by jail serve
 		// and jail tool (tools.WorkerMain); not for people.
 		return tools.WorkerMain(stdin, stdout)
+	case container.InitCommand:
+		// jail's init inside a browser or desktop container, bound there
+		// read-only (docs/container.md); not for people.
+		return container.InitMain(args[1:])
 	case confine.AdoptCommand:
 		// A cached run whose sandbox made a repository hands it over
 		// (docs/git.md); not for people.
