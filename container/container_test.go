@@ -448,3 +448,17 @@ func TestSeccompProfile(t *testing.T) {
 		}
 	}
 }
+
+// TestNegotiatedVersion: the client speaks the engine's API version (1.41 for Debian 12's
+// Docker 20.10), not its own newest.
+func TestNegotiatedVersion(t *testing.T) {
+	e := needEngine(t)
+	v, err := e.cli.ServerVersion(context.Background(), client.ServerVersionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.cli.ClientVersion(); got != v.APIVersion && got != client.MaxAPIVersion {
+		t.Errorf("client speaks API %s to an engine of API %s", got, v.APIVersion)
+	}
+	t.Logf("engine %s, API %s, client speaks %s", v.Version, v.APIVersion, e.cli.ClientVersion())
+}

@@ -74,10 +74,11 @@ type Engine struct {
 	asked time.Time // when it was asked
 }
 
-// Connect makes a client for the engine of DOCKER_HOST (or the local socket), with the API
-// version negotiated on first use. It does not talk to the engine: [Engine.Ping] does.
+// Connect makes a client for the engine of DOCKER_HOST (or the local socket). The client
+// negotiates the API version on first use (its default since moby/moby/client 0.1: 20.10's
+// 1.41, say, not the client's newest). It does not talk to the engine: [Engine.Ping] does.
 func Connect() (*Engine, error) {
-	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	cli, err := client.New(client.FromEnv)
 	if err != nil {
 		return nil, fmt.Errorf("container: docker client: %w", err)
 	}

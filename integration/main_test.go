@@ -62,6 +62,13 @@ func setup() (func(*testing.M) int, error) {
 				return nil, fmt.Errorf("useradd %s: %v: %s", testUser, err, out)
 			}
 		}
+		// The desktop and browser tests run jailtest as a member of the docker group, as a
+		// user of those tools would be (docs/container.md); other tests drop the group.
+		if _, err := user.LookupGroup("docker"); err == nil {
+			if out, err := exec.Command("usermod", "-aG", "docker", testUser).CombinedOutput(); err != nil {
+				return nil, fmt.Errorf("usermod -aG docker %s: %v: %s", testUser, err, out)
+			}
+		}
 		u, err := user.Lookup(testUser)
 		if err != nil {
 			return nil, err
