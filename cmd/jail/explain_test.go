@@ -80,7 +80,7 @@ func TestExplainMatchesFrontEnds(t *testing.T) {
 			o := &toolOptions{maxConc: 1}
 			o.run.Workdir, o.run.PolicyFile = ws, pf
 			var stderr bytes.Buffer
-			s, closeAll, err := newToolServer(o, &stderr)
+			s, closeAll, err := launch.NewToolServer(&o.run, o.maxConc, &stderr)
 			if err != nil {
 				t.Fatalf("newToolServer: %v\n%s", err, &stderr)
 			}
@@ -154,7 +154,7 @@ func TestExplainApprovalState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := coreRegistry(0)
+	reg, err := launch.CoreRegistry(0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/jail-sandbox/jail/confine"
 	"github.com/jail-sandbox/jail/container"
 	"github.com/jail-sandbox/jail/gitview"
+	"github.com/jail-sandbox/jail/launch"
 	"github.com/jail-sandbox/jail/tools"
 )
 
@@ -43,7 +44,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch args[0] {
-	case workerCommand:
+	case launch.WorkerCommand:
 		// A tool worker, run as the command of a sandbox by jail serve
 		// and jail tool (tools.WorkerMain); not for people.
 		return tools.WorkerMain(stdin, stdout)

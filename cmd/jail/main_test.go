@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/jail-sandbox/jail/confine"
+	"github.com/jail-sandbox/jail/launch"
 	"github.com/jail-sandbox/jail/tools"
 )
 
@@ -16,7 +17,7 @@ func TestMain(m *testing.M) {
 	if confine.IsChild() {
 		confine.ChildMain()
 	}
-	if len(os.Args) == 2 && os.Args[1] == workerCommand {
+	if len(os.Args) == 2 && os.Args[1] == launch.WorkerCommand {
 		os.Exit(tools.WorkerMain(os.Stdin, os.Stdout))
 	}
 	os.Exit(m.Run())

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jail-sandbox/jail/launch"
 	"github.com/jail-sandbox/jail/policy"
 	"github.com/jail-sandbox/jail/tools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -51,7 +52,7 @@ func mcpMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "jail mcp: takes no arguments; --max-concurrency must be at least 1")
 		return 2
 	}
-	ts, closeAll, err := newToolServer(o, stderr)
+	ts, closeAll, err := launch.NewToolServer(&o.run, o.maxConc, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "jail mcp:", err)
 		return 2

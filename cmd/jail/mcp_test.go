@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jail-sandbox/jail/internal/testutil"
+	"github.com/jail-sandbox/jail/launch"
 	"github.com/jail-sandbox/jail/policy"
 	"github.com/jail-sandbox/jail/tools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -70,7 +71,7 @@ func startMCP(t *testing.T, policyTOML, agent string) *mcpHarness {
 	}
 	o := &toolOptions{maxConc: 2, agent: agent}
 	o.run.Workdir, o.run.PolicyFile = ws, pf
-	ts, closeAll, err := newToolServer(o, h.stderr)
+	ts, closeAll, err := launch.NewToolServer(&o.run, o.maxConc, h.stderr)
 	if err != nil {
 		t.Fatalf("newToolServer: %v\n%s", err, h.stderr)
 	}
@@ -393,7 +394,7 @@ func TestMCPDisconnectEndsSandboxes(t *testing.T) {
 	if pids := testutil.Processes("sleep\x00" + marker); len(pids) > 0 {
 		t.Fatalf("processes outlived the client: %v", pids)
 	}
-	if pids := testutil.Processes(workerCommand); len(pids) > 0 {
+	if pids := testutil.Processes(launch.WorkerCommand); len(pids) > 0 {
 		t.Fatalf("workers outlived the client: %v", pids)
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -54,7 +53,7 @@ func policyCheck(args []string, stdout, stderr io.Writer) int {
 	for _, file := range args {
 		p, err := policy.Load(file, env)
 		if err != nil {
-			printPolicyErrors(stderr, err)
+			launch.PrintPolicyErrors(stderr, err)
 			code = 2
 			continue
 		}
@@ -68,18 +67,6 @@ func policyCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s: ok (sha256 %s)\n", file, p.Hash())
 	}
 	return code
-}
-
-// printPolicyErrors prints one file:line: key: message per line.
-func printPolicyErrors(w io.Writer, err error) {
-	var joined interface{ Unwrap() []error }
-	if errors.As(err, &joined) {
-		for _, e := range joined.Unwrap() {
-			fmt.Fprintln(w, e)
-		}
-		return
-	}
-	fmt.Fprintln(w, err)
 }
 
 // explanation is the --json shape of `jail policy explain`.
@@ -142,7 +129,7 @@ func policyExplain(args []string, stdout, stderr io.Writer) int {
 	}
 	p, widenings, err := policy.LoadEffective(*file, env)
 	if err != nil {
-		printPolicyErrors(stderr, err)
+		launch.PrintPolicyErrors(stderr, err)
 		return 2
 	}
 	for _, w := range widenings {
@@ -150,7 +137,7 @@ func policyExplain(args []string, stdout, stderr io.Writer) int {
 	}
 	// The registry and the function serve, mcp and tool answer with: explain
 	// prints what a caller is offered and how each call is decided.
-	reg, err := coreRegistry(p.Limits.Timeout)
+	reg, err := launch.CoreRegistry(p.Limits.Timeout)
 	if err != nil {
 		fmt.Fprintln(stderr, "jail policy explain:", err)
 		return 1

@@ -163,7 +163,7 @@ func runMain(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	pfacts := launch.PolicyFacts(o.PolicyFile, penv)
 	p, widenings, err := policy.LoadEffective(o.PolicyFile, penv)
 	if err != nil {
-		printPolicyErrors(stderr, err)
+		launch.PrintPolicyErrors(stderr, err)
 		fmt.Fprintln(stderr, "jail run: refusing to run with a policy that does not load")
 		return o.fail(2, stagePolicy, err, stdout, stderr)
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/jail-sandbox/jail/launch"
 	"github.com/jail-sandbox/jail/policy"
 	"github.com/jail-sandbox/jail/tools"
 )
@@ -55,7 +56,7 @@ func toolMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			raw = b
 		}
 	}
-	s, closeAll, err := newToolServer(o, stderr)
+	s, closeAll, err := launch.NewToolServer(&o.run, o.maxConc, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "jail tool:", err)
 		return 2
