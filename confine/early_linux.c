@@ -26,14 +26,24 @@ int jail_take_early(struct jail_early *out) {
 
 // recv_stdio replaces fds 0, 1 and 2 by the three the supervisor sends on
 // fd 5: the command's stdin, stdout and stderr, which the early child
-// could not be given when it was forked.
+// could not be given when it was forked. The plan cache's run may send
+// the tasks files of the run's cgroups v1 with them (lim_joiners in
+// fast_linux.c): pid 1 moves itself into each ("0": the writer), before
+// anything of the sandbox runs, so all of it is a descendant there.
 static void recv_stdio(struct child *c) {
 	char byte;
-	int fds[3], nfd, truncated;
+	int fds[5], nfd, truncated;
 	c->stage = "receive stdio";
-	ssize_t n = recv_fds(5, &byte, 1, fds, 3, &nfd, &truncated);
+	ssize_t n = recv_fds(5, &byte, 1, fds, 5, &nfd, &truncated);
 	CHECK(c, n, "recvmsg");
-	if (n != 1 || nfd != 3 || truncated) fail(c, EINVAL, "the supervisor sent no stdio", 125);
+	if (n != 1 || nfd < 3 || truncated) fail(c, EINVAL, "the supervisor sent no stdio", 125);
+	for (int i = 3; i < nfd; i++) {
+		c->layer = "limits";
+		c->stage = "join the limits' cgroup";
+		CHECK(c, write(fds[i], "0", 1) == 1 ? 0 : -1, "cgroup tasks");
+		close(fds[i]);
+	}
+	c->stage = "receive stdio";
 	for (int i = 0; i < 3; i++) {
 		CHECK(c, dup2(fds[i], i), "dup2 stdio");
 		close(fds[i]);

@@ -884,14 +884,16 @@ static void put_json(struct buf *b, const char *s) {
 // send_stdio hands the command its stdio: the caller's, except that a
 // command that is not interactive never gets the terminal as its stdin
 // (ttyStdin in run.go): it would read what the person types.
-static int send_stdio(int sock, int foreground) {
-	int fds[3] = {0, 1, 2}, null = -1;
+// The tasks files of the run's cgroups v1 (lim_joiners) travel with them.
+static int send_stdio(int sock, int foreground, const int *join, int njoin) {
+	int fds[5] = {0, 1, 2}, null = -1;
 	if (!foreground && isatty(0)) {
 		null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (null < 0) return -1;
 		fds[0] = null;
 	}
-	int r = jail_send_fds(sock, fds, 3);
+	for (int i = 0; i < njoin && i < 2; i++) fds[3 + i] = join[i];
+	int r = jail_send_fds(sock, fds, 3 + (njoin < 2 ? njoin : 2));
 	if (null >= 0) close(null);
 	return r;
 }
@@ -1180,8 +1182,30 @@ static int lim_create(struct limits *l) {
 	return 0;
 }
 
-// lim_attach moves the early child into every cgroup of the run, and its
-// pid 1, which it forked already and which is not moved with it
+// lim_joiners opens the tasks file of each cgroup v1 of the run, which
+// the sandbox's pid 1 writes "0" to, moving itself, before it does
+// anything else (recv_stdio in early_linux.c): everything the sandbox
+// runs is its descendant. A move of another process (cgroup.procs, or a
+// pid in tasks) takes the kernel's cgroup_threadgroup_rwsem for writing
+// and waits an RCU grace period for it, 0.7 ms of each run on the
+// development VM and more under load; a thread moving itself does not.
+// The process outside the pid namespace, which only waits, stays out.
+static int lim_joiners(struct limits *l, int fds[2]) {
+	int n = 0;
+	for (int i = 0; i < l->ndirs; i++) {
+		char path[PATH_MAX + 16];
+		snprintf(path, sizeof(path), "%s/tasks", l->dirs[i]);
+		if ((fds[n] = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
+			while (n > 0) close(fds[--n]);
+			return -1;
+		}
+		n++;
+	}
+	return n;
+}
+
+// lim_attach moves the early child into every cgroup v2 of the run, and
+// its pid 1, which it forked already and which is not moved with it
 // (cgroup.attach in cgroup_linux.go). The children are read after the
 // move: one forked meanwhile is listed or born in the cgroup.
 static int lim_attach(struct limits *l, pid_t pid) {
@@ -1622,7 +1646,9 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 		miss(&f, "no early child", NULL);
 		goto out;
 	}
-	if (lim.ndirs > 0 && lim_attach(&lim, e.pid) < 0) {
+	int join[2], njoin = 0;
+	if (lim.method == LIMIT_CGROUP1 && lim.ndirs > 0) njoin = lim_joiners(&lim, join);
+	if (njoin < 0 || (lim.method == LIMIT_CGROUP2 && lim.ndirs > 0 && lim_attach(&lim, e.pid) < 0)) {
 		// Before the plan: nothing ran. The Go supervisor plans afresh.
 		lim_remove(&lim);
 		kill(e.pid, SIGKILL);
@@ -1641,7 +1667,7 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	sv.entry = name;
 	sv.foreground = foreground;
 	res.start_ns = now_ns();
-	if (jail_write_all(e.plan, plan.b, plan.n) < 0 || send_stdio(e.sock, foreground) < 0) {
+	if (jail_write_all(e.plan, plan.b, plan.n) < 0 || send_stdio(e.sock, foreground, join, njoin) < 0) {
 		// The init never got its command.
 		close(e.plan);
 		close(e.status);
@@ -1651,6 +1677,7 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 		fall_back(&f, argv, envp, &sv, 0);
 	}
 	close(e.plan);
+	while (njoin > 0) close(join[--njoin]);
 	supervise(&f, &e, foreground, argv, envp, &sv, &set, &res);
 out:
 	if (f.trace && f.why) {
