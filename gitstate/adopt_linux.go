@@ -82,8 +82,14 @@ func Adopt(gitdirFD, upperFD int, base *Snapshot, opt Options) (*Report, error) 
 		return nil, err
 	}
 	defer a.close()
-	if e := up.get("objects"); e != nil {
-		e.used = e.kind == kindDir && len(up.under("objects")) == 1
+	// Objects first, verified: a ref is adopted only when the object it
+	// names is on the host by then.
+	shallow, _, err := readFile(gitdirFD, "shallow", maxPackedRefs, false)
+	if err != nil && !errors.Is(err, unix.ENOENT) {
+		return rep, fmt.Errorf("gitstate: adopt: read shallow: %w", err)
+	}
+	if !a.adoptObjects(up, shallowList(shallow, hexLen)) {
+		rep.Incomplete = true
 	}
 	if err := a.adoptRefs(up, base); err != nil {
 		return rep, err
@@ -455,7 +461,7 @@ func (a *adopter) adoptReflogs(up *upperTree) {
 			have[l] = true
 		}
 		var add strings.Builder
-		bad := 0
+		bad, missing := 0, 0
 		for _, l := range strings.SplitAfter(string(data), "\n") {
 			if l == "" || have[l] {
 				continue
@@ -464,10 +470,17 @@ func (a *adopter) adoptReflogs(up *upperTree) {
 				bad++
 				continue
 			}
+			if !a.reflogObjects(l) {
+				missing++
+				continue
+			}
 			add.WriteString(l)
 		}
 		if bad > 0 {
 			a.rep.dropped("%s: %d lines not in reflog format", esc(p), bad)
+		}
+		if missing > 0 {
+			a.rep.dropped("%s: %d lines naming objects the host does not have", esc(p), missing)
 		}
 		if add.Len() == 0 {
 			continue
@@ -482,6 +495,18 @@ func (a *adopter) adoptReflogs(up *upperTree) {
 		}
 		a.rep.applied("%s (+%d)", esc(p), strings.Count(add.String(), "\n"))
 	}
+}
+
+// reflogObjects reports whether the old and new object ids of a reflog
+// line (checked by validReflogLine) are on the host, or null: git fsck
+// calls a reflog naming a missing object invalid.
+func (a *adopter) reflogObjects(l string) bool {
+	for _, id := range []string{l[:a.hexLen], l[a.hexLen+1 : 2*a.hexLen+1]} {
+		if strings.Trim(id, "0") != "" && !a.objects.has(id) {
+			return false
+		}
+	}
+	return true
 }
 
 // validReflogLine: "<old> <new> <name> <<email>> <time> <tz>[\t<msg>]\n".

@@ -1,6 +1,7 @@
 package gitstate
 
 import (
+	"crypto/rand"
 	"fmt"
 	"os"
 	"os/exec"
@@ -29,8 +30,8 @@ func benchRepo(b *testing.B, files int) (*testRepo, *overlay, *Snapshot) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	o := &overlay{r: r, upper: filepath.Join(root, "upper"), work: filepath.Join(root, "work"), tmp: filepath.Join(root, "objs")}
-	for _, d := range []string{o.upper, o.work, o.tmp} {
+	o := &overlay{r: r, upper: filepath.Join(root, "upper"), work: filepath.Join(root, "work")}
+	for _, d := range []string{o.upper, o.work} {
 		os.MkdirAll(d, 0o755)
 	}
 	if out, err := o.tryRun(`echo changed > d00/f00000.txt && git commit -q -am change`); err != nil {
@@ -129,5 +130,52 @@ func BenchmarkParseIndex(b *testing.B) {
 		if _, err := ParseIndex(data, 20); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkAdoptNewClone times AdoptNew of a clone of a repository of
+// about 50 MB (incompressible files over a few commits, so the pack is
+// that large), as `git clone URL` into an empty workspace leaves it:
+// every object goes through git index-pack --strict.
+func BenchmarkAdoptNewClone(b *testing.B) {
+	requireGitB(b)
+	root := b.TempDir()
+	src := &testRepo{dir: filepath.Join(root, "src"), home: filepath.Join(root, "home")}
+	os.MkdirAll(src.dir, 0o755)
+	os.MkdirAll(src.home, 0o755)
+	mustRun(b, src, "git", "init", "-q", "-b", "main")
+	buf := make([]byte, 1<<20)
+	for c := 0; c < 5; c++ {
+		for i := 0; i < 10; i++ {
+			rand.Read(buf)
+			os.WriteFile(filepath.Join(src.dir, fmt.Sprintf("f%02d-%d.bin", i, c)), buf, 0o644)
+		}
+		mustRun(b, src, "git", "add", "-A")
+		mustRun(b, src, "git", "commit", "-q", "-m", fmt.Sprint("c", c))
+	}
+	mustRun(b, src, "git", "clone", "-q", "--no-local", src.dir, filepath.Join(root, "clone"))
+	clone := filepath.Join(root, "clone", ".git")
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		dst := filepath.Join(b.TempDir(), "git")
+		os.Mkdir(dst, 0o755)
+		g, err := os.Open(dst)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s, err := os.Open(clone)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		rep, err := AdoptNew(int(g.Fd()), int(s.Fd()), Options{RunID: "bench"})
+		b.StopTimer()
+		g.Close()
+		s.Close()
+		if err != nil || rep.Incomplete || !contains(rep.Applied, "refs/heads/main") {
+			b.Fatalf("%v %+v", err, rep)
+		}
+		b.StartTimer()
 	}
 }

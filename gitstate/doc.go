@@ -4,18 +4,33 @@
 //
 // # Threat model
 //
-// Inside a sandbox a git directory is an overlayfs: the host's .git is the
-// read-only lower, a private directory the upper, and objects/ is bound
-// live from the host. The sandbox can write anything into the upper:
-// hooks, config keys that name programs (core.fsmonitor, core.pager,
-// alias.x = !cmd, filter.*, include.path, ...), commondir, rebase todo
-// lists with exec lines, an index staging a gitlink to a repository it
-// planted. When the sandbox has ended, jail, with the user's full rights
+// Inside a sandbox a git directory is an overlayfs: the host's .git,
+// objects/ included, is the read-only lower, a private directory the
+// upper. The sandbox can write anything into the upper: hooks, config
+// keys that name programs (core.fsmonitor, core.pager, alias.x = !cmd,
+// filter.*, include.path, ...), commondir, rebase todo lists with exec
+// lines, an index staging a gitlink to a repository it planted or hiding
+// a change behind skip-worktree, objects whose content is not what their
+// name says, whiteouts over the host's objects, alternates. When the sandbox has ended, jail, with the user's full rights
 // and outside any sandbox, calls Adopt, which copies back only an
 // allowlist of validated state; everything else is dropped and named in
 // the Report. The guarantee: nothing Adopt writes names a program, a
 // script, another git directory or another config file, so the host's git
-// reading the result runs only what it ran before.
+// reading the result runs only what it ran before; and nothing it writes
+// changes what the host's git shows or checks out for what the host
+// already had.
+//
+// Which host operations trust which bytes the sandbox wrote, after
+// adoption: the host's checkout, reset, stash, diff, log and show read
+// objects without checking their hashes, so they trust only objects git
+// itself named by their content on the way in (Objects, below), never a
+// file the sandbox put under objects/; existing objects are never
+// rewritten. git status and git diff trust the index's stat data and
+// flags to skip looking at a file, so an adopted index carries neither
+// unless they were the host's (Index). git commit trusts the index's
+// cache tree, which is never adopted. Refs, reflogs and message files are
+// names and text git prints. The work tree itself is not this package's:
+// the sandbox writes it live, and the host sees what it wrote.
 //
 // Every file is opened with openat2 beneath a held directory descriptor
 // (RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS), in the upper
@@ -36,6 +51,29 @@
 // order, includes listed but not followed) for callers that need to find
 // core.hooksPath or include targets.
 //
+// # Objects
+//
+// The objects the sandbox added (loose objects and packs in the upper's
+// objects/) come in first, as from an untrusted remote. Each loose object
+// the host does not have is inflated and hashed, and refused when its
+// content does not hash to its name; the rest, with the upper's packs'
+// entries, becomes one pack stream that jail feeds to the system's git
+// (/usr/bin/git, never one found on $PATH) as `git index-pack --strict
+// --stdin --fix-thin`, or `git unpack-objects --strict` for fewer than
+// 100 loose objects (git's own fetch.unpackLimit). That git runs with a
+// fixed environment (no system or global config, GIT_DIR a directory jail
+// makes in Options.Scratch with a config of jail's, the host's objects an
+// alternate it only reads): it names every object by the hash of its
+// content, checks each with fsck's rules, dies on an object whose name the
+// host has with other content, and refuses a stream with an object that
+// links to one neither in it nor on the host. What it wrote is then moved
+// into the host's objects/ by descriptor with RENAME_NOREPLACE (copied
+// across file systems, linked in without replacing), a pack's .idx last;
+// nothing there is replaced or removed. Whiteouts over the host's objects,
+// rewritten copies of them, alternates, commit-graph and every other file
+// under objects/ are dropped. When the stream is refused, the Report says
+// why and is Incomplete: a ref naming a missing object is not adopted.
+//
 // # Refs
 //
 // Refs under refs/ (loose and packed-refs) and the pseudo-refs HEAD,
@@ -43,9 +81,10 @@
 // their names pass git's check-ref-format rules and their values are an
 // object id of the repository's format (SHA-1 or SHA-256) or, for HEAD and
 // refs/, "ref: refs/...". A ref is never made to point at an object the
-// host does not have (a loose object or an entry of a pack's .idx;
-// alternates are not consulted). FETCH_HEAD is not adopted, nor is a
-// deletion of HEAD.
+// host does not have after the objects came in (a loose object or an
+// entry of a pack's .idx; alternates are not consulted). Reflog lines
+// naming an object the host does not have are left out. FETCH_HEAD is
+// not adopted, nor is a deletion of HEAD.
 //
 // The comparison is three-way, per ref: the Snapshot (base), the host now,
 // and the sandbox's intent, read from the upper alone. A ref counts as
@@ -103,20 +142,27 @@
 // and ParseIndex accepts it: versions 2, 3 and 4, the checksum
 // verified, entries in git's order with modes git writes, every path one
 // git's verify_path accepts on any platform (no ".git" component in any
-// spelling), extensions skipped by signature except a split index ("link",
-// and sharedindex.* files) and a sparse index ("sdir"), which are refused.
-// An index that stages a gitlink (mode 160000) the host's index did not
-// have is refused unless Options.Submodules names its path: the host's git
-// status would descend into that repository and run its core.fsmonitor.
-// The fsmonitor token extension (FSMN) is removed from an adopted index:
-// git would hand the sandbox's token to the host's own fsmonitor hook.
+// spelling), a split index ("link", and sharedindex.* files) and a sparse
+// index ("sdir") refused. An index that stages a gitlink (mode 160000) the
+// host's index did not have is refused unless Options.Submodules names
+// its path: the host's git status would descend into that repository and
+// run its core.fsmonitor. What is adopted is the entries alone: every
+// extension is left out (the cache tree, which git commit would write as
+// the commit's tree whatever the entries say; the untracked cache and the
+// fsmonitor token, which hide files from git status; resolve-undo; the
+// offset tables), and git rebuilds its caches. The assume-valid
+// (assume-unchanged) and skip-worktree flags are cleared on every entry
+// whose path did not have them in the host's index, and the stat data on
+// every entry that is not byte for byte the host's, so the host's git
+// looks at those files again instead of taking them for unchanged. The
+// Report names the flags and the extensions other than caches it cleared.
 //
 // # New repositories
 //
 // AdoptNew takes a whole repository the sandbox made in a private
-// directory (git init, git clone) into the host's empty .git: loose
-// objects and pack files (names checked; hard links when the file has one
-// link and the file system allows, else copies), refs, packed-refs,
+// directory (git init, git clone) into the host's empty .git: objects
+// (verified as above, the new repository's shallow boundary given to the
+// verifying git), refs, packed-refs,
 // reflogs, shallow, the message files, the index (same gitlink rule), and
 // a config jail writes itself with only the repository-format keys
 // (core.repositoryformatversion, core.filemode, core.bare = false,
@@ -125,9 +171,10 @@
 //
 // # What it does not cover
 //
-// Objects are shared live, not adopted: what the sandbox writes under
-// objects/ is the host's at once (data git verifies by hash, but also
-// objects/info/alternates). A ref may be adopted that points at a commit
+// Verifying objects costs a run of git over what the sandbox added:
+// nothing for a run that wrote no object, tens of milliseconds for a
+// commit, seconds for a large clone (docs/git.md has the figures). A ref
+// may be adopted that points at a commit
 // whose tree holds a gitlink; the index rule does not see it until the
 // host checks that commit out, so the repository such a gitlink names must
 // itself be harmless (jail reduces repositories the sandbox made with
@@ -138,6 +185,7 @@
 //
 // hooks/, info/, commondir, gitdir, config.worktree, worktrees/, modules/,
 // rebase-merge/, rebase-apply/, sequencer/, FETCH_HEAD, shallow, lock
-// files, anything under objects/ seen through the upper (objects are
-// shared live, not through it), and any name not listed above.
+// files, whiteouts and rewrites of the host's objects, objects/info/
+// (alternates included), commit-graph files, and any name not listed
+// above.
 package gitstate

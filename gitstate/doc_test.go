@@ -20,7 +20,7 @@ Generated from ` + "`gitstate/allow.go`" + ` by ` + "`go test ./gitstate -run Te
 a test fails when this file and the code disagree. The package doc of ` + "`gitstate`" + ` has the details.
 
 Inside the sandbox a git directory is an overlay: the host's ` + "`.git`" + ` read-only below, a private
-directory on top, ` + "`objects/`" + ` shared live. Nothing the sandbox writes there reaches the host's
+directory on top, ` + "`objects/`" + ` included. Nothing the sandbox writes there reaches the host's
 ` + "`.git`" + ` while it runs. When it ends, jail copies back an allowlist of validated state and names
 everything else it dropped, so that nothing the sandbox wrote can make the host's git run a
 program later. Repositories made inside from nothing (` + "`git init`" + `, ` + "`git clone`" + `) are adopted the
@@ -28,20 +28,35 @@ same way into the host's empty ` + "`.git`" + `, with a config jail writes itsel
 
 ## Adopted
 
+- **Objects**: new loose objects (each inflated and hashed: content that does not hash to its
+  name is refused) and packs, streamed as one pack into the host's git as from an untrusted
+  remote: ` + "`git index-pack --strict`" + ` (` + "`git unpack-objects --strict`" + ` for fewer than 100 loose
+  objects), run by jail with no system or global config and a git directory of its own. Git
+  names each object by its content, checks it with fsck's rules and checks that every object it
+  links to is in the stream or on the host; jail moves the result into the host's ` + "`objects/`" + ` by
+  descriptor, never replacing a file there. The host's objects are never rewritten or deleted.
+  When the stream is refused, no ref naming one of its objects is adopted and the sandbox's git
+  state is kept aside (` + "`kept-<run>`" + ` in jail's state directory).
 - **Refs**: ` + "`refs/**`" + ` (loose and ` + "`packed-refs`" + `), ` + "`HEAD`" + `, ` + "`ORIG_HEAD`" + `, ` + "`MERGE_HEAD`" + `,
-  ` + "`CHERRY_PICK_HEAD`" + `, ` + "`REVERT_HEAD`" + `: valid ref names, values an object id the host has or
-  ` + "`ref: refs/...`" + `. Three-way against the state at launch: a ref only the sandbox changed is
+  ` + "`CHERRY_PICK_HEAD`" + `, ` + "`REVERT_HEAD`" + `: valid ref names, values an object id the host has (after the objects
+  came in) or ` + "`ref: refs/...`" + `. Three-way against the state at launch: a ref only the sandbox changed is
   applied; one only the host changed keeps the host's value; one both changed keeps the host's,
   and the sandbox's is saved as ` + "`refs/jail/<run>/<ref>`" + ` and reported as a conflict. Written with
   git's lock protocol, so a git running at the same time is safe.
-- **Reflogs** (` + "`logs/**`" + `): new lines in git's reflog format, appended.
+- **Reflogs** (` + "`logs/**`" + `): new lines in git's reflog format naming objects the host has, appended.
 - **Messages**: ` + "`COMMIT_EDITMSG`" + `, ` + "`MERGE_MSG`" + `, ` + "`SQUASH_MSG`" + `, ` + "`TAG_EDITMSG`" + ` (text),
   ` + "`MERGE_MODE`" + `.
 - **Index**: when the host's index did not change during the run, the host's ` + "`HEAD`" + ` names the
   commit the sandbox's did, and it parses (versions 2-4,
   checksum, paths git accepts), and it stages no new gitlink (a nested repository whose
   ` + "`core.fsmonitor`" + ` the host's ` + "`git status`" + ` would run) except for submodules jail adopted.
-  Split and sparse indexes are refused; the fsmonitor token is removed.
+  Split and sparse indexes are refused. What could hide a change from the host's ` + "`git status`" + ` and
+  ` + "`git diff`" + ` is cleared: the skip-worktree and assume-unchanged flags on every path whose entry
+  did not have them in the host's index, the stat data of every entry that is not the host's own
+  byte for byte (git looks at those files again), and every extension (the cache tree, which
+  ` + "`git commit`" + ` would write as the commit's tree, the untracked cache, the fsmonitor token,
+  resolve-undo; git rebuilds its caches). The run's line names the flags and the extensions
+  other than caches it cleared.
 - **Config**: only the keys below, with the values shown; every other key the sandbox added,
   changed or removed is dropped and named. The host's file is rewritten under ` + "`config.lock`" + `, the
   rest of it byte for byte.
@@ -63,6 +78,8 @@ same way into the host's empty ` + "`.git`" + `, with a config jail writes itsel
 ` + "`hooks/`" + `, ` + "`info/`" + `, ` + "`commondir`" + `, ` + "`gitdir`" + `, ` + "`config.worktree`" + `, ` + "`worktrees/`" + `,
 ` + "`modules/`" + `, ` + "`rebase-merge/`" + `, ` + "`rebase-apply/`" + `, ` + "`sequencer/`" + ` (todo lists hold ` + "`exec`" + `
 lines), ` + "`FETCH_HEAD`" + `, ` + "`shallow`" + ` (except in a new repository), ` + "`sharedindex.*`" + `, lock files,
+deletions and rewrites of the host's objects, ` + "`objects/info/alternates`" + ` and
+` + "`objects/info/http-alternates`" + `, the rest of ` + "`objects/info/`" + ` and ` + "`commit-graph`" + ` files (caches),
 symlinks, FIFOs, devices, hard-linked and oversized files, and any other name. When the sandbox's
 side holds more than the limits (100000 names, 2 GiB read, 1 GiB per file by default), nothing is
 adopted.

@@ -115,14 +115,13 @@ func openDirFD(t *testing.T, path string) int {
 
 // overlay is a sandbox's view of a repository's git directory the way jail
 // gives it: an overlayfs with the host's .git as the read-only lower, a
-// private upper, and objects/ bound live from the host. Each run is a
+// private upper (objects/ included). Each run is a
 // real mount in a fresh user and mount namespace (unshare -Urm), with
 // userxattr as an unprivileged jail mounts it.
 type overlay struct {
 	r     *testRepo
 	upper string
 	work  string
-	tmp   string
 }
 
 func (r *testRepo) overlay() *overlay {
@@ -131,8 +130,8 @@ func (r *testRepo) overlay() *overlay {
 		r.t.Skip("requires unshare (util-linux)")
 	}
 	root := r.t.TempDir()
-	o := &overlay{r: r, upper: filepath.Join(root, "upper"), work: filepath.Join(root, "work"), tmp: filepath.Join(root, "objs")}
-	for _, d := range []string{o.upper, o.work, o.tmp} {
+	o := &overlay{r: r, upper: filepath.Join(root, "upper"), work: filepath.Join(root, "work")}
+	for _, d := range []string{o.upper, o.work} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			r.t.Fatal(err)
 		}
@@ -153,11 +152,9 @@ func (o *overlay) run(script string) string {
 func (o *overlay) tryRun(script string) (string, error) {
 	g := o.r.gitdir()
 	setup := fmt.Sprintf(`set -e
-mount --bind %[1]q/objects %[4]q
 mount -t overlay overlay -o lowerdir=%[1]q,upperdir=%[2]q,workdir=%[3]q,userxattr %[1]q
-mount --bind %[4]q %[1]q/objects
-cd %[5]q
-`, g, o.upper, o.work, o.tmp, o.r.dir)
+cd %[4]q
+`, g, o.upper, o.work, o.r.dir)
 	cmd := exec.Command("unshare", "-Urm", "sh", "-c", setup+script)
 	cmd.Env = gitEnv(o.r.home)
 	out, err := cmd.CombinedOutput()

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -19,6 +20,8 @@ type Index struct {
 	Extensions []string
 
 	exts       [][2]int // byte ranges of the extensions, as Extensions
+	starts     []int    // where each entry starts, as Entries
+	raw        []byte   // the file parsed
 	entriesEnd int
 }
 
@@ -28,7 +31,18 @@ type IndexEntry struct {
 	Mode  uint32 // 0100644, 0100755, 0120000 (symlink) or 0160000 (gitlink)
 	OID   string
 	Stage int
+	// AssumeValid (assume-unchanged) and SkipWorktree make git status
+	// and git diff take the entry as matching the work tree without
+	// looking at the file.
+	AssumeValid, SkipWorktree bool
 }
+
+// Entry flags (read-cache.c): assume-valid in the flags word, and
+// skip-worktree in the extended flags of a version 3 or 4 entry.
+const (
+	ceValid        = 0x8000
+	ceSkipWorktree = 0x4000
+)
 
 // Modes an index entry may have. A sparse index's directory entries
 // (040000) are refused with the "sdir" extension that announces them.
@@ -73,7 +87,7 @@ func ParseIndex(data []byte, hashLen int) (*Index, error) {
 	if string(body[:4]) != "DIRC" {
 		return nil, errors.New("index: bad signature")
 	}
-	ix := &Index{Version: binary.BigEndian.Uint32(body[4:8])}
+	ix := &Index{Version: binary.BigEndian.Uint32(body[4:8]), raw: data}
 	if ix.Version < 2 || ix.Version > 4 {
 		return nil, fmt.Errorf("index: version %d", ix.Version)
 	}
@@ -93,6 +107,7 @@ func ParseIndex(data []byte, hashLen int) (*Index, error) {
 		mode := binary.BigEndian.Uint32(body[pos+24:])
 		oid := hex.EncodeToString(body[pos+40 : pos+40+hashLen])
 		flags := binary.BigEndian.Uint16(body[pos+40+hashLen:])
+		var ext uint16
 		pos += fixed
 		if flags&0x4000 != 0 { // extended
 			if ix.Version < 3 {
@@ -101,7 +116,7 @@ func ParseIndex(data []byte, hashLen int) (*Index, error) {
 			if pos+2 > len(body) {
 				return nil, fmt.Errorf("index: entry %d truncated", i)
 			}
-			ext := binary.BigEndian.Uint16(body[pos:])
+			ext = binary.BigEndian.Uint16(body[pos:])
 			if ext&^uint16(0x6000) != 0 { // skip-worktree, intent-to-add
 				return nil, fmt.Errorf("index: entry %d has unknown extended flags %#x", i, ext)
 			}
@@ -161,7 +176,9 @@ func ParseIndex(data []byte, hashLen int) (*Index, error) {
 				return nil, fmt.Errorf("index: entries out of order at %s", esc(path))
 			}
 		}
-		ix.Entries = append(ix.Entries, IndexEntry{Path: path, Mode: mode, OID: oid, Stage: stage})
+		ix.Entries = append(ix.Entries, IndexEntry{Path: path, Mode: mode, OID: oid, Stage: stage,
+			AssumeValid: flags&ceValid != 0, SkipWorktree: ext&ceSkipWorktree != 0})
+		ix.starts = append(ix.starts, start)
 		prev = path
 	}
 	ix.entriesEnd = pos
@@ -293,33 +310,79 @@ func (ix *Index) gitlinks() map[string]bool {
 	return out
 }
 
-// withoutExtensions returns data (the file ix was parsed from) without the
-// named extensions, checksum recomputed. EOIE goes too when anything is
-// removed: it holds a hash over the extension headers.
-func (ix *Index) withoutExtensions(data []byte, hashLen int, drop ...string) []byte {
-	gone := map[string]bool{}
-	for _, d := range drop {
-		gone[d] = true
+// cacheExts are the extensions that are pure caches git rebuilds: left
+// out of an adopted index without a word.
+var cacheExts = map[string]bool{"TREE": true, "EOIE": true, "IEOT": true}
+
+// adoptable returns data (the file ix was parsed from) as the host may
+// take it, and what it cleared: without any extension (the cache tree
+// would let git commit write a tree other than the entries, the
+// untracked cache and the fsmonitor token hide files from git status,
+// the resolve-undo list brings back content the entries do not show),
+// with the assume-valid and skip-worktree flags cleared on every entry
+// whose path host (the host's index, nil for none) did not have them
+// on, and with the stat data cleared on every entry that is not, byte
+// for byte, the host's entry for its path: git then looks at those files
+// again rather than trusting stat data the sandbox chose to match a
+// file whose content is not the entry's.
+func (ix *Index) adoptable(data []byte, host *Index, hashLen int) (out []byte, cleared []string) {
+	type hostEntry struct {
+		fixed       []byte
+		valid, skip bool
 	}
-	any := false
-	for _, sig := range ix.Extensions {
-		any = any || gone[sig]
-	}
-	if !any {
-		return data
-	}
-	gone["EOIE"] = true
-	out := append([]byte{}, data[:ix.entriesEnd]...)
-	for i, sig := range ix.Extensions {
-		if !gone[sig] {
-			r := ix.exts[i]
-			out = append(out, data[r[0]:r[1]]...)
+	had := map[[2]string]hostEntry{}
+	if host != nil {
+		for i, e := range host.Entries {
+			had[[2]string{e.Path, strconv.Itoa(e.Stage)}] = hostEntry{host.raw[host.starts[i] : host.starts[i]+40+hashLen], e.AssumeValid, e.SkipWorktree}
 		}
+	}
+	out = append([]byte{}, data[:ix.entriesEnd]...)
+	var valid, skip []string
+	for i, e := range ix.Entries {
+		at := ix.starts[i]
+		h, ok := had[[2]string{e.Path, strconv.Itoa(e.Stage)}]
+		flags := binary.BigEndian.Uint16(out[at+40+hashLen:])
+		if e.AssumeValid && !h.valid {
+			flags &^= ceValid
+			binary.BigEndian.PutUint16(out[at+40+hashLen:], flags)
+			valid = append(valid, esc(e.Path))
+		}
+		if e.SkipWorktree && !h.skip {
+			x := binary.BigEndian.Uint16(out[at+42+hashLen:])
+			binary.BigEndian.PutUint16(out[at+42+hashLen:], x&^ceSkipWorktree)
+			skip = append(skip, esc(e.Path))
+		}
+		if !ok || !bytes.Equal(out[at:at+40+hashLen], h.fixed) {
+			// ctime, mtime, dev, ino (0-23), uid, gid, size (28-39);
+			// the mode (24-27) stays.
+			clear(out[at : at+24])
+			clear(out[at+28 : at+40])
+		}
+	}
+	list := func(what string, paths []string) {
+		if len(paths) == 0 {
+			return
+		}
+		if len(paths) > 3 {
+			paths = append(paths[:3:3], fmt.Sprintf("%d more", len(paths)-3))
+		}
+		cleared = append(cleared, fmt.Sprintf("%s cleared on %s", what, strings.Join(paths, ", ")))
+	}
+	list("skip-worktree", skip)
+	list("assume-unchanged", valid)
+	var gone []string
+	for _, sig := range ix.Extensions {
+		if !cacheExts[sig] {
+			gone = append(gone, esc(sig))
+		}
+	}
+	if len(gone) > 0 {
+		cleared = append(cleared, "extensions "+strings.Join(gone, ", ")+" left out")
 	}
 	if hashLen == 32 {
 		s := sha256.Sum256(out)
-		return append(out, s[:]...)
+		return append(out, s[:]...), cleared
 	}
-	s := sha1.Sum(out)
-	return append(out, s[:]...)
+	sum := sha1.Sum(out)
+	return append(out, sum[:]...), cleared
 }

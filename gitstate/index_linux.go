@@ -50,10 +50,10 @@ func (a *adopter) adoptIndex(up *upperTree, base *Snapshot) {
 		a.rep.conflict("index: the sandbox's HEAD (%s) is not the host's (%s); the host's index kept", orNone(a.headSandbox), orNone(a.headHost))
 		return
 	}
-	// The host's index is read only when the sandbox's stages gitlinks
-	// the caller did not name (most indexes stage none).
+	// The host's index: its gitlinks, flags and stat data are the
+	// sandbox's only where they were the host's already.
 	var hostIx *Index
-	if present && len(newGitlinks(ix, nil, a.opt.Submodules)) > 0 {
+	if present {
 		if hostIx, err = ParseIndex(host, a.hexLen/2); err != nil {
 			a.rep.dropped("index: the host's index: %v", err)
 			return
@@ -78,14 +78,18 @@ func (a *adopter) adoptIndex(up *upperTree, base *Snapshot) {
 		a.rep.conflict("index: changed on the host while being adopted; the host's kept")
 		return
 	}
-	// The sandbox's fsmonitor token would be passed to the host's own
-	// fsmonitor hook; without it git asks the hook for everything.
-	data = ix.withoutExtensions(data, a.hexLen/2, "FSMN")
+	// Without flags that hide a file's change from git status and git
+	// diff, and without extensions (see adoptable): what the host's git
+	// shows is what the entries stage.
+	data, cleared := ix.adoptable(data, hostIx, a.hexLen/2)
 	if err := lk.commit(data); err != nil {
 		a.rep.dropped("index: write: %v", err)
 		return
 	}
 	a.rep.applied("index")
+	for _, c := range cleared {
+		a.rep.dropped("index: %s", c)
+	}
 }
 
 // newGitlinks lists (escaped, sorted) the gitlinks ix stages that old does

@@ -3,8 +3,6 @@ package gitstate
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"sort"
 	"strings"
 
@@ -13,8 +11,8 @@ import (
 
 // AdoptNew brings a repository the sandbox made from nothing (git init,
 // git clone) in a private directory srcFD into the host's empty git
-// directory gitdirFD. It copies objects (loose objects and pack files with
-// valid names, hard-linked where the file system allows, else copied),
+// directory gitdirFD. It brings in objects verified (loose objects and
+// packs streamed through git index-pack --strict, see adoptObjects),
 // refs, packed-refs, HEAD, reflogs, shallow, the message files and the
 // index (with the gitlink rule of Adopt: a gitlink only for a path in
 // Options.Submodules), and writes a config of its own: the repository
@@ -69,9 +67,6 @@ func AdoptNew(gitdirFD, srcFD int, opt Options) (*Report, error) {
 		}
 		unix.Close(fd)
 	}
-	if err := copyObjects(gitdirFD, src, hexLen, rep); err != nil {
-		return rep, fmt.Errorf("gitstate: adopt new: %w", err)
-	}
 	if err := writeFile(gitdirFD, "config", newConfig(srcCfg, format, rep), 0o644); err != nil {
 		return rep, fmt.Errorf("gitstate: adopt new: write config: %w", err)
 	}
@@ -80,6 +75,17 @@ func AdoptNew(gitdirFD, srcFD int, opt Options) (*Report, error) {
 		return rep, err
 	}
 	defer a.close()
+	// Objects first, verified as a fetch's would be (verify_linux.go),
+	// with the shallow clone's boundary the stream may stop at.
+	var shallow []byte
+	if e := src.get("shallow"); e != nil && e.kind == kindFile {
+		if data, err := src.read("shallow", maxPackedRefs); err == nil {
+			shallow = shallowList(data, hexLen)
+		}
+	}
+	if !a.adoptObjects(src, shallow) {
+		rep.Incomplete = true
+	}
 	// Everything the sandbox wrote is new: an empty base makes every ref,
 	// reflog line and the index "changed by the sandbox only".
 	base := &Snapshot{ObjectFormat: format, Loose: map[string]string{}, Packed: map[string]string{}}
@@ -234,44 +240,6 @@ func newConfig(src *Config, format string, rep *Report) []byte {
 	return fresh.rewrite(settings)
 }
 
-// copyObjects brings objects/ across: objects/<2 hex>/<rest hex> and
-// objects/pack/pack-<hex>.{pack,idx,rev,bitmap,keep,promisor,mtimes}.
-// Nothing else under objects/ is adopted (info/alternates would point the
-// repository's object lookups elsewhere; commit-graph files are caches).
-func copyObjects(gitdirFD int, src *upperTree, hexLen int, rep *Report) error {
-	dst, err := openDir(gitdirFD, "objects")
-	if err != nil {
-		return err
-	}
-	defer unix.Close(dst)
-	n := 0
-	for _, p := range src.under("objects") {
-		e := src.get(p)
-		if e.kind != kindFile {
-			continue
-		}
-		e.used = true
-		rel := strings.TrimPrefix(p, "objects/")
-		dir, base := splitName(rel)
-		switch {
-		case len(dir) == 2 && isHex(dir, 2) && isHex(base, hexLen-2):
-		case dir == "pack" && validPackFile(base, hexLen):
-		default:
-			rep.dropped("%s: not adopted (only loose objects and pack files are)", esc(p))
-			continue
-		}
-		if err := linkOrCopy(src, p, dst, rel); err != nil {
-			rep.dropped("%s: %v", esc(p), err)
-			continue
-		}
-		n++
-	}
-	if n > 0 {
-		rep.applied("objects (%d files)", n)
-	}
-	return nil
-}
-
 func validPackFile(name string, hexLen int) bool {
 	dot := strings.IndexByte(name, '.')
 	if dot < 0 || !validPackBase(name[:dot], hexLen) {
@@ -282,78 +250,6 @@ func validPackFile(name string, hexLen int) bool {
 		return true
 	}
 	return false
-}
-
-// linkOrCopy makes dstDir/rel the same content as src's p: a hard link when
-// the file has one link and the file system allows it (objects are
-// immutable, named by their hash), else a copy read from a descriptor. The
-// new file is made read-only, as git makes its objects.
-func linkOrCopy(src *upperTree, p string, dstDir int, rel string) error {
-	dir, base := splitName(rel)
-	dfd, err := mkdirAll(dstDir, dir, 0o755)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(dfd)
-	sdir, sbase := splitName(p)
-	sfd, err := openDir(src.fd, sdir)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(sfd)
-	fd, err := openBeneath(sfd, sbase, unix.O_RDONLY|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return err
-	}
-	in := os.NewFile(uintptr(fd), sbase)
-	defer in.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return errNotRegular
-	}
-	if st.Size > src.limits.FileBytes {
-		return errTooLarge
-	}
-	if st.Nlink == 1 {
-		// linkat on the held source directory and one name: no path is
-		// resolved, and linkat never follows a symlink without
-		// AT_SYMLINK_FOLLOW (the name was checked regular just above
-		// through the same directory).
-		if err := unix.Linkat(sfd, sbase, dfd, base, 0); err == nil {
-			var lst unix.Stat_t
-			if err := unix.Fstatat(dfd, base, &lst, unix.AT_SYMLINK_NOFOLLOW); err == nil && lst.Ino == st.Ino && lst.Dev == st.Dev {
-				return nil
-			}
-			unix.Unlinkat(dfd, base, 0)
-		}
-	}
-	// A file with several links (git clone --local makes them) is copied:
-	// its other names are not ours to share an inode with.
-	out, err := openBeneath(dfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o444)
-	if err != nil {
-		return err
-	}
-	f := os.NewFile(uintptr(out), base)
-	if src.bytesRead+st.Size > src.limits.Bytes {
-		f.Close()
-		unix.Unlinkat(dfd, base, 0)
-		return fmt.Errorf("the total read limit of %d bytes is used up", src.limits.Bytes)
-	}
-	nb, err := io.Copy(f, io.LimitReader(in, st.Size+1))
-	src.bytesRead += nb
-	if err == nil && nb != st.Size {
-		err = errors.New("changed size while being copied")
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		unix.Unlinkat(dfd, base, 0)
-	}
-	return err
 }
 
 // adoptShallow adopts the shallow file of a new repository (a shallow

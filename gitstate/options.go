@@ -17,6 +17,12 @@ type Options struct {
 	Submodules []string
 	// Limits bound what is read from the sandbox's side.
 	Limits Limits
+	// Scratch, when above 0, is a directory descriptor in which the
+	// adoption makes the git directory of the git it verifies the
+	// sandbox's objects with (removed when done): private to the user
+	// and in no sandbox's view, as jail's state directory is. Without
+	// it, a private directory is made in the temporary directory.
+	Scratch int
 }
 
 func (o Options) runID() (string, error) {

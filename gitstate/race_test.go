@@ -39,9 +39,10 @@ func swapLoop(t *testing.T, dir, a, b string, stop chan struct{}, wg *sync.WaitG
 	}()
 }
 
-// objects/ is shared live with every sandbox of the workspace, so one of
-// them can swap objects/pack for a symlink to packs of its choosing while
-// Adopt checks that a ref's object exists. The check must never look
+// A git directory below a workspace's reach (deeper than the launch walk,
+// say) is plain workspace content to a sandbox, so one can swap
+// objects/pack for a symlink to packs of its choosing while Adopt checks
+// that a ref's object exists. The check must never look
 // through the symlink: the ref to an object only those packs hold is
 // dropped, every time.
 func TestAdoptObjectCheckUnderRenameExchange(t *testing.T) {
@@ -140,6 +141,11 @@ func TestAdoptNewUnderRenameExchange(t *testing.T) {
 func adoptNewPrepared(gitdirFD, srcFD int) (*Report, error) {
 	rep := &Report{}
 	src := walkUpper(srcFD, Limits{}.withDefaults(), rep)
-	err := copyObjects(gitdirFD, src, 40, rep)
-	return rep, err
+	a, err := newAdopter(gitdirFD, 40, Options{RunID: "race"}, rep)
+	if err != nil {
+		return rep, err
+	}
+	defer a.close()
+	a.adoptObjects(src, nil)
+	return rep, nil
 }

@@ -11,6 +11,10 @@ type Report struct {
 	Applied   []string // what reached the host's git directory
 	Dropped   []string // what did not, each with its reason
 	Conflicts []string // changed on both sides: the host's kept, where the sandbox's went
+	// Incomplete is set when objects the sandbox wrote were refused
+	// (invalid, or their stream failed git's checks): refs naming them
+	// were not adopted, and the caller keeps the sandbox's copy aside.
+	Incomplete bool
 }
 
 func (r *Report) applied(format string, a ...any) {

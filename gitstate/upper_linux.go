@@ -233,7 +233,10 @@ func notAdoptedWhy(p string) string {
 	case "info":
 		return "info/ is not adopted"
 	case "objects":
-		return "objects are shared with the host directly, not through the overlay"
+		if p == "objects/info/alternates" || p == "objects/info/http-alternates" {
+			return "alternates would point the host's git at objects elsewhere"
+		}
+		return "only new objects and packs are adopted, verified; the rest of objects/ is caches or the sandbox's own"
 	case "rebase-merge", "rebase-apply", "sequencer":
 		return "rebase and sequencer state can hold exec lines"
 	case "commondir", "gitdir", "config.worktree", "worktrees", "modules":

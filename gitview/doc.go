@@ -5,16 +5,21 @@
 // A git directory is code the host runs later: its hooks, the programs
 // its config names, the directories its commondir and gitfiles point to.
 // So the sandbox never writes the host's git directory. It sees an
-// overlay instead: the host's directory as the read-only lower layer and
-// a private upper directory in jail's state directory (outside every
-// sandbox's view), with objects/ bound live from the host on top (objects
-// are content-addressed data). The overlay's root is a mountpoint, so
-// .git can be neither renamed nor removed.
+// overlay instead: the host's directory, objects/ included, as the
+// read-only lower layer and a private upper directory in jail's state
+// directory (outside every sandbox's view). Objects are not bound live:
+// git does not check an object's hash when it reads one for a checkout,
+// so an object rewritten in place would reach the host's work tree. The
+// overlay's root is a mountpoint, so .git can be neither renamed nor
+// removed.
 //
 // When the sandbox (its whole pid namespace) has ended, the supervisor
-// adopts the upper with package gitstate: refs, HEAD, the index, logs
-// and config keys that run nothing, three-way against the state taken at
-// launch; everything else is dropped and named. A run that ended before
+// adopts the upper with package gitstate: new objects verified by git as
+// from an untrusted remote, then refs, HEAD, the index (without flags or
+// extensions that hide changes), logs and config keys that run nothing,
+// three-way against the state taken at launch; everything else is
+// dropped and named. An upper whose objects were refused is kept aside
+// as kept-RUN and not tried again. A run that ended before
 // its upper was adopted (jail killed) leaves it in the state directory,
 // and the next run in that workspace adopts it first.
 //

