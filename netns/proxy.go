@@ -230,6 +230,19 @@ func (p *Proxy) addSelf(addr net.Addr) {
 	p.mu.Unlock()
 }
 
+// Dial is the proxy's whole check for a connection made on the supervisor's own behalf (the
+// browser's requests, fetched outside its container): the rules, the approval gate, jail's own
+// lookup and the address checks, then a dial of exactly the checked address, audited with proto
+// as the Event's Proto. A refusal is a *DenyError. The connection reports its byte counts when
+// closed.
+func (p *Proxy) Dial(ctx context.Context, proto, host string, port int) (net.Conn, error) {
+	c, err := p.connect(ctx, proto, host, port)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 // connect authorizes host:port, resolves host once, checks every address and dials one of
 // them. The returned connection reports its byte counts to the audit callback when closed.
 func (p *Proxy) connect(ctx context.Context, proto, rawHost string, port int) (*trackedConn, error) {
