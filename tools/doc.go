@@ -1,11 +1,14 @@
 // Package tools is jail's tool layer: the Tool contract, the Registry, the
 // one path-resolution function, the core tools (read, write, edit, glob,
-// grep, ls, bash), the worker that runs them inside a sandbox and the
-// JSON-lines server that routes a harness's calls to workers.
+// grep, ls, bash), the worker that runs them inside a sandbox, and the two
+// front ends that route a caller's calls to workers: the JSON-lines server
+// (Server.Serve, `jail serve`) and the Model Context Protocol server
+// (NewMCPServer over NewLineTransport, `jail mcp`), both through
+// Server.Call, so the gate decides their calls alike.
 //
 // # Where code runs
 //
-// The supervisor (jail serve, jail tool) validates arguments, asks the
+// The supervisor (jail serve, jail mcp, jail tool) validates arguments, asks the
 // policy gate, audits and routes; it never opens a path a tool names. Every
 // call executes in a worker: the jail binary itself, run as the command of
 // an ordinary sandbox (WorkerMain), so a file tool is confined by exactly

@@ -1,19 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/jail-sandbox/jail/internal/testutil"
 	"github.com/jail-sandbox/jail/launch"
 	"github.com/jail-sandbox/jail/policy"
 	"github.com/jail-sandbox/jail/tools"
@@ -103,11 +101,7 @@ func TestExplainMatchesFrontEnds(t *testing.T) {
 			}
 
 			// jail mcp: tools/list (the SDK sorts by name).
-			h := startMCP(t, pc.toml, pc.agent)
-			res, err := h.connect(nil).ListTools(context.Background(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := mcpListTools(t, ws, pf, pc.agent)
 			var listed []string
 			for _, tl := range res.Tools {
 				listed = append(listed, tl.Name)
@@ -176,88 +170,34 @@ func TestExplainApprovalState(t *testing.T) {
 	}
 }
 
-// TestMCPElevationOncePerSession: under access level elevated, a client
-// speaking the newest protocol (approval questions as input requests) is
-// asked to elevate once, not at every call: the front end asks the gate
-// that decides the calls, whose elevation holds for the session.
-func TestMCPElevationOncePerSession(t *testing.T) {
-	h := startMCP(t, "[access]\nlevel = \"elevated\"\n", "")
-	var asked []string
-	cs := h.connect(&mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-		asked = append(asked, req.Params.Message)
-		return &mcp.ElicitResult{Action: "accept"}, nil
-	}})
-	os.WriteFile(filepath.Join(h.ws, "a.txt"), []byte("alpha\n"), 0o644)
-	for i := range 3 {
-		res, text := call(t, cs, "read", map[string]any{"path": "a.txt"})
-		if res.IsError || !strings.Contains(text, "alpha") {
-			t.Fatalf("call %d: %v %q\n%s", i, res.IsError, text, h.stderr)
-		}
+// mcpListTools is what `jail mcp --agent agent` answers to tools/list, from
+// a server built as the command builds it.
+func mcpListTools(t *testing.T, ws, pf, agent string) *mcp.ListToolsResult {
+	t.Helper()
+	var stderr bytes.Buffer
+	ts, closeAll, err := launch.NewToolServer(&launch.Options{Workdir: ws, PolicyFile: pf}, 1, &stderr)
+	if err != nil {
+		t.Fatalf("launch.NewToolServer: %v\n%s", err, &stderr)
 	}
-	if len(asked) != 1 || !strings.Contains(asked[0], "elevated") {
-		t.Fatalf("asked %d times, want once for the elevation: %q", len(asked), asked)
+	defer closeAll()
+	srv, err := tools.NewMCPServer(ts, tools.CallContext{Agent: agent}, "test", slog.New(slog.NewTextHandler(&stderr, nil)))
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-// TestMCPAnswersEveryRequestAtEOF: when the client closes its input
-// without waiting, every request it sent still gets its response before
-// jail mcp exits, as in jail serve: a running call is cancelled (its
-// sandbox ends) and answered, and a call waiting for the client's answer
-// to an approval question is refused at once, not after ask_timeout.
-func TestMCPAnswersEveryRequestAtEOF(t *testing.T) {
-	h := startMCP(t, autoBashPolicy+"require_approval = [\"write\"]\nask_timeout = \"1m\"\n", "")
-	r := &rawSession{t: t, h: h, out: bufio.NewScanner(h.out)}
-	r.out.Buffer(make([]byte, 64<<10), 4<<20)
-	r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
-	if resp := r.next(); resp.Error != nil {
-		t.Fatalf("initialize: %+v", resp.Error)
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	marker := fmt.Sprintf("%d", 700000+time.Now().UnixNano()%99999)
-	r.send(`{"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"name":"bash","arguments":{"command":"sleep ` + marker + `","timeout":600}}}`)
-	r.send(`{"jsonrpc":"2.0","id":"ask","method":"tools/call","params":{"name":"write","arguments":{"path":"w.txt","content":"x"}}}`)
-	// The write's question arrives; the sleep is running.
-	var asked bool
-	for !asked {
-		if !r.out.Scan() {
-			t.Fatalf("output ended: %s", h.stderr)
-		}
-		asked = strings.Contains(r.out.Text(), `"elicitation/create"`)
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "jail-test", Version: "1"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !testutil.Eventually(10*time.Second, func() bool { return len(testutil.Processes("sleep\x00"+marker)) == 1 }) {
-		t.Fatalf("the sleep never started\n%s", h.stderr)
+	defer cs.Close()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v\n%s", err, &stderr)
 	}
-	start := time.Now()
-	h.in.Close() // no answer, no cancellation: the client is gone
-	answered := map[string]string{}
-	for r.out.Scan() {
-		var resp struct {
-			ID     any             `json:"id"`
-			Result json.RawMessage `json:"result"`
-			Error  json.RawMessage `json:"error"`
-		}
-		if json.Unmarshal(r.out.Bytes(), &resp) == nil && resp.ID != nil {
-			answered[fmt.Sprint(resp.ID)] = string(resp.Result) + string(resp.Error)
-		}
-	}
-	if took := time.Since(start); took > 20*time.Second {
-		t.Errorf("took %s to answer and exit", took)
-	}
-	for _, id := range []string{"long", "ask"} {
-		if _, ok := answered[id]; !ok {
-			t.Errorf("request %q left without a response; got %v\n%s", id, answered, h.stderr)
-		}
-	}
-	// Refused: the question failed (nobody can answer) or the call was
-	// cancelled first; either way not "no answer within 1m".
-	if ask := answered["ask"]; !strings.Contains(ask, `"isError":true`) || strings.Contains(ask, "no answer within") ||
-		!strings.Contains(ask, "nobody can answer") && !strings.Contains(ask, "cancelled before an answer") {
-		t.Errorf("the asking call's response: %s", answered["ask"])
-	}
-	if _, err := os.Stat(filepath.Join(h.ws, "w.txt")); err == nil {
-		t.Error("the unanswered write ran")
-	}
-	if pids := testutil.Processes("sleep\x00" + marker); len(pids) > 0 {
-		t.Errorf("the cancelled call's processes outlived the session: %v", pids)
-	}
+	return res
 }

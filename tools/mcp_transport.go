@@ -1,4 +1,4 @@
-package main
+package tools
 
 import (
 	"bufio"
@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jail-sandbox/jail/tools"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -30,6 +29,12 @@ type lineTransport struct {
 	in      io.Reader
 	out     io.Writer
 	maxLine int
+}
+
+// NewLineTransport is the transport of `jail mcp` on in and out: lines of
+// at most maxLine bytes.
+func NewLineTransport(in io.Reader, out io.Writer, maxLine int) mcp.Transport {
+	return &lineTransport{in: in, out: out, maxLine: maxLine}
 }
 
 // Connect starts reading in; it is called once, by Server.Connect.
@@ -90,7 +95,7 @@ func (c *lineConn) readLoop(br *bufio.Reader, maxLine int) {
 	// with the process, as in the SDK's own stdio transport).
 	defer close(c.msgs)
 	for {
-		line, tooLong, err := tools.ReadLine(br, maxLine)
+		line, tooLong, err := ReadLine(br, maxLine)
 		if tooLong {
 			c.reject(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("request longer than %d bytes: refused", maxLine))
 		} else if line = bytes.TrimSpace(line); len(line) > 0 {
@@ -123,15 +128,15 @@ func (c *lineConn) decode(line []byte) (jsonrpc.Message, bool) {
 	}
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
-		c.reject(idOf(line), jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+		c.reject(rpcIDOf(line), jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
 		return nil, false
 	}
 	return msg, true
 }
 
-// idOf digs the id out of a line that is JSON but no message, so the
+// rpcIDOf digs the id out of a line that is JSON but no message, so the
 // client can match the error to its request when it sent one.
-func idOf(line []byte) any {
+func rpcIDOf(line []byte) any {
 	var probe struct {
 		ID any `json:"id"`
 	}

@@ -1,11 +1,10 @@
-package main
+package tools_test
 
 import (
 	"bufio"
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/jail-sandbox/jail/internal/testutil"
 	"github.com/jail-sandbox/jail/launch"
-	"github.com/jail-sandbox/jail/policy"
 	"github.com/jail-sandbox/jail/tools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -44,8 +42,9 @@ func (l *lockedBuffer) String() string {
 }
 
 // mcpHarness is a jail mcp server running in this process, built by the
-// same code as the command (newToolServer, newMCPServer, lineTransport),
-// with real sandboxed workers, reached over a pair of pipes.
+// same code as the command (launch.NewToolServer, tools.NewMCPServer,
+// tools.NewLineTransport), with real sandboxed workers, reached over a
+// pair of pipes.
 type mcpHarness struct {
 	t      *testing.T
 	ws     string
@@ -69,13 +68,11 @@ func startMCP(t *testing.T, policyTOML, agent string) *mcpHarness {
 	if err := os.WriteFile(pf, fmt.Appendf(nil, "%s\n[audit]\npath = %q\n", policyTOML, h.audit), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	o := &toolOptions{maxConc: 2, agent: agent}
-	o.run.Workdir, o.run.PolicyFile = ws, pf
-	ts, closeAll, err := launch.NewToolServer(&o.run, o.maxConc, h.stderr)
+	ts, closeAll, err := launch.NewToolServer(&launch.Options{Workdir: ws, PolicyFile: pf}, 2, h.stderr)
 	if err != nil {
-		t.Fatalf("newToolServer: %v\n%s", err, h.stderr)
+		t.Fatalf("launch.NewToolServer: %v\n%s", err, h.stderr)
 	}
-	srv, err := newMCPServer(ts, tools.CallContext{Agent: agent}, slog.New(slog.NewTextHandler(h.stderr, nil)))
+	srv, err := tools.NewMCPServer(ts, tools.CallContext{Agent: agent}, "test", slog.New(slog.NewTextHandler(h.stderr, nil)))
 	if err != nil {
 		closeAll()
 		t.Fatal(err)
@@ -86,7 +83,7 @@ func startMCP(t *testing.T, policyTOML, agent string) *mcpHarness {
 	go func() {
 		// Lifetime: until the client closes the server's stdin (Cleanup
 		// at the latest); then every worker is ended before done.
-		err := srv.Run(context.Background(), &lineTransport{in: inR, out: outW, maxLine: 1 << 20})
+		err := srv.Run(context.Background(), tools.NewLineTransport(inR, outW, 1<<20))
 		closeAll()
 		outW.Close()
 		h.done <- err
@@ -221,7 +218,7 @@ func TestMCPCoreTools(t *testing.T) {
 	}
 	// bash's exit status travels in the result's meta.
 	res, _ = call(t, cs, "bash", map[string]any{"command": "exit 3"})
-	meta, _ := res.Meta[metaKey].(map[string]any)
+	meta, _ := res.Meta["jail/meta"].(map[string]any) // the wire name clients read
 	if meta["exit_code"] != float64(3) {
 		t.Fatalf("bash meta: %+v (error %v)", res.Meta, res.IsError)
 	}
@@ -483,66 +480,6 @@ func TestMCPMalformedInput(t *testing.T) {
 	}
 }
 
-func TestMCPResult(t *testing.T) {
-	png := []byte("\x89PNG\r\n\x1a\nfake")
-	res := mcpResult(tools.Result{Content: "screenshot of example.com", Meta: map[string]any{
-		metaImagePNG: base64.StdEncoding.EncodeToString(png), "url": "https://example.com"}})
-	if res.IsError || len(res.Content) != 2 {
-		t.Fatalf("image result: %+v", res)
-	}
-	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "screenshot of example.com" {
-		t.Fatalf("text block: %+v", res.Content[0])
-	}
-	img, ok := res.Content[1].(*mcp.ImageContent)
-	if !ok || !bytes.Equal(img.Data, png) || img.MIMEType != "image/png" {
-		t.Fatalf("image block: %+v", res.Content[1])
-	}
-	meta := res.Meta[metaKey].(map[string]any)
-	if _, dup := meta[metaImagePNG]; dup || meta["url"] != "https://example.com" {
-		t.Fatalf("meta: %+v", meta)
-	}
-	wire, _ := json.Marshal(res)
-	if !bytes.Contains(wire, []byte(`"type":"image"`)) || !bytes.Contains(wire, []byte(base64.StdEncoding.EncodeToString(png))) {
-		t.Fatalf("wire form: %s", wire)
-	}
-
-	// An image alone is one image block; a broken one is an error.
-	if res := mcpResult(tools.Result{Meta: map[string]any{metaImagePNG: base64.StdEncoding.EncodeToString(png)}}); len(res.Content) != 1 {
-		t.Fatalf("image only: %+v", res.Content)
-	}
-	if res := mcpResult(tools.Result{Content: "x", Meta: map[string]any{metaImagePNG: "%%%"}}); !res.IsError || len(res.Content) != 1 {
-		t.Fatalf("bad image: %+v", res)
-	}
-	// is_error maps to IsError; an empty text is still one text block.
-	if res := mcpResult(tools.Result{IsError: true}); !res.IsError || len(res.Content) != 1 {
-		t.Fatalf("error result: %+v", res)
-	}
-}
-
-func TestMCPToolAnnotations(t *testing.T) {
-	for _, tc := range []struct {
-		name                                      string
-		risk                                      policy.Risk
-		caps                                      []string
-		readOnly, destructive, openWorld, idempot bool
-		title                                     string
-	}{
-		{"grep", policy.ReadOnly, []string{policy.CapFSRead}, true, false, false, true, "Search file contents"},
-		{"edit", policy.Write, []string{policy.CapFSWrite}, false, true, false, false, "Edit a file"},
-		{"bash", policy.Exec, []string{policy.CapProcessExec}, false, true, false, false, "Run a shell command"},
-		{"web_fetch", policy.ReadOnly, nil, true, false, true, true, "Web fetch"}, // network.outbound from the static map
-		{"browser_click", policy.Write, []string{policy.CapBrowser}, false, true, true, false, "Browser click"},
-	} {
-		tl := mcpTool(tools.Definition{Name: tc.name, Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`), Risk: tc.risk}, tc.caps)
-		a := tl.Annotations
-		destructive := a.DestructiveHint != nil && *a.DestructiveHint
-		if a.ReadOnlyHint != tc.readOnly || destructive != tc.destructive || a.OpenWorldHint == nil || *a.OpenWorldHint != tc.openWorld ||
-			a.IdempotentHint != tc.idempot || tl.Title != tc.title || a.Title != tc.title {
-			t.Errorf("%s: %+v (title %q)", tc.name, a, tl.Title)
-		}
-	}
-}
-
 // TestMCPDisclosure: with [tools] disclosure the client sees the three
 // discovery tools, loads a tool to get it listed (the server announces the
 // change), and can still call a granted tool it did not load.
@@ -587,5 +524,91 @@ func TestMCPDisclosure(t *testing.T) {
 	// ls is granted but not loaded: the call still runs in the sandbox.
 	if res, text := call(t, cs, "ls", map[string]any{"path": "."}); res.IsError {
 		t.Fatalf("call of a granted tool that is not loaded: %s", text)
+	}
+}
+
+// TestMCPElevationOncePerSession: under access level elevated, a client
+// speaking the newest protocol (approval questions as input requests) is
+// asked to elevate once, not at every call: the front end asks the gate
+// that decides the calls, whose elevation holds for the session.
+func TestMCPElevationOncePerSession(t *testing.T) {
+	h := startMCP(t, "[access]\nlevel = \"elevated\"\n", "")
+	var asked []string
+	cs := h.connect(&mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked = append(asked, req.Params.Message)
+		return &mcp.ElicitResult{Action: "accept"}, nil
+	}})
+	os.WriteFile(filepath.Join(h.ws, "a.txt"), []byte("alpha\n"), 0o644)
+	for i := range 3 {
+		res, text := call(t, cs, "read", map[string]any{"path": "a.txt"})
+		if res.IsError || !strings.Contains(text, "alpha") {
+			t.Fatalf("call %d: %v %q\n%s", i, res.IsError, text, h.stderr)
+		}
+	}
+	if len(asked) != 1 || !strings.Contains(asked[0], "elevated") {
+		t.Fatalf("asked %d times, want once for the elevation: %q", len(asked), asked)
+	}
+}
+
+// TestMCPAnswersEveryRequestAtEOF: when the client closes its input
+// without waiting, every request it sent still gets its response before
+// jail mcp exits, as in jail serve: a running call is cancelled (its
+// sandbox ends) and answered, and a call waiting for the client's answer
+// to an approval question is refused at once, not after ask_timeout.
+func TestMCPAnswersEveryRequestAtEOF(t *testing.T) {
+	h := startMCP(t, autoBashPolicy+"require_approval = [\"write\"]\nask_timeout = \"1m\"\n", "")
+	r := &rawSession{t: t, h: h, out: bufio.NewScanner(h.out)}
+	r.out.Buffer(make([]byte, 64<<10), 4<<20)
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if resp := r.next(); resp.Error != nil {
+		t.Fatalf("initialize: %+v", resp.Error)
+	}
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	marker := fmt.Sprintf("%d", 700000+time.Now().UnixNano()%99999)
+	r.send(`{"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"name":"bash","arguments":{"command":"sleep ` + marker + `","timeout":600}}}`)
+	r.send(`{"jsonrpc":"2.0","id":"ask","method":"tools/call","params":{"name":"write","arguments":{"path":"w.txt","content":"x"}}}`)
+	// The write's question arrives; the sleep is running.
+	var asked bool
+	for !asked {
+		if !r.out.Scan() {
+			t.Fatalf("output ended: %s", h.stderr)
+		}
+		asked = strings.Contains(r.out.Text(), `"elicitation/create"`)
+	}
+	if !testutil.Eventually(10*time.Second, func() bool { return len(testutil.Processes("sleep\x00"+marker)) == 1 }) {
+		t.Fatalf("the sleep never started\n%s", h.stderr)
+	}
+	start := time.Now()
+	h.in.Close() // no answer, no cancellation: the client is gone
+	answered := map[string]string{}
+	for r.out.Scan() {
+		var resp struct {
+			ID     any             `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(r.out.Bytes(), &resp) == nil && resp.ID != nil {
+			answered[fmt.Sprint(resp.ID)] = string(resp.Result) + string(resp.Error)
+		}
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("took %s to answer and exit", took)
+	}
+	for _, id := range []string{"long", "ask"} {
+		if _, ok := answered[id]; !ok {
+			t.Errorf("request %q left without a response; got %v\n%s", id, answered, h.stderr)
+		}
+	}
+	// Refused: the question failed (nobody can answer) or the call was
+	// cancelled first; either way not "no answer within 1m".
+	if ask := answered["ask"]; !strings.Contains(ask, `"isError":true`) || strings.Contains(ask, "no answer within") ||
+		!strings.Contains(ask, "nobody can answer") && !strings.Contains(ask, "cancelled before an answer") {
+		t.Errorf("the asking call's response: %s", answered["ask"])
+	}
+	if _, err := os.Stat(filepath.Join(h.ws, "w.txt")); err == nil {
+		t.Error("the unanswered write ran")
+	}
+	if pids := testutil.Processes("sleep\x00" + marker); len(pids) > 0 {
+		t.Errorf("the cancelled call's processes outlived the session: %v", pids)
 	}
 }
