@@ -58,19 +58,7 @@ func newCgroupAgain(old *cgroup) *cgroup {
 // a fork failed at the process limit (max in pids.events), before the
 // cgroup is removed.
 func (cg *cgroup) events() (oom, pids bool) {
-	count := func(file, key string) int64 {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return 0
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) == 2 && f[0] == key {
-				n, _ := strconv.ParseInt(f[1], 10, 64)
-				return n
-			}
-		}
-		return 0
-	}
+	count := eventCount
 	for _, d := range cg.dirs {
 		switch {
 		case cg.method == LimitCgroup2:
@@ -83,6 +71,22 @@ func (cg *cgroup) events() (oom, pids bool) {
 		}
 	}
 	return oom, pids
+}
+
+// eventCount reads the number after key in a cgroup's flat keyed file
+// ("oom_kill 1" in memory.events), 0 when it is not there.
+func eventCount(file, key string) int64 {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == key {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 // newCgroup creates the best limit container jail may create here. It does

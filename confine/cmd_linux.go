@@ -43,6 +43,8 @@ type Cmd struct {
 	cg        *cgroup
 	start     time.Time
 	timer     *time.Timer
+	watch     *time.Timer // the next check of the process limit (startWatch)
+	pidsEnded bool        // the watch ended the sandbox at its process limit
 	mu        sync.Mutex
 	timedOut  bool
 	exited    bool
@@ -78,6 +80,10 @@ type Result struct {
 	// command sees ENOMEM or EAGAIN and jail cannot tell.
 	OOMKilled   bool `json:"oom_killed,omitempty"`
 	PidsLimited bool `json:"pids_limited,omitempty"`
+	// PidsEnded says jail ended the sandbox because it stayed at its
+	// process limit with forks failing (a fork bomb: watch_linux.go);
+	// ExitCode is then 137 and Signal SIGKILL.
+	PidsEnded bool `json:"pids_ended,omitempty"`
 	// Killed says the sandbox was ended (Signal, Abort or the timeout)
 	// before its init reported how the command ended.
 	Killed bool `json:"-"`
@@ -162,6 +168,7 @@ func (c *Cmd) Start() error {
 	}
 	if !s.Hold {
 		c.startTimer()
+		c.startWatch()
 	}
 	return nil
 }
@@ -235,6 +242,7 @@ func (c *Cmd) Exec(argv, env []string, dir string, files []*os.File) error {
 	}
 	c.start = time.Now()
 	c.startTimer()
+	c.startWatch()
 	return nil
 }
 
@@ -605,6 +613,8 @@ func (c *Cmd) wait() (*Result, error) {
 	if c.timer != nil {
 		c.timer.Stop()
 	}
+	c.stopWatch()
+	pidsEnded := c.pidsEnded
 	c.statusF.Close()
 	oom, pidsHit := c.cg.events()
 	c.cg.cleanup()
@@ -616,7 +626,8 @@ func (c *Cmd) wait() (*Result, error) {
 	}
 	res := &Result{
 		OOMKilled:   oom,
-		PidsLimited: pidsHit,
+		PidsLimited: pidsHit || pidsEnded,
+		PidsEnded:   pidsEnded,
 		DurationMS:  time.Since(c.start).Milliseconds(),
 		TimedOut:    timedOut,
 		MaxRSSKB:    r.MaxRSSKB,
@@ -627,6 +638,10 @@ func (c *Cmd) wait() (*Result, error) {
 	switch {
 	case timedOut:
 		res.ExitCode = 124
+		res.Signal = unix.SignalName(unix.SIGKILL)
+	case pidsEnded:
+		// Ended by jail, as a timeout is: the status of a kill.
+		res.ExitCode = 128 + int(unix.SIGKILL)
 		res.Signal = unix.SignalName(unix.SIGKILL)
 	case r.Stage == "exit":
 		res.ExitCode = r.Status

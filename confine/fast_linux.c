@@ -1261,6 +1261,94 @@ static void lim_events(struct limits *l, int *oom, int *pids) {
 	}
 }
 
+// The fork bomb watch (watch_linux.go): a sandbox full, checked once a
+// second, for PIDS_BOMB_TICKS checks in a row (and, with a cgroup, a fork
+// refused meanwhile) is ended, the way a timeout ends it.
+#define WATCH_INTERVAL_MS 1000 // watchInterval in watch_linux.go
+#define PIDS_BOMB_TICKS 10     // pidsBombTicks in watch_linux.go
+
+struct watch {
+	uint64_t next_ns; // the next check; 0 before the command started
+	long long last_max;
+	int held, refused;
+};
+
+// lim_pids_dir is the cgroup directory that holds the process limit.
+static const char *lim_pids_dir(const struct limits *l) {
+	for (int i = 0; i < l->ndirs; i++)
+		if (l->method == LIMIT_CGROUP2 || !strncmp(l->dirs[i], "/sys/fs/cgroup/pids/", 20)) return l->dirs[i];
+	return NULL;
+}
+
+// cg_value reads a cgroup file holding one number (pids.current).
+static long long cg_value(const char *dir, const char *file) {
+	char path[PATH_MAX + 64], buf[64];
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0) return 0;
+	buf[n] = 0;
+	return strtoll(buf, NULL, 10);
+}
+
+// sandbox_processes is sandboxProcesses in watch_linux.go: the numeric
+// entries of the sandbox's own /proc, through the root of the process
+// outside its pid namespace, without following a symlink, checked to be
+// a procfs; -1 when it cannot be read.
+static int sandbox_processes(pid_t outer) {
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)outer);
+	int root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0) return -1;
+	// RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
+	struct { uint64_t flags, mode, resolve; } how = {O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, 0x08 | 0x04 | 0x02};
+	int fd = (int)syscall(437 /* openat2 */, root, "proc", &how, sizeof(how));
+	close(root);
+	if (fd < 0) return -1;
+	struct statfs st;
+	if (fstatfs(fd, &st) < 0 || st.f_type != PROC_SUPER_MAGIC) {
+		close(fd);
+		return -1;
+	}
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -1;
+	}
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (de->d_name[0] >= '0' && de->d_name[0] <= '9') n++;
+	closedir(d);
+	return n;
+}
+
+// watch_tick is bombWatch.tick: whether the sandbox has been full long
+// enough to be ended.
+static int watch_tick(struct watch *w, const struct limits *l, pid_t outer) {
+	if (!l->pids) return 0;
+	int full = 0;
+	const char *dir = lim_pids_dir(l);
+	if ((l->method == LIMIT_CGROUP1 || l->method == LIMIT_CGROUP2) && dir) {
+		long long n = cg_count(dir, "pids.events", "max");
+		full = (unsigned long long)cg_value(dir, "pids.current") + 1 >= l->pids;
+		w->refused = full && (w->refused || n > w->last_max);
+		w->last_max = n;
+	} else if (l->method == LIMIT_RLIMIT) {
+		int n = sandbox_processes(outer);
+		full = n >= 0 && (unsigned long long)n + 1 >= l->pids;
+		w->refused = full;
+	}
+	if (!full) {
+		w->held = 0;
+		return 0;
+	}
+	w->held++;
+	return w->held >= PIDS_BOMB_TICKS && w->refused;
+}
+
 // result is what a cached run reports at the end, as launch in run.go
 // does: with --json, the object of the Go path (confine.Result and the
 // policy's hash) on stderr; with a timeout, the note before it.
@@ -1275,6 +1363,7 @@ struct result {
 	long max_rss_kb;
 	struct limits *lim;
 	int oom, pids_hit;
+	int pids_ended; // the watch ended the sandbox at its process limit
 };
 
 static uint64_t now_ns(void) {
@@ -1311,7 +1400,12 @@ static void report_error(const struct result *r, int code, const char *error) {
 		n = snprintf(buf, sizeof(buf), "jail: the sandbox hit its memory limit (%s): the kernel killed a process of it (--memory, [limits] memory)\n", r->lim->memtext);
 		if (n > 0 && (size_t)n < sizeof(buf)) jail_write_all(2, buf, n);
 	}
-	if (r->pids_hit) {
+	if (r->pids_ended) {
+		// PidsEndedMessage in watch_linux.go.
+		n = snprintf(buf, sizeof(buf), "jail: the sandbox stayed at its process limit (%llu) for %ds, its forks failing all along (a fork bomb): jail ended it (--pids, [limits] pids)\n",
+			     (unsigned long long)r->lim->pids, PIDS_BOMB_TICKS * WATCH_INTERVAL_MS / 1000);
+		if (n > 0 && (size_t)n < sizeof(buf)) jail_write_all(2, buf, n);
+	} else if (r->pids_hit) {
 		n = snprintf(buf, sizeof(buf), "jail: the sandbox hit its process limit (%llu): a fork failed (--pids, [limits] pids)\n", (unsigned long long)r->lim->pids);
 		if (n > 0 && (size_t)n < sizeof(buf)) jail_write_all(2, buf, n);
 	}
@@ -1326,7 +1420,8 @@ static void report_error(const struct result *r, int code, const char *error) {
 	if (strcmp(r->lim->note, "\"\"") && (size_t)n < sizeof(buf))
 		n += snprintf(buf + n, sizeof(buf) - n, ",\"limits_note\":%s", r->lim->note);
 	if (r->oom && (size_t)n < sizeof(buf)) n += snprintf(buf + n, sizeof(buf) - n, ",\"oom_killed\":true");
-	if (r->pids_hit && (size_t)n < sizeof(buf)) n += snprintf(buf + n, sizeof(buf) - n, ",\"pids_limited\":true");
+	if ((r->pids_hit || r->pids_ended) && (size_t)n < sizeof(buf)) n += snprintf(buf + n, sizeof(buf) - n, ",\"pids_limited\":true");
+	if (r->pids_ended && (size_t)n < sizeof(buf)) n += snprintf(buf + n, sizeof(buf) - n, ",\"pids_ended\":true");
 	if ((size_t)n < sizeof(buf))
 		n += snprintf(buf + n, sizeof(buf) - n, ",\"policy_sha256\":\"%s\"", json_safe(r->policy) ? r->policy : "");
 	if (error && json_safe(error) && (size_t)n < sizeof(buf)) n += snprintf(buf + n, sizeof(buf) - n, ",\"error\":\"%s\",\"stage\":\"sandbox\"", error);
@@ -1355,11 +1450,26 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 	int pid1 = 0, started = 0, code = -1;
 	int held[16], nheld = 0;
 	uint64_t deadline = 0;
+	struct watch w = {0};
 	char line[4096];
 	size_t have = 0;
 	for (;;) {
 		struct pollfd p[2] = {{.fd = e->status, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
 		int wait_ms = -1;
+		if (w.next_ns && !res->timed_out && !res->pids_ended) {
+			uint64_t now = now_ns();
+			if (now >= w.next_ns) {
+				w.next_ns = now + WATCH_INTERVAL_MS * 1000000ULL;
+				if (watch_tick(&w, res->lim, e->pid)) {
+					res->pids_ended = 1;
+					// As the timeout below: pid 1 takes the tree with it.
+					if (pid1 > 0) kill(pid1, SIGKILL);
+					else kill(e->pid, SIGKILL);
+					continue;
+				}
+			}
+			wait_ms = (int)((w.next_ns - now + 999999ULL) / 1000000ULL);
+		}
 		if (deadline && !res->timed_out) {
 			uint64_t now = now_ns();
 			if (now >= deadline) {
@@ -1374,14 +1484,15 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 				continue;
 			}
 			uint64_t left = (deadline - now + 999999ULL) / 1000000ULL;
-			wait_ms = left > INT_MAX ? INT_MAX : (int)left;
+			int dl = left > INT_MAX ? INT_MAX : (int)left;
+			if (wait_ms < 0 || dl < wait_ms) wait_ms = dl;
 		}
 		int r = poll(p, sfd >= 0 ? 2 : 1, wait_ms);
 		if (r < 0) {
 			if (errno == EINTR) continue;
 			break;
 		}
-		if (r == 0) continue; // the deadline, checked above
+		if (r == 0) continue; // the deadline or the watch, checked above
 		if (sfd >= 0 && (p[1].revents & POLLIN)) {
 			struct signalfd_siginfo si;
 			if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
@@ -1406,6 +1517,7 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 			} else if (strstr(line, "\"stage\":\"started\"")) {
 				started = 1;
 				if (res->timeout_ns) deadline = now_ns() + res->timeout_ns;
+				if (res->lim->pids) w.next_ns = now_ns() + WATCH_INTERVAL_MS * 1000000ULL;
 			}
 			if (started && pid1 > 0 && nheld > 0) {
 				for (int i = 0; i < nheld; i++) kill(pid1, held[i]);
@@ -1447,6 +1559,9 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 		// timeout wins once it has killed the sandbox.
 		code = 124;
 		res->signal = SIGKILL;
+	} else if (code >= 0 && res->pids_ended) {
+		code = 128 + SIGKILL;
+		res->signal = SIGKILL;
 	} else if (code < 0) {
 		// No exit report: pid 1 was killed. Its parent's status says how.
 		// Not a fallback even before "started": the command may have run.
@@ -1464,6 +1579,9 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 		}
 		if (res->timed_out) {
 			code = 124;
+			res->signal = SIGKILL;
+		} else if (res->pids_ended) {
+			code = 128 + SIGKILL;
 			res->signal = SIGKILL;
 		} else {
 			code = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);

@@ -373,7 +373,10 @@ func limitsHit(res *confine.Result, o *runOptions) []string {
 	if res.OOMKilled {
 		out = append(out, fmt.Sprintf("jail: the sandbox hit its memory limit (%s): the kernel killed a process of it (--memory, [limits] memory)", confine.FormatSize(o.Memory)))
 	}
-	if res.PidsLimited {
+	switch {
+	case res.PidsEnded:
+		out = append(out, confine.PidsEndedMessage(o.Pids))
+	case res.PidsLimited:
 		out = append(out, fmt.Sprintf("jail: the sandbox hit its process limit (%d): a fork failed (--pids, [limits] pids)", o.Pids))
 	}
 	return out
