@@ -19,9 +19,11 @@
 // extensions that hide changes), logs and config keys that run nothing,
 // three-way against the state taken at launch; everything else is
 // dropped and named. An upper whose objects were refused is kept aside
-// as kept-RUN and not tried again. A run that ended before
-// its upper was adopted (jail killed) leaves it in the state directory,
-// and the next run in that workspace adopts it first.
+// as kept-RUN and not tried again. A run that ended before its upper was
+// adopted (jail killed) leaves it in the state directory with a record of
+// its launch walk; the next run in that workspace (or jail clean, Clean)
+// adopts it first and reduces the repositories that run's sandbox made in
+// subdirectories, before its own walk.
 //
 // docs/git.md has the threat model and the guarantee.
 package gitview

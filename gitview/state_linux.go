@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -211,4 +212,93 @@ func readNames(fd int) ([]string, error) {
 		return nil, err
 	}
 	return f.Readdirnames(-1)
+}
+
+// Clean finishes, for `jail clean`, what runs killed before their end
+// left in jail's git state directory dir: for the workspace ws (resolved),
+// or for every workspace when ws is "", each RUN directory no live run
+// holds is adopted and the repositories its sandbox made in
+// subdirectories are reduced, as the next run in the workspace would do,
+// and .new-RUN leftovers are removed. A workspace that no longer exists
+// is skipped. It reports on w what it did and where kept-RUN directories
+// (objects refused) are, and returns the first error met.
+func Clean(dir, ws string, w io.Writer) error {
+	sd, err := openStateDir(dir)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(sd)
+	keys := []string{workspaceKey(ws)}
+	if ws == "" {
+		if keys, err = readNames(sd); err != nil {
+			return fmt.Errorf("git state: %w", err)
+		}
+	}
+	for _, k := range keys {
+		kfd, err := openDir(sd, k)
+		if errors.Is(err, unix.ENOENT) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("git state: %s: %w", filepath.Join(dir, k), err)
+		}
+		cleanKey(kfd, filepath.Join(dir, k), ws, w)
+		unix.Close(kfd)
+	}
+	return nil
+}
+
+// cleanKey is Clean for one workspace's directory kfd.
+func cleanKey(kfd int, keyDir, ws string, w io.Writer) {
+	names, err := readNames(kfd)
+	if err != nil {
+		return
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, keptPrefix) {
+			fmt.Fprintf(w, "jail clean: git: %s holds a sandbox's git state whose objects were refused; remove it when you no longer need it\n", filepath.Join(keyDir, n))
+			continue
+		}
+		if ws != "" || !isRunName(n) {
+			continue
+		}
+		// Every workspace: the workspace is the one a RUN directory
+		// names, checked again against the key.
+		fd, err := openDir(kfd, n)
+		if err != nil {
+			continue
+		}
+		if m, err := readMeta(fd); err == nil && filepath.IsAbs(m.Workspace) && workspaceKey(m.Workspace) == filepath.Base(keyDir) {
+			ws = m.Workspace
+		}
+		unix.Close(fd)
+	}
+	if ws == "" {
+		recoverNew(kfd)
+		return
+	}
+	wsfd, err := unix.Open(ws, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		recoverNew(kfd)
+		return // gone: nothing to adopt into
+	}
+	defer unix.Close(wsfd)
+	skip := ""
+	if rel, err := filepath.Rel(ws, filepath.Dir(filepath.Dir(keyDir))); err == nil && !strings.HasPrefix(rel, "..") {
+		skip = rel
+	}
+	recoverKey(w, wsfd, ws, kfd, keyDir, skip)
+}
+
+// recoverNew removes the .new-RUN leftovers of a workspace's directory.
+func recoverNew(kfd int) {
+	names, _ := readNames(kfd)
+	for _, n := range names {
+		if t, ok := strings.CutPrefix(n, ".new-"); ok && isRunName(t) {
+			removeNewLeft(kfd, n)
+		}
+	}
 }

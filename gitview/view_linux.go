@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jail-sandbox/jail/confine"
 	"github.com/jail-sandbox/jail/gitstate"
@@ -61,6 +62,8 @@ type Run struct {
 	// noState is why there is no state directory; git directories are
 	// then read-only.
 	noState error
+	// pendingDone is set once the runs left unfinished were recovered.
+	pendingDone bool
 }
 
 // repo is one host git directory the sandbox sees through the view.
@@ -85,6 +88,21 @@ type repo struct {
 type meta struct {
 	Workspace string  `json:"workspace"`
 	Repos     []*repo `json:"repos"`
+	// Launch is what the launch walk found below the root, so that a
+	// later run can reduce the repositories a run killed before its end
+	// made in subdirectories. Absent in a cached run's meta (written by
+	// the plan cache, whose plan was made where there were none).
+	Launch *walkMeta `json:"launch,omitempty"`
+	// NoWalk marks a run that made no walk (a read-only workspace):
+	// nothing of it is reduced.
+	NoWalk bool `json:"nowalk,omitempty"`
+}
+
+// walkMeta is the part of a launch walk (found) a later run needs.
+type walkMeta struct {
+	GitDirs  []string `json:"gitdirs,omitempty"`
+	GitFiles []string `json:"gitfiles,omitempty"`
+	Bare     []string `json:"bare,omitempty"`
 }
 
 // freshXattr marks a .git directory jail made for a run: whichever run
@@ -156,8 +174,12 @@ func (r *Run) prepare() error {
 		skip := ""
 		if err := r.openKey(); err != nil {
 			r.noState = err
-		} else if rel, err := filepath.Rel(r.opt.Workspace, filepath.Dir(filepath.Dir(r.keyDir))); err == nil && !strings.HasPrefix(rel, "..") {
-			skip = rel
+		} else {
+			skip = r.skipState()
+			// Before the walk: a run killed before its end may have left
+			// repositories its sandbox made below the root, which this
+			// walk would otherwise take for the user's.
+			r.adoptPending()
 		}
 		f = walk(r.ws, skip)
 		if len(f.visited) > cacheDirs {
@@ -530,7 +552,11 @@ func (r *Run) writeMeta() error {
 	if r.dirfd < 0 {
 		return nil
 	}
-	b, err := json.Marshal(meta{Workspace: r.opt.Workspace, Repos: r.repos})
+	m := meta{Workspace: r.opt.Workspace, Repos: r.repos, NoWalk: r.launch == nil}
+	if r.launch != nil {
+		m.Launch = &walkMeta{GitDirs: r.launch.gitDirs, GitFiles: r.launch.gitFiles, Bare: r.launch.bare}
+	}
+	b, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
@@ -732,15 +758,49 @@ func report(w io.Writer, rel string, rep *gitstate.Report) {
 // run holds: left by a run that ended before it could adopt them (jail
 // killed, the machine stopped).
 func (r *Run) adoptPending() {
-	names, err := readNames(r.keyfd)
+	if r.pendingDone {
+		return
+	}
+	r.pendingDone = true
+	recoverKey(r.opt.Report, r.ws, r.opt.Workspace, r.keyfd, r.keyDir, r.skipState())
+}
+
+// skipState is jail's state directory relative to the workspace, when
+// the workspace holds it: walks leave it out.
+func (r *Run) skipState() string {
+	if rel, err := filepath.Rel(r.opt.Workspace, filepath.Dir(filepath.Dir(r.keyDir))); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return ""
+}
+
+// newLeftAge is how old a .new-RUN directory must be before it is taken
+// for one a killed run left: a live run locks its own within
+// microseconds of making it, and renames it right after.
+const newLeftAge = 2 * time.Second
+
+// recoverKey finishes what runs of the workspace ws (wsfd) left in its
+// state directory keyfd (path keyDir) when they ended before their end
+// (jail killed): each RUN directory no live run holds is adopted, then
+// the repositories that run's sandbox made in subdirectories are reduced
+// as its own end would have (scanNew against that run's launch walk);
+// each .new-RUN directory a run was killed in the middle of making is
+// removed when no run holds it, it is old enough and it is empty. skip is
+// jail's state relative to the workspace ("" when outside it).
+func recoverKey(w io.Writer, wsfd int, ws string, keyfd int, keyDir, skip string) {
+	names, err := readNames(keyfd)
 	if err != nil {
 		return
 	}
 	for _, n := range names {
+		if t, ok := strings.CutPrefix(n, ".new-"); ok && isRunName(t) {
+			removeNewLeft(keyfd, n)
+			continue
+		}
 		if !isRunName(n) {
 			continue
 		}
-		fd, err := openDir(r.keyfd, n)
+		fd, err := openDir(keyfd, n)
 		if err != nil {
 			continue
 		}
@@ -748,29 +808,75 @@ func (r *Run) adoptPending() {
 			unix.Close(fd) // a live run's
 			continue
 		}
-		settle(r.opt.Report, r.keyfd, n, filepath.Join(r.keyDir, n), adoptLeft(r.opt.Report, r.ws, r.opt.Workspace, fd, filepath.Join(r.keyDir, n), n))
+		where := filepath.Join(keyDir, n)
+		m, merr := readMeta(fd)
+		out := adoptLeft(w, wsfd, ws, fd, where, n)
+		if merr == nil && m.Workspace == ws && !m.NoWalk {
+			// The run ended without looking for what its sandbox made
+			// below the root: reduce it now, against its launch walk.
+			var launch *found
+			if m.Launch != nil {
+				launch = &found{gitDirs: m.Launch.GitDirs, gitFiles: m.Launch.GitFiles, bare: m.Launch.Bare}
+			}
+			scanNew(w, wsfd, keyfd, walk(wsfd, skip), launch, n)
+		}
+		settle(w, keyfd, n, where, out)
 		unix.Close(fd)
 	}
+}
+
+// removeNewLeft removes the directory name (.new-RUN) beneath keyfd when
+// no run holds it, it is older than newLeftAge and it is empty: what a
+// run killed between making and renaming it left.
+func removeNewLeft(keyfd int, name string) {
+	fd, err := openDir(keyfd, name)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil || unix.Fstat(fd, &st) != nil ||
+		time.Since(time.Unix(st.Ctim.Unix())) < newLeftAge {
+		return // a live run's, or one that may still lock it
+	}
+	var named unix.Stat_t
+	if unix.Fstatat(keyfd, name, &named, unix.AT_SYMLINK_NOFOLLOW) != nil || named.Dev != st.Dev || named.Ino != st.Ino {
+		return
+	}
+	// AT_REMOVEDIR removes only an empty directory.
+	unix.Unlinkat(keyfd, name, unix.AT_REMOVEDIR)
+}
+
+// readMeta reads the meta record of the RUN directory fd.
+func readMeta(fd int) (*meta, error) {
+	mfd, err := unix.Openat(fd, "meta", unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(mfd), "meta")
+	b, err := io.ReadAll(io.LimitReader(f, 64<<20))
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	var m meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
 }
 
 // adoptLeft adopts the RUN directory fd (locked by the caller) after
 // checking that each git directory it names is still the one it was made
 // from (same device and inode).
 func adoptLeft(w io.Writer, wsfd int, ws string, fd int, where, name string) outcome {
-	mfd, err := unix.Openat(fd, "meta", unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	m, err := readMeta(fd)
 	if errors.Is(err, unix.ENOENT) {
 		return adopted // ended before its sandbox could start
 	}
-	if err != nil {
+	if err != nil && !errors.As(err, new(*json.SyntaxError)) {
 		fmt.Fprintf(w, "jail: git: an earlier run's changes in %s cannot be read: %v\n", where, err)
 		return retry
-	}
-	f := os.NewFile(uintptr(mfd), "meta")
-	b, err := io.ReadAll(io.LimitReader(f, 64<<20))
-	f.Close()
-	var m meta
-	if err == nil {
-		err = json.Unmarshal(b, &m)
 	}
 	if err != nil || m.Workspace != ws {
 		fmt.Fprintf(w, "jail: git: %s is not a run of this workspace; kept\n", where)

@@ -2,11 +2,16 @@ package integration
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // hostObjectFiles lists every file under the host repository's
@@ -179,6 +184,152 @@ git status --porcelain | wc -l`)
 		}
 		if !strings.Contains(res.stderr, "skip-worktree cleared") || !strings.Contains(res.stderr, "assume-unchanged cleared") {
 			t.Errorf("the run did not say what it cleared: %s", res.stderr)
+		}
+	})
+}
+
+// startJail starts `jail run` as r in the background, in a process group
+// of its own (so the test can kill it and its group as a user's kill -9
+// would), on r's launch path.
+func (r runner) startJail(t *testing.T, ws, script string) *exec.Cmd {
+	t.Helper()
+	c := call{args: []string{"run", "-w", ws, "--", "/bin/sh", "-c", script}, dir: ws}
+	mode := "JAIL_PLAN_CACHE=off"
+	if r.cached {
+		r.warm(t, c)
+		mode = "JAIL_PLAN_CACHE=on"
+	}
+	cmd := exec.Command(suite.bin, c.args...)
+	cmd.Dir = ws
+	r.prepare(cmd, mode)
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	var errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &errb, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	})
+	return cmd
+}
+
+// waitFile waits until path exists.
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	for i := 0; i < 400; i++ {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s did not appear", path)
+}
+
+// TestKilledRunRepositoryReduced: the sandbox makes a repository in a
+// subdirectory with a hook and core.fsmonitor planted, and jail is
+// killed with SIGKILL (its process group too) before its end. The next
+// run in the workspace, or jail clean, reduces the repository before
+// anything else: the host's git in it then runs nothing, and its commit
+// stays. Both a workspace that is a repository (planned) and one that is
+// not (the plan cache's) are tried.
+func TestKilledRunRepositoryReduced(t *testing.T) {
+	needGit(t)
+	for _, repo := range []bool{true, false} {
+		for _, next := range []string{"run", "clean"} {
+			t.Run(fmt.Sprintf("repo=%v/%s", repo, next), func(t *testing.T) {
+				forEachPath(t, func(t *testing.T, r runner) {
+					ws := r.dir(t, "jail-it-ws-")
+					if repo {
+						r.gitRepo(t, ws)
+					}
+					marker, plant := r.marker(t, ws)
+					cmd := r.startJail(t, ws, plant+`
+export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b
+git config --global --add safe.directory '*' 2>/dev/null
+git init -q sub && (cd sub && git commit -q --allow-empty -m made-inside)
+cp .payload sub/.git/hooks/pre-commit && cp .payload sub/.git/hooks/post-checkout
+git -C sub config core.fsmonitor "$PWD/.payload"
+touch ready
+sleep 60`)
+					waitFile(t, filepath.Join(ws, "ready"))
+					syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+					cmd.Wait()
+					// The next launch, on the same path (no warm-up run
+					// first: it would be the one that reduces).
+					c := exec.Command(suite.bin, "run", "-w", ws, "--", "true")
+					extra := []string{"JAIL_PLAN_CACHE=off"}
+					if r.cached {
+						extra = []string{"JAIL_PLAN_CACHE=on"}
+					}
+					if next == "clean" {
+						c = exec.Command(suite.bin, "clean", "-w", ws)
+						extra = nil
+					}
+					c.Dir = ws
+					r.prepare(c, extra...)
+					out, err := c.CombinedOutput()
+					if err != nil {
+						t.Fatalf("jail %s: %v\n%s", next, err, out)
+					}
+					if !strings.Contains(string(out), "reduced") {
+						t.Errorf("the %s after the kill did not reduce the repository: %s", next, out)
+					}
+					log, err := r.hostGit(t, filepath.Join(ws, "sub"), "log", "--oneline")
+					if err != nil || !strings.Contains(log, "made-inside") {
+						t.Errorf("the repository made inside lost its commits: %v %s", err, log)
+					}
+					r.judge(t, filepath.Join(ws, "sub"), marker)
+				})
+			})
+		}
+	}
+}
+
+// TestNewRunLeftoverRemoved: a .new-RUN directory a jail killed between
+// making and renaming it left is removed by the next run once it is old
+// enough; one a live run holds locked is never touched.
+func TestNewRunLeftoverRemoved(t *testing.T) {
+	needGit(t)
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		r.gitRepo(t, ws)
+		res := r.sh(t, ws, "true") // makes the workspace's state directory
+		mustExit(t, res, 0)
+		home := "/root"
+		if r.uid != 0 {
+			home = "/home/" + testUser
+		}
+		real, _ := filepath.EvalSymlinks(ws)
+		sum := sha256.Sum256([]byte(real))
+		key := filepath.Join(home, ".local", "state", "jail", "git", hex.EncodeToString(sum[:8]))
+		left := filepath.Join(key, ".new-00112233445566aa")
+		held := filepath.Join(key, ".new-00112233445566bb")
+		for _, d := range []string{left, held} {
+			if err := os.Mkdir(d, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			r.own(t, d)
+		}
+		f, err := os.Open(held)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2500 * time.Millisecond) // older than a run takes to lock its own
+		mustExit(t, r.sh(t, ws, "true"), 0)
+		if _, err := os.Stat(left); err == nil {
+			t.Errorf("%s was not removed", left)
+		}
+		if _, err := os.Stat(held); err != nil {
+			t.Errorf("the locked %s was removed: %v", held, err)
 		}
 	})
 }

@@ -4,14 +4,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/jail-sandbox/jail/confine"
+	"github.com/jail-sandbox/jail/gitview"
 	"github.com/jail-sandbox/jail/home"
 	"github.com/jail-sandbox/jail/launch"
 )
 
 // cleanMain runs `jail clean`: it removes persistent sandbox homes
-// (docs/home.md). Exit codes: 0 done, 1 a removal failed, 2 usage.
+// (docs/home.md), and finishes what runs killed before their end left in
+// git state (gitview.Clean, docs/git.md). Exit codes: 0 done, 1 a removal failed, 2 usage.
 func cleanMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("jail clean", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -39,8 +42,15 @@ func cleanMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	root := launch.HomesRoot(penv)
+	gitState := gitview.StateDir(os.Getenv("HOME"), os.Getenv("XDG_STATE_HOME"))
 	var pick []home.Entry
 	if *all || *gone {
+		if !*dry {
+			// What runs killed before their end left in git state.
+			if err := gitview.Clean(gitState, "", stdout); err != nil {
+				fmt.Fprintln(stderr, "jail clean:", err)
+			}
+		}
 		es, err := home.List(root)
 		if err != nil {
 			fmt.Fprintln(stderr, "jail clean:", err)
@@ -61,6 +71,11 @@ func cleanMain(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			fmt.Fprintln(stderr, "jail clean:", err)
 			return 1
+		}
+		if !*dry {
+			if err := gitview.Clean(gitState, ws, stdout); err != nil {
+				fmt.Fprintln(stderr, "jail clean:", err)
+			}
 		}
 		if len(es) == 0 {
 			fmt.Fprintf(stdout, "jail clean: %s has no persistent home\n", ws)
