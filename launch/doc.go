@@ -9,7 +9,8 @@
 // (docs/plan-cache.md). Net is the supervisor's side of the proxy and
 // transparent network modes: the egress proxy, its sockets, its audit.
 // NewToolServer gives jail serve, mcp and tool their tools.Server, whose
-// workers and bash calls are sandboxes made by Start.
+// workers and bash calls are sandboxes made by Start; Run is `jail run`
+// once its flags are parsed.
 //
 // Why a package of its own: this is the one place that knows every other
 // package (policy, confine, netns, gitview, home, agent, tools) and how

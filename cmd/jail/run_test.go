@@ -53,11 +53,11 @@ func TestParseRunFlags(t *testing.T) {
 	}
 	if o.Workdir != "ws" || !reflect.DeepEqual([]string(o.RO), []string{"/a", "/b"}) ||
 		!reflect.DeepEqual([]string(o.Env), []string{"X", "Y=1"}) || o.Memory != 1<<30 || o.Pids != 64 ||
-		o.Timeout != 30*time.Second || !o.capture || !o.json || o.OutputLimit != 10 || !o.OutputLimitSet ||
+		o.Timeout != 30*time.Second || !o.Capture || !o.JSON || o.OutputLimit != 10 || !o.OutputLimitSet ||
 		o.Net != "host" || !reflect.DeepEqual(o.Argv, []string{"make", "-j4"}) {
 		t.Errorf("parsed %+v", o)
 	}
-	if o, err := parseRunFlags([]string{"true"}, io.Discard); err != nil || o.OutputLimitSet || o.OutputLimit != 0 || o.json {
+	if o, err := parseRunFlags([]string{"true"}, io.Discard); err != nil || o.OutputLimitSet || o.OutputLimit != 0 || o.JSON {
 		t.Errorf("defaults: %+v, %v", o, err)
 	}
 
