@@ -54,7 +54,7 @@ func TestExplainMatchesFrontEnds(t *testing.T) {
 				args = append(args, "--agent", pc.agent)
 			}
 			code, out, errs := runPolicy(t, args...)
-			var ex explanation
+			var ex launch.Explanation
 			if code != 0 || json.Unmarshal([]byte(out), &ex) != nil {
 				t.Fatalf("explain: %d %s %s", code, out, errs)
 			}
@@ -139,7 +139,7 @@ func TestExplainApprovalState(t *testing.T) {
 		}
 	}
 	_, out, _ = runPolicy(t, "explain", "--json", "--policy", pf, "-w", ws)
-	var ex explanation
+	var ex launch.Explanation
 	if err := json.Unmarshal([]byte(out), &ex); err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func TestPolicyExplain(t *testing.T) {
 	}
 
 	code, out, _ = runPolicy(t, "explain", "--policy", file, "--agent", "rev", "--json", "-w", filepath.Join(dir, "ws"))
-	var ex explanation
+	var ex launch.Explanation
 	if code != 0 || json.Unmarshal([]byte(out), &ex) != nil {
 		t.Fatalf("json: %d %s", code, out)
 	}
@@ -108,7 +108,7 @@ func TestPolicyExplainAccessLevels(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: %d %s", level, code, errs)
 		}
-		var ex explanation
+		var ex launch.Explanation
 		if err := json.Unmarshal([]byte(out), &ex); err != nil {
 			t.Fatal(err)
 		}
