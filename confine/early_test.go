@@ -5,6 +5,7 @@ package confine
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 
@@ -52,6 +53,12 @@ func TestDirsHashMatchesC(t *testing.T) {
 	os.WriteFile(filepath.Join(d, "file"), nil, 0o644)
 	os.WriteFile(filepath.Join(d, "b", ".git"), []byte("gitdir: x\n"), 0o644)
 	os.WriteFile(filepath.Join(d, "a", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	for _, n := range []string{".envrc", ".mcp.json", "lefthook-local.yml", ".lefthook.toml", "opencode.jsonc", "x.code-workspace", ".code-workspace", "code-workspace", "lefthoo", "opencode", "HEAD.lock"} {
+		os.WriteFile(filepath.Join(d, "b", n), nil, 0o644)
+		if WatchedName(n) != !slices.Contains([]string{"code-workspace", "lefthoo", "opencode", "HEAD.lock"}, n) {
+			t.Errorf("WatchedName(%q) = %v", n, WatchedName(n))
+		}
+	}
 	os.Symlink("a", filepath.Join(d, "link"))
 	seen := map[uint64]bool{}
 	for _, dir := range []string{d, filepath.Join(d, "b"), filepath.Join(d, "sub"), filepath.Join(d, "a")} {

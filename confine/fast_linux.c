@@ -173,6 +173,7 @@ struct fast {
 	const char *grel;
 	char **envp;
 	const sigset_t *mask; // the caller's signal mask, for the adopter
+	char t0[24];          // when the run began (unix ns), for the adopter's walk
 	// the walk's directories as found before the run, checked again
 	// after it
 	struct dirseen *dirs;
@@ -625,7 +626,7 @@ static void git_after(struct fast *f, int adopt) {
 			fcntl(f->gkey, F_SETFD, 0);
 			fcntl(f->grun, F_SETFD, 0);
 		}
-		char *argv[] = {"jail", ADOPT_COMMAND, (char *)f->ws, key, run, adopt ? f->fresh_run : "-", NULL};
+		char *argv[] = {"jail", ADOPT_COMMAND, (char *)f->ws, key, run, adopt ? f->fresh_run : "-", f->t0, NULL};
 		if (f->mask) sigprocmask(SIG_SETMASK, f->mask, NULL);
 		execve("/proc/self/exe", argv, f->envp);
 		say("jail: git: cannot execute /proc/self/exe to adopt the sandbox's git changes; the next run in this workspace adopts them\n");
@@ -1620,6 +1621,11 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	if (mode && !strcmp(mode, "off")) return;
 	if (argv[0] && !strcmp(argv[0], REPLAN_ARG0)) return;
 	struct fast f = {.trace = mode && !strcmp(mode, "trace"), .gkey = -1, .grun = -1, .ggit = -1, .gws = -1, .envp = envp};
+	// Before anything is made: a directory born since is the sandbox's
+	// (the adopter walks those below the walk's depth).
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	snprintf(f.t0, sizeof(f.t0), "%lld", (long long)now.tv_sec * 1000000000LL + now.tv_nsec);
 	int dd = -1;
 	for (int i = 2; i < argc; i++)
 		if (!strcmp(argv[i], "--")) {

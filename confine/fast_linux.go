@@ -150,8 +150,8 @@ func (f *Facts) placeholder(path string) {
 	f.placeholders[path] = true
 }
 
-// DirsHash sums a hash of the name of each subdirectory and each entry
-// named .git or HEAD of the directory fd (but .git itself with skipGit;
+// DirsHash sums a hash of the name of each subdirectory and each file
+// WatchedName names of the directory fd (but .git itself with skipGit;
 // a HEAD is what makes a directory a bare repository for git), with
 // their count: independent of the order the file system lists them in,
 // and unchanged by files coming and going (jail_dir_hash in twins_linux.c
@@ -194,12 +194,26 @@ func dirsHash(fd int, skipGit bool, skip func(name string) bool) (uint64, error)
 	return DirsHashOf(names, dirs, skipGit), nil
 }
 
+// WatchedName reports whether DirsHash counts a file (not a directory)
+// of this name: .git and HEAD, which make a repository for git's
+// discovery, and the editor, agent and hooks-manager files that the git
+// view looks for below the workspace's root (the file names of the
+// default protected list; jail_watched_name in twins_linux.c).
+func WatchedName(name string) bool {
+	switch name {
+	case ".git", "HEAD", ".envrc", ".mcp.json", ".aider.conf.yml", ".pre-commit-config.yaml":
+		return true
+	}
+	return strings.HasPrefix(name, "lefthook") || strings.HasPrefix(name, ".lefthook") ||
+		strings.HasPrefix(name, "opencode.") || strings.HasSuffix(name, ".code-workspace")
+}
+
 // DirsHashOf is DirsHash of a directory listing: names, and whether each
 // is a directory (a symlink is not).
 func DirsHashOf(names []string, dirs []bool, skipGit bool) uint64 {
 	var sum, n uint64
 	for i, name := range names {
-		if !dirs[i] && name != ".git" && name != "HEAD" || skipGit && name == ".git" {
+		if !dirs[i] && !WatchedName(name) || skipGit && name == ".git" {
 			continue
 		}
 		h := uint64(14695981039346656037)

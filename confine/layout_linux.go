@@ -1278,6 +1278,15 @@ func protect(ws string, rels []string, ph *Placeholders, facts *Facts) ([]Mount,
 		out = append(out, ms...)
 		return nil
 	}
+	// Globs are matched before any placeholder exists: a pattern that
+	// matches a placeholder's name (lefthook* and lefthook.yml) would
+	// record it as a match, which the plan cache, checking the facts
+	// before it makes placeholders, would never find again.
+	matches := map[string][]string{}
+	for _, g := range globs {
+		dir, pat := filepath.Split(g)
+		matches[g] = matchIn(wsfd, filepath.Clean(dir), pat)
+	}
 	for _, r := range plain {
 		if err := one(r); err != nil {
 			return nil, err
@@ -1289,7 +1298,7 @@ func protect(ws string, rels []string, ph *Placeholders, facts *Facts) ([]Mount,
 		if covered(dir) {
 			continue
 		}
-		names := matchIn(wsfd, dir, pat)
+		names := matches[g]
 		facts.glob(filepath.Join(ws, dir), pat, names)
 		for _, n := range names {
 			if err := one(filepath.Join(dir, n)); err != nil {

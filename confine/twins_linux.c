@@ -126,6 +126,17 @@ void jail_cache_name(char out[32], unsigned uid, const char *cwd, char **args, i
 	snprintf(out, 32, "%016llx.plan", (unsigned long long)h);
 }
 
+// jail_watched_name is WatchedName in fast_linux.go: the file names
+// jail_dir_hash counts besides directories.
+static int jail_watched_name(const char *n) {
+	static const char *exact[] = {".git", "HEAD", ".envrc", ".mcp.json", ".aider.conf.yml", ".pre-commit-config.yaml"};
+	for (size_t i = 0; i < sizeof exact / sizeof *exact; i++)
+		if (!strcmp(n, exact[i])) return 1;
+	size_t len = strlen(n), suf = strlen(".code-workspace");
+	return !strncmp(n, "lefthook", 8) || !strncmp(n, ".lefthook", 9) || !strncmp(n, "opencode.", 9) ||
+	       (len >= suf && !strcmp(n + len - suf, ".code-workspace"));
+}
+
 uint64_t jail_dir_hash(int fd, int skip_git) {
 	int d = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *dir = d >= 0 ? fdopendir(d) : NULL;
@@ -142,7 +153,7 @@ uint64_t jail_dir_hash(int fd, int skip_git) {
 			struct stat st;
 			isdir = fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
 		}
-		if ((!isdir && strcmp(e->d_name, ".git") && strcmp(e->d_name, "HEAD")) || (skip_git && !strcmp(e->d_name, ".git"))) continue;
+		if ((!isdir && !jail_watched_name(e->d_name)) || (skip_git && !strcmp(e->d_name, ".git"))) continue;
 		uint64_t h = 14695981039346656037ULL;
 		for (const char *p = e->d_name; *p; p++) {
 			h ^= (unsigned char)*p;

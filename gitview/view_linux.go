@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,12 @@ type Options struct {
 	// Writable are the resolved host trees besides the workspace that
 	// the sandbox may write (--rw): config targets there are guarded.
 	Writable []string
+	// Protected are the protected paths looked for below the workspace's
+	// root as well (policy.DefaultProtected): the first component of
+	// each is read-only in every directory the walk visits where it
+	// exists at launch, and moved aside after the run where the sandbox
+	// made it (docs/workspace.md).
+	Protected []string
 }
 
 // Run is the git view of one sandbox: the mounts that make it, and what
@@ -47,6 +54,8 @@ type Run struct {
 	opt     Options
 	mounts  []confine.Mount
 	protect []string
+	// deep are the protected names below the root in protect.
+	deep map[string]bool
 	// guardDirs and guardFiles are config targets in writable trees
 	// outside the workspace (Guarded).
 	guardDirs, guardFiles []string
@@ -181,7 +190,7 @@ func (r *Run) prepare() error {
 			// walk would otherwise take for the user's.
 			r.adoptPending()
 		}
-		f = walk(r.ws, skip)
+		f = walkNames(r.ws, skip, newNameSet(r.opt.Protected))
 		if len(f.visited) > cacheDirs {
 			r.opt.Facts.Unsure()
 		}
@@ -970,12 +979,23 @@ func emptyOrMissing(dirfd int, name string) bool {
 // directories the plan's walk recorded: args are the resolved workspace,
 // then the workspace's state directory and the RUN directory as
 // inherited descriptors (the RUN directory locked) and the RUN name, or
-// "-" for each of these three when there is nothing to adopt. It adopts,
-// then reduces the repositories the sandbox made in subdirectories
-// (scanNew), reports on w, and returns 0 when all went well.
-func AdoptMain(args []string, w io.Writer) int {
+// "-" for each of these three when there is nothing to adopt, and when
+// the run began (unix ns; directories born since are walked below the
+// walk's depth). It adopts, then reduces the repositories the sandbox
+// made in subdirectories and moves aside the protected names it made
+// (protected, the default list: scanNew), reports on w, and returns 0
+// when all went well.
+func AdoptMain(args []string, w io.Writer, protected []string) int {
+	var since int64
+	if len(args) == 5 {
+		var err error
+		if since, err = strconv.ParseInt(args[4], 10, 64); err != nil {
+			since = 0
+		}
+		args = args[:4]
+	}
 	if len(args) != 4 || !filepath.IsAbs(args[0]) || (args[3] != "-" && !isRunName(args[3])) {
-		fmt.Fprintln(w, "jail: "+confine.AdoptCommand+": want WORKSPACE KEYFD RUNFD RUN")
+		fmt.Fprintln(w, "jail: "+confine.AdoptCommand+": want WORKSPACE KEYFD RUNFD RUN [LAUNCH-NS]")
 		return 2
 	}
 	wsfd, err := unix.Open(args[0], unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -1004,7 +1024,12 @@ func AdoptMain(args []string, w io.Writer) int {
 			}
 		}
 	}
-	scanNew(w, wsfd, scratch, walk(wsfd, skip), nil, run)
+	// Directories below the walk's depth made during the run (born
+	// after the launch the plan cache's run says) are walked too.
+	f := &found{skip: skip, depth: map[string]int{}, ids: map[string]dirID{}, hashes: map[string]uint64{},
+		names: newNameSet(protected), prot: map[string][]string{}, deep: since > 0, at: since}
+	f.walkFrom(wsfd, ".", 0)
+	scanNew(w, wsfd, scratch, f, nil, run)
 	return code
 }
 
@@ -1116,6 +1141,10 @@ func scanNew(w io.Writer, wsfd, scratch int, f *found, launch *found, run string
 			unix.Close(dfd)
 		}
 	}
+	moved := movedAside(wsfd, f, launch, run)
+	if len(moved) > 0 {
+		fmt.Fprintf(w, "jail: files that editors, agent CLIs and hooks managers run code from, which the sandbox made below the workspace's root, were moved aside (renamed NAME.jail-%s; look at them before you rename them back): %s\n", run, strings.Join(moved, ", "))
+	}
 	if len(reduced) > 0 {
 		fmt.Fprintf(w, "jail: git: repositories the sandbox made were reduced to what runs nothing (hooks and config keys that run programs dropped): %s\n", strings.Join(reduced, ", "))
 	}
@@ -1128,6 +1157,44 @@ func scanNew(w io.Writer, wsfd, scratch int, f *found, launch *found, run string
 	if len(kept) > 0 {
 		fmt.Fprintf(w, "jail: git: WARNING: the sandbox made these git directories and jail could not reduce them; check their hooks and config before running git there: %s\n", strings.Join(kept, ", "))
 	}
+}
+
+// movedAside renames the protected names the walk after a run found (f)
+// that were not there at launch (none are known for a cached plan's,
+// which was made where there were none below the root): NAME becomes
+// NAME.jail-RUN, by descriptor, in the directory that holds it. At the
+// root only names that match by a glob count (an exact name is a
+// protected path there, held whether or not it exists). It returns the
+// workspace-relative paths moved.
+func movedAside(wsfd int, f, launch *found, run string) []string {
+	var out []string
+	for dir, names := range f.prot {
+		var had []string
+		if launch != nil {
+			had = launch.prot[dir]
+		}
+		var dfd = -1
+		for _, n := range names {
+			_, byGlob := f.names.match(n)
+			if slices.Contains(had, n) || dir == "." && (!byGlob || launch == nil) {
+				continue
+			}
+			if dfd < 0 {
+				var err error
+				if dfd, err = openGitDir(wsfd, dir); err != nil {
+					break
+				}
+			}
+			if unix.Renameat2(dfd, n, dfd, n+".jail-"+run, unix.RENAME_NOREPLACE) == nil {
+				out = append(out, filepath.Join(dir, n))
+			}
+		}
+		if dfd >= 0 {
+			unix.Close(dfd)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // idsOf is the identities of the directories a walk visited (none for

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -248,5 +249,42 @@ func TestIndexGitlinks(t *testing.T) {
 	got, err := indexGitlinks(openWS(t, ws), ".git")
 	if err != nil || !slices.Equal(got, []string{"a/b/c/d/e/f", "top"}) {
 		t.Errorf("gitlinks %v (%v)", got, err)
+	}
+}
+
+func TestCloneDest(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		dest string
+		ok   bool
+	}{
+		{[]string{"clone", "URL", "."}, ".", true},
+		{[]string{"-C", "/x", "clone", "-q", "--depth", "1", "-b", "dev", "URL", "./"}, "./", true},
+		{[]string{"clone", "-qb", "dev", "URL", "d"}, "d", true},
+		{[]string{"clone", "--branch=dev", "--", "URL", "."}, ".", true},
+		{[]string{"clone", "URL"}, "", false},
+		{[]string{"status"}, "", false},
+		{[]string{"-c", "clone", "status", "x", "y"}, "", false},
+	} {
+		dest, ok := cloneDest(c.args)
+		if dest != c.dest || ok != c.ok {
+			t.Errorf("cloneDest(%q) = %q, %v; want %q, %v", c.args, dest, ok, c.dest, c.ok)
+		}
+	}
+}
+
+// TestWhy: each path the view holds has its reason, one that says jail
+// holds it; others have none.
+func TestWhy(t *testing.T) {
+	r := &Run{repos: []*repo{{Rel: ".git"}, {Rel: "sub/.git", Fresh: true}}, protect: []string{"lib/.git", "HEAD", "un", "pkg/.vscode"},
+		deep: map[string]bool{"pkg/.vscode": true}}
+	for rel, want := range map[string]string{
+		".git": "view of the host's git directory", "sub/.git": "private git directory", "lib/.git": "read-only",
+		"HEAD": "bare repository", "un/x": "submodule", "pkg/.vscode/tasks.json": "editor", "src": "",
+	} {
+		got := r.Why(rel)
+		if want == "" && got != "" || !strings.Contains(got, want) || want != "" && !strings.HasPrefix(got, "jail ") {
+			t.Errorf("Why(%q) = %q, want it to say %q", rel, got, want)
+		}
 	}
 }

@@ -65,11 +65,59 @@ type found struct {
 	hashes    map[string]uint64 // confine.DirsHashOf of each, the root's own .git left out
 	truncated bool
 	skip      string // the directory left out
-	// deep lifts the depth bound (walkDirs still holds): the walk after
-	// a run enters directories the sandbox made as deep as they go.
+	// deep lifts the depth bound for directories made since at
+	// (walkDirs still holds): the walk after a run enters directories
+	// the sandbox made as deep as they go.
 	deep bool
 	// at is when the walk began (unix ns).
 	at int64
+	// names matches the protected names looked for below the root;
+	// prot lists, per directory visited, those it holds.
+	names *nameSet
+	prot  map[string][]string
+}
+
+// nameSet is the protected names the walk looks for in every directory
+// it visits: the first component of each entry of the default protected
+// list (.vscode, .claude, *.code-workspace, ...). The editor, agent CLI or
+// hooks manager that reads one runs what it says, in whatever
+// subdirectory it was opened or run.
+type nameSet struct {
+	exact map[string]bool
+	globs []string
+}
+
+// newNameSet makes the set of the first components of the protected
+// paths ps.
+func newNameSet(ps []string) *nameSet {
+	m := &nameSet{exact: map[string]bool{}}
+	for _, p := range ps {
+		first, _, _ := strings.Cut(filepath.Clean(p), "/")
+		if strings.ContainsAny(first, "*?[") {
+			m.globs = appendNew(m.globs, first)
+		} else if first != "." && first != ".." {
+			m.exact[first] = true
+		}
+	}
+	return m
+}
+
+// match reports whether name is one of the set's, and whether it is one
+// by a glob only (at the workspace's root, an exact name is a protected
+// path of its own, held whether or not it exists).
+func (m *nameSet) match(name string) (ok, byGlob bool) {
+	if m == nil {
+		return false, false
+	}
+	if m.exact[name] {
+		return true, false
+	}
+	for _, g := range m.globs {
+		if ok, _ := filepath.Match(g, name); ok {
+			return true, true
+		}
+	}
+	return false, false
 }
 
 // dirID is what changes when a directory gains or loses an entry.
@@ -86,12 +134,13 @@ func idOf(st *unix.Stat_t) dirID {
 type dirEnt struct {
 	name string
 	dir  bool
+	prot bool // a protected name (nameSet)
 }
 
 // listDir lists the directory fd with getdents64, keeping only what the
 // walk needs (subdirectories and .git entries): it runs for every
 // directory of a large tree at every launch.
-func listDir(fd int, buf []byte) ([]dirEnt, error) {
+func listDir(fd int, buf []byte, names *nameSet) ([]dirEnt, error) {
 	var out []dirEnt
 	for {
 		n, err := unix.Getdents(fd, buf)
@@ -122,8 +171,9 @@ func listDir(fd int, buf []byte) ([]dirEnt, error) {
 					typ = unix.DT_DIR
 				}
 			}
-			if typ == unix.DT_DIR || isGit {
-				out = append(out, dirEnt{string(name), typ == unix.DT_DIR})
+			prot, _ := names.match(string(name))
+			if typ == unix.DT_DIR || isGit || prot {
+				out = append(out, dirEnt{string(name), typ == unix.DT_DIR, prot})
 			}
 		}
 	}
@@ -185,8 +235,13 @@ func indexByte(b []byte, c byte) int {
 // walk searches the workspace wsfd for .git entries below its root, by
 // descriptor, following no symlink, leaving out the directory skip
 // (workspace-relative, jail's state when the workspace holds it).
-func walk(wsfd int, skip string) *found {
-	f := &found{skip: skip, depth: map[string]int{}, ids: map[string]dirID{}, hashes: map[string]uint64{}, at: time.Now().UnixNano()}
+func walk(wsfd int, skip string) *found { return walkNames(wsfd, skip, nil) }
+
+// walkNames is walk that also lists the protected names of names in each
+// directory (found.prot).
+func walkNames(wsfd int, skip string, names *nameSet) *found {
+	f := &found{skip: skip, depth: map[string]int{}, ids: map[string]dirID{}, hashes: map[string]uint64{}, at: time.Now().UnixNano(),
+		names: names, prot: map[string][]string{}}
 	f.walkFrom(wsfd, ".", 0)
 	return f
 }
@@ -213,10 +268,11 @@ func (f *found) walkFD(fd int, rel string, depth int, buf []byte) {
 	if unix.Fstat(fd, &st) != nil {
 		return
 	}
-	ents, err := listDir(fd, buf)
+	ents, err := listDir(fd, buf, f.names)
 	if err != nil {
 		f.truncated = true
 	}
+	f.protNames(rel, ents)
 	f.visited = append(f.visited, rel)
 	f.depth[rel] = depth
 	f.ids[rel] = idOf(&st)
@@ -241,7 +297,13 @@ func (f *found) walkFD(fd int, rel string, depth int, buf []byte) {
 			}
 			continue
 		}
-		if shaped && e.name == "objects" || !e.dir || skipDir(e.name) || sub == f.skip || depth+1 > walkDepth && !f.deep {
+		if shaped && e.name == "objects" || !e.dir || skipDir(e.name) || sub == f.skip {
+			continue
+		}
+		// Below the depth, a deep walk enters only what was made since
+		// it began: what is older there is the user's, and no walk at
+		// launch saw it.
+		if depth+1 > walkDepth && (!f.deep || !bornSince(fd, e.name, f.at)) {
 			continue
 		}
 		cfd, err := unix.Openat(fd, e.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -258,7 +320,8 @@ func (f *found) walkFD(fd int, rel string, depth int, buf []byte) {
 // since launch walked whole, however deep (a repository the sandbox
 // made at a/b/c/d/e/f is found when it made a/ too).
 func (f *found) changedSince(wsfd int) *found {
-	now := &found{skip: f.skip, depth: map[string]int{}, ids: map[string]dirID{}, hashes: map[string]uint64{}, deep: true}
+	now := &found{skip: f.skip, depth: map[string]int{}, ids: map[string]dirID{}, hashes: map[string]uint64{}, deep: true,
+		at: f.at, names: f.names, prot: map[string][]string{}}
 	buf := make([]byte, 16<<10)
 	for _, rel := range f.visited {
 		var st unix.Stat_t
@@ -269,7 +332,8 @@ func (f *found) changedSince(wsfd int) *found {
 		if err != nil {
 			continue
 		}
-		ents, _ := listDir(fd, buf)
+		ents, _ := listDir(fd, buf, f.names)
+		now.protNames(rel, ents)
 		shaped := gitShaped(ents)
 		if shaped {
 			now.bare = append(now.bare, rel)
@@ -297,6 +361,15 @@ func (f *found) changedSince(wsfd int) *found {
 		unix.Close(fd)
 	}
 	return now
+}
+
+// protNames records the protected names of a listing of rel.
+func (f *found) protNames(rel string, ents []dirEnt) {
+	for _, e := range ents {
+		if e.prot {
+			f.prot[rel] = append(f.prot[rel], e.name)
+		}
+	}
 }
 
 // bornSince reports whether the directory name beneath dirfd was made
@@ -425,6 +498,7 @@ func (r *Run) nested(f *found) (unsure bool) {
 	for _, g := range gitFiles {
 		r.protect = appendNew(r.protect, g)
 	}
+	deep := r.deepProtected(f)
 	// The directories on the way to each .git below the root are pinned
 	// (mounted onto themselves; a mountpoint can be neither renamed nor
 	// removed): moving vendor/lib aside would take its shown .git along
@@ -447,7 +521,43 @@ func (r *Run) nested(f *found) (unsure bool) {
 			}
 		}
 	}
-	return len(todo) > 0 || len(gitDirs) > 0 || len(gitFiles) > 0 || len(f.bare) > 0 || len(links) > 0 || f.truncated
+	return len(todo) > 0 || len(gitDirs) > 0 || len(gitFiles) > 0 || len(f.bare) > 0 || len(links) > 0 || deep || f.truncated
+}
+
+// maxDeep bounds the protected names below the root made read-only (each
+// a mount, and its parents pinned).
+const maxDeep = 32
+
+// deepProtected makes the protected names the walk found below the root
+// read-only (protected paths), up to maxDeep, and reports whether there
+// were any: the post-run scan of a cached plan takes every one it finds
+// for the sandbox's, so such a plan is not cached.
+func (r *Run) deepProtected(f *found) bool {
+	var all []string
+	for dir, names := range f.prot {
+		if dir == "." {
+			continue // the protected paths themselves, at the root
+		}
+		for _, n := range names {
+			if p := filepath.Join(dir, n); !r.Covers(p) {
+				all = append(all, p)
+			}
+		}
+	}
+	slices.Sort(all)
+	if len(all) > maxDeep {
+		fmt.Fprintf(r.opt.Report, "jail: %d editor and agent files below the workspace's root; the first %d are read-only in the sandbox, the rest are not: %s\n",
+			len(all), maxDeep, strings.Join(all[maxDeep:], ", "))
+		all = all[:maxDeep]
+	}
+	for _, p := range all {
+		r.protect = appendNew(r.protect, p)
+		if r.deep == nil {
+			r.deep = map[string]bool{}
+		}
+		r.deep[p] = true
+	}
+	return len(all) > 0
 }
 
 // bareRoot keeps the workspace's root read-only where git would take it

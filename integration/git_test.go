@@ -285,9 +285,14 @@ func TestHooksPathInWorkspace(t *testing.T) {
 		if out, err := r.hostGit(t, ws, "config", "core.hooksPath", ".husky/_"); err != nil {
 			t.Fatalf("%v %s", err, out)
 		}
+		// husky v9's layout: the hook git runs (.husky/_/pre-commit)
+		// runs the user's .husky/pre-commit when there is one.
 		r.writeFile(t, filepath.Join(ws, ".husky", "_", "h"), "#!/bin/sh\n")
+		r.writeFile(t, filepath.Join(ws, ".husky", "_", "pre-commit"), "#!/bin/sh\nh=\"$(dirname \"$0\")/../pre-commit\"\n[ -f \"$h\" ] && sh \"$h\"\nexit 0\n")
+		os.Chmod(filepath.Join(ws, ".husky", "_", "pre-commit"), 0o755)
 		marker, plant := r.marker(t, ws)
 		res := r.sh(t, ws, plant+`
+cp .payload .husky/pre-commit && echo PLANTED-USER-HOOK
 cp .payload .husky/_/pre-commit && echo PLANTED
 rm -rf .husky && echo REMOVED
 mv .husky .h2 && echo MOVED
@@ -298,8 +303,8 @@ echo SANDBOX-DONE`)
 				t.Errorf("the hooks directory changed (%s):\n%s", w, res.stdout)
 			}
 		}
-		if _, err := os.Stat(filepath.Join(ws, ".husky", "_", "pre-commit")); err == nil {
-			t.Fatal("a hook was planted in core.hooksPath")
+		if _, err := os.Stat(filepath.Join(ws, ".husky", "pre-commit")); err == nil {
+			t.Fatal("a hook was planted in husky's directory")
 		}
 		r.judge(t, ws, marker)
 	})

@@ -3,6 +3,7 @@ package integration
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -137,5 +138,99 @@ echo SANDBOX-DONE`)
 			t.Errorf("the repository made inside lost its commits: %v %s", err, out)
 		}
 		r.judge(t, ws, marker)
+	})
+}
+
+// TestProtectedNamesEverywhere: the editor, agent and hooks-manager files
+// of the protected list cannot be made at the workspace's root; below it,
+// one that exists at launch cannot be changed, and one the sandbox makes
+// (in a directory that existed or one it made, six levels down) is moved
+// aside when the run ends, so no editor or agent opened there finds it.
+func TestProtectedNamesEverywhere(t *testing.T) {
+	forEachPath(t, func(t *testing.T, r runner) {
+		for _, existing := range []bool{false, true} {
+			ws := r.dir(t, "jail-it-ws-")
+			os.MkdirAll(filepath.Join(ws, "pkg", "b"), 0o755)
+			if existing {
+				r.writeFile(t, filepath.Join(ws, "pkg", "a", ".vscode", "settings.json"), "{}\n")
+			}
+			r.own(t, ws)
+			before := lsA(t, ws)
+			res := r.sh(t, ws, `
+for n in .gemini .cursor .zed .opencode .husky .lefthook; do mkdir $n/x 2>/dev/null || mkdir $n 2>/dev/null && echo "ROOT-MADE $n"; done
+for n in opencode.json .aider.conf.yml .pre-commit-config.yaml lefthook.yml lefthook-local.yml .mcp.json .envrc; do echo x > $n 2>/dev/null && echo "ROOT-MADE $n"; done
+[ -d pkg/a/.vscode ] && { echo '{"x":1}' > pkg/a/.vscode/settings.json 2>/dev/null && echo CHANGED-EXISTING; rm -rf pkg/a/.vscode 2>/dev/null && echo REMOVED-EXISTING; mv pkg/a pkg/a2 2>/dev/null && echo MOVED-EXISTING; }
+mkdir -p pkg/b/.vscode && echo '{}' > pkg/b/.vscode/tasks.json
+echo 'echo hi' > pkg/b/.envrc; echo '{}' > pkg/b/x.code-workspace; echo x > pkg/b/.aider.conf.yml
+mkdir -p n/a/b/c/d/e/.gemini n/a/b/c/d/e/.husky && echo x > n/a/b/c/d/e/.husky/pre-commit
+echo SANDBOX-DONE`)
+			mustExit(t, res, 0)
+			for _, w := range []string{"ROOT-MADE", "-EXISTING"} {
+				if strings.Contains(res.stdout, w) {
+					t.Errorf("existing %v: %s:\n%s\n%s", existing, w, res.stdout, res.stderr)
+				}
+			}
+			for _, p := range []string{"pkg/b/.vscode", "pkg/b/.envrc", "pkg/b/x.code-workspace", "pkg/b/.aider.conf.yml", "n/a/b/c/d/e/.gemini", "n/a/b/c/d/e/.husky"} {
+				if _, err := os.Lstat(filepath.Join(ws, p)); err == nil {
+					t.Errorf("existing %v: %s the sandbox made is still there after the run\n%s", existing, p, res.stderr)
+				}
+				if m, _ := filepath.Glob(filepath.Join(ws, p+".jail-*")); len(m) != 1 {
+					t.Errorf("existing %v: %s was not moved aside: %v", existing, p, m)
+				}
+			}
+			if existing {
+				if b, _ := os.ReadFile(filepath.Join(ws, "pkg", "a", ".vscode", "settings.json")); string(b) != "{}\n" {
+					t.Errorf("the existing settings changed: %q", b)
+				}
+			}
+			want := append(before, "n")
+			slices.Sort(want)
+			if after := lsA(t, ws); !slices.Equal(after, want) {
+				t.Errorf("existing %v: the root's entries were %v before the run and are %v after it", existing, before, after)
+			}
+		}
+	})
+}
+
+// lsA lists a directory's names, as the host's ls -A does, sorted.
+func lsA(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestCloneIntoWorkspace: `git clone URL .` in a workspace without a
+// repository is refused by jail, which says why and what to do; what it
+// says to do works and the repository reaches the host.
+func TestCloneIntoWorkspace(t *testing.T) {
+	needGit(t)
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		src := r.dir(t, "jail-it-src-")
+		r.gitRepo(t, src)
+		res := r.jail(t, call{args: []string{"run", "-w", ws, "--ro", src, "--", "git", "clone", "-q", src, "."}, dir: ws})
+		if res.code != 2 || !strings.Contains(res.stderr, "jail") || !strings.Contains(res.stderr, "git clone into the workspace itself cannot work") {
+			t.Fatalf("exit %d, want jail's refusal (2)\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+		}
+		if names := lsA(t, ws); len(names) != 0 {
+			t.Errorf("the refused run left %v", names)
+		}
+		res = r.sh(t, ws, `URL=`+src+`
+git init -q && git remote add origin $URL && git fetch -q origin && git remote set-head -a origin >/dev/null && git checkout -q -t "$(git rev-parse --abbrev-ref origin/HEAD)"`, "--ro", src)
+		mustExit(t, res, 0)
+		if out, err := r.hostGit(t, ws, "log", "--oneline", "-1"); err != nil || !strings.Contains(out, "first") {
+			t.Errorf("the repository made in place is not on the host: %v %s\n%s", err, out, res.stderr)
+		}
+		if b, err := os.ReadFile(filepath.Join(ws, "file.txt")); err != nil || string(b) != "one\n" {
+			t.Errorf("the work tree is not checked out: %q %v", b, err)
+		}
 	})
 }

@@ -126,7 +126,10 @@ func Start(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []string, co
 		}
 		h.git, err = gitview.Prepare(gitview.Options{Workspace: ws, StateDir: gitview.StateDir(layout.Home, os.Getenv("XDG_STATE_HOME")),
 			ReadOnly: layout.WorkspaceReadOnly, Facts: layout.Facts, Report: report,
-			Home: layout.Home, XDGConfig: os.Getenv("XDG_CONFIG_HOME"), Writable: writable})
+			Home: layout.Home, XDGConfig: os.Getenv("XDG_CONFIG_HOME"), Writable: writable, Protected: policy.DefaultProtected()})
+	}
+	if err == nil {
+		err = h.git.CloneHere(spec.Argv, ws)
 	}
 	if err != nil {
 		<-filter

@@ -97,6 +97,8 @@ type ProtectedPath struct {
 // create nor change, whether or not they exist at launch, because a program outside the
 // sandbox reads them later and runs what they say. docs/workspace.md is generated from it.
 // A glob is allowed in the last component only; it protects the names that match at launch.
+// Below the workspace's root each entry's first component counts (gitview: read-only where it
+// exists at launch, moved aside when the sandbox made it).
 // Shell start-up files are not here: they matter only in a home, and a home as the workspace
 // is read-only as a whole (sandbox.home_workspace). Git directories are not listed: the sandbox
 // never writes them (docs/git.md).
@@ -116,6 +118,20 @@ func DefaultProtectedPaths() []ProtectedPath {
 		{".codex", "Codex CLI's project configuration (MCP servers, profiles, sandbox mode) and prompts"},
 		{".envrc", "direnv runs it in the user's shell on `cd` (after `direnv allow`, which an allowed file keeps)"},
 		{".jail", "jail's own project policy (it may only tighten, but a sandbox must not choose how the next one is confined)"},
+		{".gemini", "Gemini CLI's project settings (MCP servers, tool discovery and call commands it runs, hooks) and custom commands"},
+		{".cursor", "Cursor's project MCP servers (`mcp.json`), rules and environment, started and read by the editor on the host"},
+		{".zed", "Zed's project `settings.json` (language server binaries, terminal shell) and `tasks.json`"},
+		{"opencode.json", "opencode's project config: MCP servers it starts, commands, plugins"},
+		{".opencode", "opencode's project agents, commands and plugins (JavaScript it loads and runs)"},
+		{"opencode.*", "opencode's config under its other names (`opencode.jsonc`), present at launch"},
+		{".aider.conf.yml", "aider's config: `lint-cmd` and `test-cmd` are commands aider runs after each edit"},
+		{".husky", "husky's hooks: git runs `.husky/_/*` (`core.hooksPath`), which runs `.husky/<hook>`; the host's `npm install` sets that up"},
+		{".pre-commit-config.yaml", "pre-commit's hooks: `repo: local` entries are commands the host's `git commit` runs once `pre-commit install` ran"},
+		{"lefthook.yml", "lefthook's commands, run by the git hooks lefthook installs"},
+		{"lefthook-local.yml", "lefthook's local overrides, merged over `lefthook.yml`"},
+		{".lefthook", "lefthook's script directories (`.lefthook/<hook>/*`)"},
+		{"lefthook*", "lefthook's config under its other names (`lefthook.yaml`, `.toml`, `.json`, `-local` variants), present at launch"},
+		{".lefthook*", "the same, with a leading dot (`.lefthook.yml`, `.lefthook-local`)"},
 	}
 }
 

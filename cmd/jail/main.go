@@ -12,6 +12,7 @@ import (
 	"github.com/jail-sandbox/jail/container"
 	"github.com/jail-sandbox/jail/gitview"
 	"github.com/jail-sandbox/jail/launch"
+	"github.com/jail-sandbox/jail/policy"
 	"github.com/jail-sandbox/jail/tools"
 )
 
@@ -55,7 +56,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	case confine.AdoptCommand:
 		// A cached run whose sandbox made a repository hands it over
 		// (docs/git.md); not for people.
-		return gitview.AdoptMain(args[1:], stderr)
+		return gitview.AdoptMain(args[1:], stderr, policy.DefaultProtected())
 	case "tool":
 		return toolMain(args[1:], stdin, stdout, stderr)
 	case "serve":
