@@ -321,10 +321,14 @@ func (g *Gate) check(ctx context.Context, c Call) Decision {
 			return finish(d)
 		}
 	}
+	timeout := a.AskTimeout
+	if timeout <= 0 {
+		timeout = DefaultAskTimeout
+	}
 	// 7. approver
 	if g.Approver != nil {
-		resp, err := g.Approver.Decide(ctx, ApproverRequest{Tool: c.Tool, ArgsDigest: ArgsDigest(c.Args), Risk: risk,
-			ActionTypes: acts, Reason: why, Agent: g.Toolset.Agent, Role: g.Toolset.Role})
+		resp, err := g.decideApprover(ctx, ApproverRequest{Tool: c.Tool, ArgsDigest: ArgsDigest(c.Args), Risk: risk,
+			ActionTypes: acts, Reason: why, Agent: g.Toolset.Agent, Role: g.Toolset.Role}, timeout)
 		said := func(r string) string {
 			if r == "" {
 				return ""
@@ -351,10 +355,6 @@ func (g *Gate) check(ctx context.Context, c Call) Decision {
 	// 8. ask
 	if g.Asker == nil {
 		return finish(deny(OutcomeRefused, "ask", why+"; no one to ask"))
-	}
-	timeout := a.AskTimeout
-	if timeout <= 0 {
-		timeout = DefaultAskTimeout
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

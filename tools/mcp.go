@@ -39,6 +39,10 @@ type mcpServer struct {
 	ds         *Disclosure
 	mu         sync.Mutex
 	registered map[string]bool
+
+	// verdicts carries the approver's verdict from a call's dry run
+	// (WouldAsk) or first round to the call itself.
+	verdicts policy.ApproverVerdicts
 }
 
 func (m *mcpServer) isRegistered(name string) bool {
@@ -151,9 +155,13 @@ func (m *mcpServer) call(ctx context.Context, ss *mcp.ServerSession, p *mcp.Call
 		key := approvalKey(p.Name, args)
 		if ans, ok := p.InputResponses[key].(*mcp.ElicitResult); ok {
 			ctx = context.WithValue(ctx, answerKey{}, ans)
-		} else if q, asks := m.tools.WouldAsk(ctx, Request{Tool: p.Name, Args: args, Context: m.who}); asks {
+		} else if q, asks := m.tools.WouldAsk(m.verdicts.Recording(ctx), Request{Tool: p.Name, Args: args, Context: m.who}); asks {
 			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{key: approvalQuestion(q)}}
 		}
+		// The approver answered in the dry run (or in the round that
+		// returned the question): its verdict decides the call, and it
+		// runs once per call.
+		ctx = m.verdicts.Taking(ctx)
 	}
 	ctx = context.WithValue(ctx, sessionKey{}, ss)
 	res := m.tools.Call(ctx, Request{Tool: p.Name, Args: args, Context: m.who})

@@ -612,3 +612,49 @@ func TestMCPAnswersEveryRequestAtEOF(t *testing.T) {
 		t.Errorf("the cancelled call's processes outlived the session: %v", pids)
 	}
 }
+
+// TestMCPApproverRunsOnce: the operator's approver runs once per call,
+// whichever protocol the client speaks. From 2026-07-28 a call that may
+// ask is first run through the gate dry (to return the question as an
+// input request) and then for real, maybe in a second round with the
+// answer; the approver's verdict from the first run decides the second.
+func TestMCPApproverRunsOnce(t *testing.T) {
+	for _, verdict := range []string{"approve", "escalate", "deny"} {
+		for _, version := range []string{"2025-06-18", ""} {
+			t.Run(cmp.Or(version, "newest")+"/"+verdict, func(t *testing.T) {
+				dir := t.TempDir()
+				runs := filepath.Join(dir, "runs")
+				approver := filepath.Join(dir, "approver")
+				script := fmt.Sprintf("#!/bin/sh\ncat >/dev/null\necho run >> %q\necho '{\"decision\":%q}'\n", runs, verdict)
+				if err := os.WriteFile(approver, []byte(script), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				h := startMCP(t, fmt.Sprintf("[approval]\nrequire_approval = [\"write\"]\napprover = [%q]\n", approver), "")
+				var asked int
+				cs := h.connectVersion(&mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked++
+					return &mcp.ElicitResult{Action: "accept"}, nil
+				}}, version)
+				res, text := call(t, cs, "write", map[string]any{"path": "x.txt", "content": "x"})
+				b, _ := os.ReadFile(runs)
+				if n := bytes.Count(b, []byte("run\n")); n != 1 {
+					t.Errorf("the approver ran %d times for one call, want once", n)
+				}
+				wantAsked, wantWritten := 0, verdict != "deny"
+				if verdict == "escalate" {
+					wantAsked = 1
+				}
+				if asked != wantAsked || res.IsError == wantWritten {
+					t.Errorf("asked %d times (want %d), error %v %q\n%s", asked, wantAsked, res.IsError, text, h.stderr)
+				}
+				// A second call with the same arguments is a call of its own:
+				// the approver is asked again.
+				call(t, cs, "write", map[string]any{"path": "x.txt", "content": "x"})
+				b, _ = os.ReadFile(runs)
+				if n := bytes.Count(b, []byte("run\n")); n != 2 {
+					t.Errorf("the approver ran %d times for two calls, want twice", n)
+				}
+			})
+		}
+	}
+}
