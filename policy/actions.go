@@ -132,11 +132,11 @@ func ToolActions(t ToolInfo) []Action {
 		return []Action{ActProcKill}
 	case "browser_navigate":
 		return []Action{ActBrowseNav}
-	case "browser_screenshot":
+	case "browser_screenshot", "browser_snapshot", "browser_wait_for", "browser_console", "browser_network", "browser_storage_get":
 		return []Action{ActBrowseShot}
-	case "browser_click":
+	case "browser_click", "browser_hover", "browser_select", "browser_tabs":
 		return []Action{ActBrowseClk}
-	case "browser_type":
+	case "browser_type", "browser_press_key", "browser_storage_set":
 		return []Action{ActBrowseType}
 	case "browser_evaluate":
 		return []Action{ActBrowseEval}

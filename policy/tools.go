@@ -82,11 +82,25 @@ func Catalogue() []ToolInfo {
 		{"bash_output", "read a background bash process's new output", ReadOnly, nil},
 		{"bash_kill", "end a background bash process", Write, nil},
 		{"web_fetch", "fetch a URL through the egress proxy", ReadOnly, []string{CapNetworkOutbound}},
-		{"browser_navigate", "load a URL in the sandboxed browser", Exec, []string{CapBrowser, CapNetworkOutbound}},
-		{"browser_screenshot", "capture the browser page", ReadOnly, []string{CapBrowser}},
+		// The browser (docs/browser.md): Chromium in a network-less container, each of its
+		// requests fetched by jail under [network]. Loading a page runs the page's code, so
+		// navigate is exec; acting on a page is write; looking is read-only; evaluate and the
+		// WebAuthn authenticator are exec and granted one by one.
+		{"browser_navigate", "load a URL in the sandboxed browser", Exec, []string{CapBrowser}},
+		{"browser_snapshot", "outline the browser page with element refs", ReadOnly, []string{CapBrowser}},
 		{"browser_click", "click an element in the browser", Write, []string{CapBrowser}},
+		{"browser_hover", "hover over an element in the browser", Write, []string{CapBrowser}},
 		{"browser_type", "type into the browser page", Write, []string{CapBrowser}},
-		{"browser_evaluate", "run JavaScript in the browser page", Exec, []string{CapBrowser, CapNetworkOutbound}},
+		{"browser_select", "choose options of a select in the browser", Write, []string{CapBrowser}},
+		{"browser_press_key", "press a key in the browser page", Write, []string{CapBrowser}},
+		{"browser_wait_for", "wait for text in the browser page", ReadOnly, []string{CapBrowser}},
+		{"browser_screenshot", "capture the browser page", ReadOnly, []string{CapBrowser}},
+		{"browser_tabs", "list, open, select or close browser tabs", Write, []string{CapBrowser}},
+		{"browser_console", "read the browser page's console", ReadOnly, []string{CapBrowser}},
+		{"browser_network", "list the browser's requests and refusals", ReadOnly, []string{CapBrowser}},
+		{"browser_storage_get", "read one localStorage key of an origin", ReadOnly, []string{CapBrowser}},
+		{"browser_storage_set", "set one localStorage key of an origin", Write, []string{CapBrowser}},
+		{"browser_evaluate", "run JavaScript in the browser page", Exec, []string{CapBrowser}},
 		{"desktop_screenshot", "capture the virtual desktop", ReadOnly, []string{CapDesktop}},
 		{"desktop_click", "click on the virtual desktop", Exec, []string{CapDesktop}},
 		{"desktop_type", "type on the virtual desktop", Exec, []string{CapDesktop}},
