@@ -168,6 +168,17 @@ func NewToolServer(o *Options, maxConc int, stderr io.Writer) (s *tools.Server, 
 			}
 		}
 		for i := range ends {
+			if i == 3 {
+				// fd 3 is a socket: the state of a call, or a background
+				// process's loopback relay (tools/relay_linux.go).
+				if ends[i][0], ends[i][1], err = tools.StatePair(); err != nil {
+					closeAll()
+					cmd.Abort()
+					release()
+					return nil, err
+				}
+				continue
+			}
 			if ends[i][0], ends[i][1], err = os.Pipe(); err != nil {
 				closeAll()
 				cmd.Abort()
@@ -187,7 +198,8 @@ func NewToolServer(o *Options, maxConc int, stderr io.Writer) (s *tools.Server, 
 			release()
 			return nil, err
 		}
-		return &tools.Shell{Cmd: cmd, Env: spec.Env, Script: ends[0][1], Out: [3]*os.File{ends[1][0], ends[2][0], ends[3][0]}, Release: release}, nil
+		return &tools.Shell{Cmd: cmd, Env: spec.Env, Script: ends[0][1], Out: [3]*os.File{ends[1][0], ends[2][0], ends[3][0]}, Release: release,
+			Jail: WorkerPath}, nil
 	}
 	reg, err := CoreRegistry(o.Timeout)
 	if err != nil {

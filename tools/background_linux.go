@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -62,6 +63,11 @@ type bgProc struct {
 	sh      *Shell
 	out     [2]*bgBuf // stdout, stderr
 
+	// relay is the supervisor's end of the process's loopback relay (nil: none); relayMu
+	// makes its exchanges one at a time.
+	relay   *os.File
+	relayMu sync.Mutex
+
 	ended chan struct{} // closed once the sandbox ended and its output is in
 	// Set before ended closes.
 	code     int
@@ -95,7 +101,7 @@ func (b *background) alive() int {
 // start runs script in sh, which the caller took for it and which start
 // now owns, and returns the process. The slot is counted under b.mu, so
 // concurrent starts cannot pass the bound together.
-func (b *background) start(cc CallContext, command, script string, sh *Shell) (*bgProc, error) {
+func (b *background) start(cc CallContext, command, script, relay string, sh *Shell) (*bgProc, error) {
 	b.mu.Lock()
 	switch {
 	case b.done:
@@ -110,13 +116,20 @@ func (b *background) start(cc CallContext, command, script string, sh *Shell) (*
 	b.next++
 	p := &bgProc{id: "bg-" + strconv.Itoa(b.next), owner: owner(cc), command: command, started: time.Now(), sh: sh,
 		out: [2]*bgBuf{{}, {}}, ended: make(chan struct{})}
+	if relay != "" {
+		p.relay = sh.Out[2]
+	}
 	b.procs = append(b.procs, p)
 	b.mu.Unlock()
 
-	// The state the wrapper writes on fd 3 at exit is dropped: a
-	// background process does not move the session's directory or
-	// variables.
-	wait := copyOut(sh.Out, [3]io.Writer{p.out[0], p.out[1], io.Discard})
+	// A background process does not move the session's directory or
+	// variables: its fd 3 is the loopback relay's socket, when it has one,
+	// and anything else written there is dropped.
+	outs := sh.Out
+	if p.relay != nil {
+		outs[2] = nil
+	}
+	wait := copyOut(outs, [3]io.Writer{p.out[0], p.out[1], io.Discard})
 	sh.Out = [3]*os.File{}
 	script_ := sh.Script
 	sh.Script = nil
@@ -130,6 +143,11 @@ func (b *background) start(cc CallContext, command, script string, sh *Shell) (*
 		res, err := sh.Cmd.Wait()
 		wait()
 		sh.Close() // frees the placeholders and the network proxy
+		if p.relay != nil {
+			p.relayMu.Lock()
+			p.relay.Close()
+			p.relayMu.Unlock()
+		}
 		p.err = err
 		if res != nil {
 			p.code = res.ExitCode
@@ -158,6 +176,46 @@ func (b *background) forget() {
 			return false
 		}
 	})
+}
+
+// dial connects to port on the loopback of one of agent's running background processes
+// (whichever listens there), through its relay.
+func (b *background) dial(ctx context.Context, agent string, port int) (net.Conn, error) {
+	b.mu.Lock()
+	var procs []*bgProc
+	for _, p := range b.procs {
+		select {
+		case <-p.ended:
+			continue
+		default:
+		}
+		if strings.HasPrefix(p.owner, agent+"\x00") && p.relay != nil {
+			procs = append(procs, p)
+		}
+	}
+	b.mu.Unlock()
+	if len(procs) == 0 {
+		return nil, fmt.Errorf("localhost:%d: this session runs no background process (bash with run_in_background) to serve it", port)
+	}
+	var errs []string
+	for _, p := range procs {
+		p.relayMu.Lock()
+		c, err := relayDial(ctx, p.relay, port)
+		p.relayMu.Unlock()
+		if err == nil {
+			return c, nil
+		}
+		errs = append(errs, p.id+": "+err.Error())
+	}
+	return nil, fmt.Errorf("localhost:%d: no background process of this session listens there (%s)", port, strings.Join(errs, "; "))
+}
+
+// DialBackground connects to port on the loopback of one of the agent's background processes
+// (bash run_in_background): how the browser's http://localhost:PORT reaches the agent's own dev
+// server and nothing else.
+func (s *Server) DialBackground(ctx context.Context, agent string, port int) (net.Conn, error) {
+	s.init()
+	return s.bg.dial(ctx, agent, port)
 }
 
 // lookup finds the caller's process by id. Another caller's process is
@@ -330,7 +388,8 @@ func (s *Server) startBackground(ctx context.Context, readOnly bool, cc CallCont
 	if req.Session != nil {
 		cwd, env = req.Session.Cwd, req.Session.Env
 	}
-	p, err := s.bg.start(cc, a.Command, bashScript(a.Command, cwd, sh.base(), env), sh)
+	relay := sh.relayBinary()
+	p, err := s.bg.start(cc, a.Command, bashScript(a.Command, cwd, sh.base(), env, relay), relay, sh)
 	if err != nil {
 		return errorf("bash: %v", err)
 	}

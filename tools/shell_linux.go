@@ -33,6 +33,12 @@ type Shell struct {
 	// Release frees what the sandbox held on the host (placeholders, the
 	// network proxy); it is called once, after the sandbox has ended.
 	Release func()
+	// Jail is the jail binary's path inside the sandbox, which runs the
+	// loopback relay of a background process when the shell's fd 3 is a
+	// socket (StatePair; relay_linux.go). Empty, or fd 3 a pipe: a
+	// background process of this shell has no relay, and its loopback
+	// cannot be reached.
+	Jail string
 
 	released sync.Once
 }
@@ -60,6 +66,18 @@ func (sh *Shell) Close() {
 }
 
 func (sh *Shell) base() []string { return sh.Env }
+
+// relayBinary is the relay's program for a background process, or "" when it has none.
+func (sh *Shell) relayBinary() string {
+	if sh.Jail == "" || sh.Out[2] == nil {
+		return ""
+	}
+	var st unix.Stat_t
+	if unix.Fstat(int(sh.Out[2].Fd()), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return ""
+	}
+	return sh.Jail
+}
 
 // launch gives the waiting shell its script. The shell is its sandbox's
 // command, so when it exits pid 1 kills everything the call started (the

@@ -26,7 +26,7 @@ func TestScriptSurvivesEveryShell(t *testing.T) {
 	for _, sh := range [][]string{{"/bin/sh", "-s"}, {"/bin/bash", "--posix", "-s"}, {"/bin/bash", "-s"}} {
 		cmd := exec.Command(sh[0], sh[1:]...)
 		cmd.Env, cmd.Dir = base, "/"
-		cmd.Stdin = strings.NewReader(bashScript(command, "/tmp", base, env))
+		cmd.Stdin = strings.NewReader(bashScript(command, "/tmp", base, env, ""))
 		var out bytes.Buffer
 		cmd.Stdout = &out
 		r, w, _ := os.Pipe()

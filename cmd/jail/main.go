@@ -49,6 +49,10 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		// A tool worker, run as the command of a sandbox by jail serve
 		// and jail tool (tools.WorkerMain); not for people.
 		return tools.WorkerMain(stdin, stdout)
+	case tools.RelayCommand:
+		// The loopback relay beside a background bash process, inside its
+		// sandbox (docs/background.md); not for people.
+		return tools.RelayMain()
 	case container.InitCommand:
 		// jail's init inside a browser or desktop container, bound there
 		// read-only (docs/container.md); not for people.
