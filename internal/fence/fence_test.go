@@ -141,7 +141,7 @@ var fences = []fence{
 	{pkg: "container", internal: append([]string{"confine", "policy", "tools", "netns", "gitstate", "gitview", "agent", "home", "browser", "desktop"}, wiring...),
 		external: []string{"github.com/chromedp/", "github.com/go-rod/", "github.com/playwright-community/"},
 		why:      "container is the Docker layer the browser and desktop categories share; it takes plain values from them and knows no policy, tool or browser"},
-	{pkg: "browser", internal: append([]string{"confine", "gitstate", "gitview", "agent", "home", "desktop"}, wiring...),
+	{pkg: "browser", internal: append([]string{"gitstate", "gitview", "agent", "home", "desktop"}, wiring...),
 		why: "browser drives Chromium in its container (container) and fetches for it under the network policy (netns); it runs no sandbox of its own and is wired to the servers by launch"},
 	{pkg: "internal/testutil", onlyInternal: []string{},
 		why: "the tests' shared helpers import nothing of the module, so any package's tests may use them"},
