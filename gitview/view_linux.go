@@ -605,6 +605,10 @@ func (r *Run) Finish() {
 		unix.Close(r.dirfd)
 		r.dirfd = -1
 	}
+	var committed []string
+	if r.launch != nil && r.ws >= 0 {
+		committed = r.committedPaths()
+	}
 	for _, g := range r.repos {
 		unix.Close(g.fd)
 	}
@@ -614,7 +618,9 @@ func (r *Run) Finish() {
 		if run == "" {
 			run = newRunName()
 		}
-		scanNew(r.opt.Report, r.ws, r.keyfd, r.launch.changedSince(r.ws), r.launch, run)
+		now := r.launch.changedSince(r.ws)
+		now.addCommitted(r.ws, committed)
+		scanNew(r.opt.Report, r.ws, r.keyfd, now, r.launch, run)
 		r.launch = nil
 	}
 	for _, fd := range []*int{&r.keyfd, &r.ws} {
@@ -1029,6 +1035,20 @@ func AdoptMain(args []string, w io.Writer, protected []string) int {
 	f := &found{skip: skip, depth: map[string]int{}, ids: map[string]dirID{}, hashes: map[string]uint64{},
 		names: newNameSet(protected), prot: map[string][]string{}, deep: since > 0, at: since}
 	f.walkFrom(wsfd, ".", 0)
+	if args[3] != "-" {
+		// The repository made in the private git directory, adopted
+		// now: every commit of it is the sandbox's.
+		if gfd, err := openGitDir(wsfd, ".git"); err == nil {
+			if isGitDir(wsfd, ".git") {
+				paths, err := committedGitlinks(gfd, nil)
+				if err != nil {
+					fmt.Fprintf(w, "jail: git: the gitlinks the sandbox's commits add cannot be listed (%v); before you check out its commits, look at what their submodule paths hold\n", err)
+				}
+				f.addCommitted(wsfd, paths)
+			}
+			unix.Close(gfd)
+		}
+	}
 	scanNew(w, wsfd, scratch, f, nil, run)
 	return code
 }

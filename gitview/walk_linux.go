@@ -85,6 +85,10 @@ type found struct {
 type nameSet struct {
 	exact map[string]bool
 	globs []string
+	// The globs of the form P* and *S (all of the default list's), as
+	// prefixes and suffixes: the walk matches every name of every
+	// directory it visits, and filepath.Match tripled its cost.
+	prefixes, suffixes, others []string
 }
 
 // newNameSet makes the set of the first components of the protected
@@ -95,11 +99,48 @@ func newNameSet(ps []string) *nameSet {
 		first, _, _ := strings.Cut(filepath.Clean(p), "/")
 		if strings.ContainsAny(first, "*?[") {
 			m.globs = appendNew(m.globs, first)
+			body := strings.Trim(first, "*")
+			switch {
+			case strings.ContainsAny(body, "*?[\\"):
+				m.others = append(m.others, first)
+			case strings.HasSuffix(first, "*") && !strings.HasPrefix(first, "*"):
+				m.prefixes = append(m.prefixes, body)
+			case strings.HasPrefix(first, "*") && !strings.HasSuffix(first, "*"):
+				m.suffixes = append(m.suffixes, body)
+			default:
+				m.others = append(m.others, first)
+			}
 		} else if first != "." && first != ".." {
 			m.exact[first] = true
 		}
 	}
 	return m
+}
+
+// matchBytes is match's first result for a name in a listing's buffer,
+// without making a string of every name of the tree.
+func (m *nameSet) matchBytes(name []byte) bool {
+	if m == nil {
+		return false
+	}
+	if m.exact[string(name)] { // no allocation: a map index by a converted slice
+		return true
+	}
+	for _, p := range m.prefixes {
+		if len(name) >= len(p) && string(name[:len(p)]) == p {
+			return true
+		}
+	}
+	for _, x := range m.suffixes {
+		if len(name) >= len(x) && string(name[len(name)-len(x):]) == x {
+			return true
+		}
+	}
+	if len(m.others) == 0 {
+		return false
+	}
+	ok, _ := m.match(string(name))
+	return ok
 }
 
 // match reports whether name is one of the set's, and whether it is one
@@ -112,7 +153,17 @@ func (m *nameSet) match(name string) (ok, byGlob bool) {
 	if m.exact[name] {
 		return true, false
 	}
-	for _, g := range m.globs {
+	for _, p := range m.prefixes {
+		if strings.HasPrefix(name, p) {
+			return true, true
+		}
+	}
+	for _, x := range m.suffixes {
+		if strings.HasSuffix(name, x) {
+			return true, true
+		}
+	}
+	for _, g := range m.others {
 		if ok, _ := filepath.Match(g, name); ok {
 			return true, true
 		}
@@ -171,7 +222,7 @@ func listDir(fd int, buf []byte, names *nameSet) ([]dirEnt, error) {
 					typ = unix.DT_DIR
 				}
 			}
-			prot, _ := names.match(string(name))
+			prot := names.matchBytes(name)
 			if typ == unix.DT_DIR || isGit || prot {
 				out = append(out, dirEnt{string(name), typ == unix.DT_DIR, prot})
 			}
@@ -499,6 +550,9 @@ func (r *Run) nested(f *found) (unsure bool) {
 		r.protect = appendNew(r.protect, g)
 	}
 	deep := r.deepProtected(f)
+	// What the launch knows, for the post-run scan: the gitlinks' .git
+	// entries with the walk's.
+	f.gitDirs, f.gitFiles = gitDirs, gitFiles
 	// The directories on the way to each .git below the root are pinned
 	// (mounted onto themselves; a mountpoint can be neither renamed nor
 	// removed): moving vendor/lib aside would take its shown .git along

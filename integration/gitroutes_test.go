@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The routes into the host's git other than the workspace's own git
@@ -85,10 +86,11 @@ echo SANDBOX-DONE`)
 // TestGitlinksAnyDepth: a submodule six levels down (deeper than the
 // launch walk) cannot have its gitfile replaced by a repository of the
 // sandbox's, an uninitialised submodule's empty directory cannot be
-// filled with one, and a repository the sandbox makes six levels down and
-// commits as a gitlink is reduced: after the host's git reset --hard
-// (which stages the committed gitlink), the host's git status at the top,
-// which descends into every gitlink, runs nothing.
+// filled with one, and repositories the sandbox makes six levels down
+// (in directories it made, and in one that existed below the walk's
+// depth) and commits as gitlinks are reduced: after the host's git reset
+// --hard (which stages the committed gitlinks), the host's git status at
+// the top, which descends into every gitlink, runs nothing.
 func TestGitlinksAnyDepth(t *testing.T) {
 	needGit(t)
 	forEachPath(t, func(t *testing.T, r runner) {
@@ -107,6 +109,12 @@ func TestGitlinksAnyDepth(t *testing.T) {
 				t.Fatalf("host git %v: %v\n%s", args, err, out)
 			}
 		}
+		// A directory deeper than the launch walk that exists (older
+		// than the launch by more than the clock's tick): the walk after
+		// the run does not enter it; the committed gitlink leads there.
+		os.MkdirAll(filepath.Join(ws, "old/a/b/c/d/e"), 0o755)
+		r.own(t, ws)
+		time.Sleep(100 * time.Millisecond)
 		marker, plant := r.marker(t, ws)
 		res := r.sh(t, ws, plant+plantRepo+`
 rm -f `+deep+`/.git 2>/dev/null && echo DEEP-REMOVED
@@ -116,7 +124,9 @@ plant un/.git "$PWD/un" 2>/dev/null && echo UN-FILLED
 plant un "$PWD/un" 2>/dev/null && echo UN-BARE
 mkdir -p n/a/b/c/d/e && git init -q n/a/b/c/d/e/f && (cd n/a/b/c/d/e/f && git commit -q --allow-empty -m inner)
 git -C n/a/b/c/d/e/f config core.fsmonitor "$PWD/.payload"
-git add n/a/b/c/d/e/f && git commit -qm "deep gitlink" || echo GITLINK-COMMIT-FAILED
+git init -q old/a/b/c/d/e/f && (cd old/a/b/c/d/e/f && git commit -q --allow-empty -m inner-old)
+git -C old/a/b/c/d/e/f config core.fsmonitor "$PWD/.payload"
+git add n/a/b/c/d/e/f old/a/b/c/d/e/f && git commit -qm "deep gitlink" || echo GITLINK-COMMIT-FAILED
 echo SANDBOX-DONE`)
 		mustExit(t, res, 0)
 		for _, w := range []string{"DEEP-", "UN-", "GITLINK-COMMIT-FAILED"} {
@@ -133,7 +143,8 @@ echo SANDBOX-DONE`)
 		if out, _ := r.hostGit(t, ws, "ls-files", "-s", "n"); !strings.Contains(out, "160000") {
 			t.Fatalf("the host's reset did not stage the committed gitlink: %s", out)
 		}
-		r.hostStatusIn(t, marker, ws, filepath.Join(ws, deep), filepath.Join(ws, "un"), filepath.Join(ws, "n/a/b/c/d/e/f"))
+		r.hostStatusIn(t, marker, ws, filepath.Join(ws, deep), filepath.Join(ws, "un"), filepath.Join(ws, "n/a/b/c/d/e/f"),
+			filepath.Join(ws, "old/a/b/c/d/e/f"))
 		if out, err := r.hostGit(t, filepath.Join(ws, "n/a/b/c/d/e/f"), "log", "--oneline"); err != nil || !strings.Contains(out, "inner") {
 			t.Errorf("the repository made inside lost its commits: %v %s", err, out)
 		}
