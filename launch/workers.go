@@ -201,8 +201,14 @@ func NewToolServer(o *Options, maxConc int, stderr io.Writer) (s *tools.Server, 
 		return &tools.Shell{Cmd: cmd, Env: spec.Env, Script: ends[0][1], Out: [3]*os.File{ends[1][0], ends[2][0], ends[3][0]}, Release: release,
 			Jail: WorkerPath}, nil
 	}
-	reg, err := CoreRegistry(o.Timeout)
+	dk, docker, err := NewDocker(p, layout.Workspace, audit, true, stderr)
 	if err != nil {
+		nr.Close()
+		return nil, nil, err
+	}
+	reg, err := CoreRegistry(o.Timeout, docker...)
+	if err != nil {
+		dk.Close()
 		nr.Close()
 		return nil, nil, err
 	}
@@ -211,6 +217,7 @@ func NewToolServer(o *Options, maxConc int, stderr io.Writer) (s *tools.Server, 
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	return s, func() {
 		s.Close()
+		dk.Close()
 		nr.Close()
 		if audit != nil {
 			audit.Close()
@@ -220,9 +227,10 @@ func NewToolServer(o *Options, maxConc int, stderr io.Writer) (s *tools.Server, 
 
 // CoreRegistry is the tool registry of every front end (serve, mcp, tool)
 // and of jail policy explain, so explain resolves against the tools a
-// caller is offered.
-func CoreRegistry(bashMaxTimeout time.Duration) (*tools.Registry, error) {
-	return tools.NewRegistry(tools.Core(tools.Options{BashMaxTimeout: bashMaxTimeout})...)
+// caller is offered: the core tools, then extra (the Docker-backed
+// categories, NewDocker).
+func CoreRegistry(bashMaxTimeout time.Duration, extra ...*tools.Tool) (*tools.Registry, error) {
+	return tools.NewRegistry(append(tools.Core(tools.Options{BashMaxTimeout: bashMaxTimeout}), extra...)...)
 }
 
 // blockingPipe is a pipe the Go runtime does not poll, for a worker's

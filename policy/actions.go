@@ -140,11 +140,13 @@ func ToolActions(t ToolInfo) []Action {
 		return []Action{ActBrowseType}
 	case "browser_evaluate":
 		return []Action{ActBrowseEval}
-	case "desktop_screenshot":
+	case "desktop_launch":
+		return []Action{ActProcRun}
+	case "desktop_screenshot", "desktop_cursor_position", "desktop_windows", "desktop_wait_for_window":
 		return []Action{ActDeskShot}
-	case "desktop_click":
+	case "desktop_click", "desktop_move", "desktop_drag", "desktop_scroll":
 		return []Action{ActDeskClick}
-	case "desktop_type":
+	case "desktop_type", "desktop_key":
 		return []Action{ActDeskType}
 	}
 	// A tool jail does not know by name is classified by what it touches; several capabilities

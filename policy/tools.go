@@ -67,8 +67,7 @@ type ToolInfo struct {
 // Catalogue is jail's static risk map: every tool name jail knows, in registry order, with the
 // floor of its risk and its capabilities. A tool's own declaration can raise its risk but never
 // lower it below this map (see [EffectiveRisk]). The browser_* and desktop_* entries are
-// placeholders for the Docker-backed categories still to come; they exist here so a policy can
-// name them today and so their risk is fixed before their code is written.
+// the Docker-backed categories (docs/container.md).
 func Catalogue() []ToolInfo {
 	r := []string{CapFSRead}
 	return []ToolInfo{
@@ -101,9 +100,19 @@ func Catalogue() []ToolInfo {
 		{"browser_storage_get", "read one localStorage key of an origin", ReadOnly, []string{CapBrowser}},
 		{"browser_storage_set", "set one localStorage key of an origin", Write, []string{CapBrowser}},
 		{"browser_evaluate", "run JavaScript in the browser page", Exec, []string{CapBrowser}},
+		// The desktop (docs/desktop.md): an app in a network-less container. Launching runs
+		// code; input drives that code, so it is exec too; looking is read-only.
+		{"desktop_launch", "start an app on the virtual desktop", Exec, []string{CapDesktop, CapProcessExec}},
 		{"desktop_screenshot", "capture the virtual desktop", ReadOnly, []string{CapDesktop}},
 		{"desktop_click", "click on the virtual desktop", Exec, []string{CapDesktop}},
+		{"desktop_move", "move the pointer on the virtual desktop", Exec, []string{CapDesktop}},
+		{"desktop_drag", "drag with the pointer on the virtual desktop", Exec, []string{CapDesktop}},
+		{"desktop_scroll", "scroll on the virtual desktop", Exec, []string{CapDesktop}},
 		{"desktop_type", "type on the virtual desktop", Exec, []string{CapDesktop}},
+		{"desktop_key", "press keys on the virtual desktop", Exec, []string{CapDesktop}},
+		{"desktop_cursor_position", "where the pointer is on the virtual desktop", ReadOnly, []string{CapDesktop}},
+		{"desktop_windows", "list the virtual desktop's windows", ReadOnly, []string{CapDesktop}},
+		{"desktop_wait_for_window", "wait for a window on the virtual desktop", ReadOnly, []string{CapDesktop}},
 	}
 }
 

@@ -351,7 +351,7 @@ func (s *Server) decideAndRun(ctx context.Context, t *Tool, g *policy.Gate, pc p
 			Meta: map[string]any{"decision": d.Outcome, "reason": d.Reason, "step": d.Step}}
 	}
 	if t.Host != nil {
-		res := t.Host(ctx, HostCall{Args: r.Args, Context: r.Context, Timeout: t.Timeout, OutputCap: t.OutputCap, bg: s.bg})
+		res := t.Host(ctx, HostCall{Args: r.Args, Context: r.Context, Request: string(r.ID), Timeout: t.Timeout, OutputCap: t.OutputCap, bg: s.bg})
 		audit(d)
 		return res
 	}

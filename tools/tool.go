@@ -57,8 +57,10 @@ type Tool struct {
 // HostCall is one call of a tool that runs in the supervisor (Tool.Host),
 // after the policy gate allowed it.
 type HostCall struct {
-	Args      json.RawMessage
-	Context   CallContext
+	Args    json.RawMessage
+	Context CallContext
+	// Request is the call's id as the caller sent it (JSON), for correlation in records.
+	Request   string
 	Timeout   time.Duration
 	OutputCap int
 

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/jail-sandbox/jail/confine"
+	"github.com/jail-sandbox/jail/launch"
 	"github.com/jail-sandbox/jail/tools"
 )
 
@@ -35,7 +36,10 @@ func checkMain(args []string, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(stdout, "%-12s %-8s %s\n", "plan cache", "ok", "a repeated jail run skips the Go runtime (docs/plan-cache.md; JAIL_PLAN_CACHE=off turns it off)")
 	}
-	reg, err := tools.NewRegistry(tools.Core(tools.Options{})...)
+	// The browser and desktop tools say whether Docker and their images are there.
+	dk, docker := launch.CheckDocker()
+	defer dk.Close()
+	reg, err := tools.NewRegistry(append(tools.Core(tools.Options{}), docker...)...)
 	if err != nil {
 		fmt.Fprintln(stderr, "jail check:", err)
 		return 1

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jail-sandbox/jail/confine"
 	"github.com/jail-sandbox/jail/container"
+	"github.com/jail-sandbox/jail/desktop"
 	"github.com/jail-sandbox/jail/gitview"
 	"github.com/jail-sandbox/jail/launch"
 	"github.com/jail-sandbox/jail/policy"
@@ -57,6 +58,9 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		// jail's init inside a browser or desktop container, bound there
 		// read-only (docs/container.md); not for people.
 		return container.InitMain(args[1:])
+	case desktop.DriverCommand:
+		// The desktop's driver inside its container, run by that init.
+		return desktop.DriverMain(args[1:])
 	case confine.AdoptCommand:
 		// A cached run whose sandbox made a repository hands it over
 		// (docs/git.md); not for people.

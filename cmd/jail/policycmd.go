@@ -95,7 +95,13 @@ func policyExplain(args []string, stdout, stderr io.Writer) int {
 	}
 	// The registry and the function serve, mcp and tool answer with: explain
 	// prints what a caller is offered and how each call is decided.
-	reg, err := launch.CoreRegistry(p.Limits.Timeout)
+	dk, docker, err := launch.NewDocker(p, env.Workspace, nil, false, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "jail policy explain:", err)
+		return 1
+	}
+	defer dk.Close()
+	reg, err := launch.CoreRegistry(p.Limits.Timeout, docker...)
 	if err != nil {
 		fmt.Fprintln(stderr, "jail policy explain:", err)
 		return 1
