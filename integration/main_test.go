@@ -103,6 +103,9 @@ type runner struct {
 	name     string
 	uid, gid int
 	cached   bool
+	// groups are supplementary groups of an unprivileged runner (none unless a test sets
+	// them: the Docker tests add the docker group).
+	groups []uint32
 }
 
 // runners are root (when the suite is root) and the unprivileged user, so
@@ -203,7 +206,7 @@ func (r runner) credential(cmd *exec.Cmd) {
 		if cmd.SysProcAttr == nil {
 			cmd.SysProcAttr = &syscall.SysProcAttr{}
 		}
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: append([]uint32{}, r.groups...)}
 	}
 }
 
