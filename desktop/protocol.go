@@ -154,4 +154,3 @@ func lastLines(s string, max int) string {
 	}
 	return s
 }
-

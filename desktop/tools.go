@@ -125,7 +125,7 @@ func (d *Desktop) launch(ctx context.Context, s *session, raw json.RawMessage) t
 	if a.Cwd != "" {
 		c := filepath.Clean(a.Cwd)
 		if filepath.IsAbs(c) || c == ".." || strings.HasPrefix(c, "../") {
-			return errResult(fmt.Errorf("cwd %q must be relative to the workspace, without ..", a.Cwd))
+			return errResult(fmt.Errorf("cwd %q must be relative to the workspace, without \"..\" components", a.Cwd))
 		}
 		dir = filepath.Join(d.cfg.Workspace, c)
 	}
