@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/jail-sandbox/jail/internal/testutil"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The desktop tests drive real containers: a Docker engine (scripts/dockerd.sh) and the
@@ -420,6 +421,52 @@ func TestDesktopDockerUnavailable(t *testing.T) {
 		}
 		if !strings.Contains(out.stdout, "tool read    ready") {
 			t.Errorf("jail check: read is not ready:\n%s", out.stdout)
+		}
+	})
+}
+
+// TestDesktopMCPImage: over MCP (the official Go SDK's client against jail mcp), a
+// desktop_screenshot result carries the screen as an image block, the text naming its file
+// and hash.
+func TestDesktopMCPImage(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		r = needDesktop(t, r)
+		ws := r.dir(t, "jail-it-desktop-mcp-")
+		pol, _ := r.desktopPolicy(t, "")
+		cmd := exec.Command(suite.bin, "mcp", "-w", ws, "--policy", pol, "--agent", "tester")
+		cmd.Dir = ws
+		r.prepare(cmd)
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "jail-it", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "desktop_screenshot", Arguments: map[string]any{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text string
+		var img *mcp.ImageContent
+		for _, c := range res.Content {
+			switch c := c.(type) {
+			case *mcp.TextContent:
+				text += c.Text
+			case *mcp.ImageContent:
+				img = c
+			}
+		}
+		if res.IsError || img == nil || img.MIMEType != "image/png" {
+			t.Fatalf("desktop_screenshot over MCP: error %v, text %q, image %v", res.IsError, text, img != nil)
+		}
+		cfg, err := png.DecodeConfig(bytes.NewReader(img.Data))
+		if err != nil || cfg.Width != 1280 || cfg.Height != 800 {
+			t.Fatalf("the image block: %v %+v", err, cfg)
+		}
+		sum := sha256.Sum256(img.Data)
+		if !strings.Contains(text, hex.EncodeToString(sum[:])) || !strings.Contains(text, ".jail/desktop/screenshots/") {
+			t.Errorf("the text %q does not name the file and the image's hash", text)
 		}
 	})
 }
