@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/jail-sandbox/jail/confine"
@@ -26,21 +27,28 @@ type Setup struct {
 	Allow []string
 }
 
-// Apply adds profile prof to layout: its config directories read-only
-// (RO), with its state beneath them read-write (RW: directories created
-// private on the host when missing, files bound when they exist), RO
-// paths that lie beneath an RW directory kept read-only in place (missing
-// ones made empty first, beneath the directory's descriptor, so the
-// sandbox cannot create them), and the files it seeds into the
-// workspace's persistent home h (nil: none, and nothing is seeded).
-// userHome is the caller's home, where "~" points on both sides.
-func Apply(layout *confine.Layout, name string, prof policy.Profile, userHome, homesRoot string, h *home.Home) (*Setup, error) {
+// Apply adds profile prof to layout (docs/agents.md): its Own directories
+// are the sandbox's own with the host's entries bound read-only in them
+// (Private names, state and seeds excepted), its RW state bound read-write
+// from the host (directories created private when missing, files bound
+// when they exist or created empty), its RO paths bound read-only (one
+// beneath an RW directory kept read-only in place, made empty first
+// beneath the directory's descriptor, so the sandbox cannot create it),
+// and its Seed files copied into the workspace's persistent home h (nil:
+// none, and nothing is seeded). userHome is the caller's home, where "~"
+// points on both sides; getenv reads the caller's environment, whose
+// ConfigEnv variables move the profile's paths.
+func Apply(layout *confine.Layout, name string, prof policy.Profile, userHome, homesRoot string, h *home.Home, getenv func(string) string) (*Setup, error) {
 	if !filepath.IsAbs(userHome) {
 		return nil, fmt.Errorf("profile %s: no home directory to find the agent's files in", name)
 	}
+	expand, moved, err := rebase(name, prof.ConfigEnv, userHome, layout.Workspace, getenv)
+	if err != nil {
+		return nil, err
+	}
 	var rwDirs []string
 	for _, p := range prof.RW {
-		abs := policy.ExpandProfilePath(p, userHome)
+		abs := expand(p)
 		if err := makeState(userHome, abs, true); err != nil {
 			return nil, fmt.Errorf("profile %s: create %s: %w", name, abs, err)
 		}
@@ -52,8 +60,8 @@ func Apply(layout *confine.Layout, name string, prof policy.Profile, userHome, h
 		}
 	}
 	for _, p := range prof.RWFiles {
-		abs := policy.ExpandProfilePath(p, userHome)
-		if filepath.Ext(abs) != ".json" {
+		abs := expand(p)
+		if filepath.Ext(abs) != ".json" || slices.Contains(prof.Create, p) {
 			if err := makeState(userHome, abs, false); err != nil {
 				return nil, fmt.Errorf("profile %s: create %s: %w", name, abs, err)
 			}
@@ -62,8 +70,38 @@ func Apply(layout *confine.Layout, name string, prof policy.Profile, userHome, h
 			layout.ReadWrite = append(layout.ReadWrite, abs)
 		}
 	}
+	// What an Own directory does not show from the host: the private
+	// names, what is bound read-write already, and the seeded files.
+	skip := map[string]bool{}
+	for _, l := range [][]string{prof.Private, prof.RW, prof.RWFiles, prof.Seed} {
+		for _, p := range l {
+			skip[expand(p)] = true
+		}
+	}
+	for _, p := range prof.Own {
+		dir := expand(p)
+		ents, err := os.ReadDir(dir)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // the sandbox's own from the start
+		}
+		if err != nil {
+			return nil, fmt.Errorf("profile %s: read %s: %w", name, dir, err)
+		}
+		for _, e := range ents {
+			abs := filepath.Join(dir, e.Name())
+			if skip[abs] || bound(layout, abs) {
+				continue
+			}
+			// Directories and files only, and only what resolves (a
+			// dangling link or a socket is not shown).
+			if st, err := os.Stat(abs); err != nil || !st.IsDir() && !st.Mode().IsRegular() {
+				continue
+			}
+			layout.ReadOnly = append(layout.ReadOnly, abs)
+		}
+	}
 	for _, p := range prof.RO {
-		abs := policy.ExpandProfilePath(p, userHome)
+		abs := expand(p)
 		root := ""
 		for _, d := range rwDirs {
 			if abs != d && strings.HasPrefix(abs, d+"/") {
@@ -89,8 +127,8 @@ func Apply(layout *confine.Layout, name string, prof policy.Profile, userHome, h
 	}
 	if h != nil {
 		for _, p := range prof.Seed {
-			rel := strings.TrimPrefix(p, "~/")
-			src := policy.ExpandProfilePath(p, userHome)
+			src := expand(p)
+			rel, _ := filepath.Rel(userHome, src)
 			data, err := os.ReadFile(src)
 			if errors.Is(err, os.ErrNotExist) {
 				continue
@@ -111,7 +149,55 @@ func Apply(layout *confine.Layout, name string, prof policy.Profile, userHome, h
 		}
 		set = append(set, n+"="+v)
 	}
-	return &Setup{Name: name, Env: prof.Env, Set: set, Allow: prof.Allow}, nil
+	return &Setup{Name: name, Env: append(slices.Clone(prof.Env), moved...), Set: set, Allow: prof.Allow}, nil
+}
+
+// rebase returns the function that turns a profile path (~/x) into a host
+// path, following the ConfigEnv variables the caller set: a path under an
+// entry's ~/path is taken at the same place under $NAME (or $NAME/REL),
+// the longest such entry winning. It also returns the variables set, to
+// pass into the sandbox. A variable that points outside the home, or into
+// the workspace, is refused: the profile shows the agent's files of the
+// home, and nothing else of the host.
+func rebase(name string, configEnv []string, userHome, workspace string, getenv func(string) string) (func(string) string, []string, error) {
+	type move struct{ from, to string }
+	var moves []move
+	var moved []string
+	for _, e := range configEnv {
+		n, def, _ := strings.Cut(e, "=")
+		v, rel, _ := strings.Cut(n, "/")
+		val := getenv(v)
+		if val == "" {
+			continue
+		}
+		dir := filepath.Clean(val)
+		ws := filepath.Clean(workspace)
+		if !filepath.IsAbs(dir) || dir == userHome || !strings.HasPrefix(dir, userHome+"/") || dir == ws || strings.HasPrefix(dir, ws+"/") {
+			return nil, nil, fmt.Errorf("profile %s: %s=%s is not a directory under your home %s outside the workspace: the profile shows only the agent's files in the home (unset %s, or run with --profile none and bind it yourself with --ro/--rw)", name, v, val, userHome, v)
+		}
+		if !slices.Contains(moved, v) {
+			moved = append(moved, v)
+		}
+		from := userHome
+		if def != "~" {
+			from = policy.ExpandProfilePath(def, userHome)
+		}
+		moves = append(moves, move{from, filepath.Join(dir, rel)})
+	}
+	expand := func(p string) string {
+		abs := policy.ExpandProfilePath(p, userHome)
+		best := -1
+		for i, m := range moves {
+			if (abs == m.from || strings.HasPrefix(abs, m.from+"/")) && (best < 0 || len(m.from) > len(moves[best].from)) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return abs
+		}
+		return moves[best].to + strings.TrimPrefix(abs, moves[best].from)
+	}
+	return expand, moved, nil
 }
 
 // bound says the caller already binds abs itself (--ro, --rw): its

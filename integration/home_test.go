@@ -39,7 +39,12 @@ func (r runner) homeOf(t *testing.T) string {
 // sandboxHomes lists r's persistent homes by workspace, read on the host.
 func (r runner) sandboxHomes(t *testing.T) map[string]string {
 	t.Helper()
-	dir := filepath.Join(r.homeOf(t), ".local/share/jail/homes")
+	return sandboxHomesIn(r.homeOf(t))
+}
+
+// sandboxHomesIn lists the persistent homes kept under home (a HOME the test set).
+func sandboxHomesIn(home string) map[string]string {
+	dir := filepath.Join(home, ".local/share/jail/homes")
 	out := map[string]string{}
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {

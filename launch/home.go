@@ -44,7 +44,7 @@ func ApplyHome(o *Options, p *policy.Policy, penv policy.Env, layout *confine.La
 	if !ok {
 		return fmt.Errorf("--profile %q: no such profile (known: %s, or none; [profiles.NAME] defines one)", name, strings.Join(p.ProfileNames(), ", "))
 	}
-	setup, err := agent.Apply(layout, name, prof, penv.Home, root, h)
+	setup, err := agent.Apply(layout, name, prof, penv.Home, root, h, os.Getenv)
 	if err != nil {
 		return err
 	}

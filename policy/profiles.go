@@ -26,26 +26,49 @@ type Profile struct {
 	// Commands are the command base names that choose the profile when --profile is not given.
 	// Empty keeps the built-in's; a new profile without commands is chosen by --profile only.
 	Commands []string `toml:"commands" json:"commands"`
-	// RW lists directories under ~ bound read-write from the host: the agent's session state,
-	// data it writes that no program later runs or loads as config. Created private (0700) when
-	// missing. Empty keeps the built-in's.
+	// Own lists the agent's directories under ~ that are the sandbox's own inside: a directory
+	// of the workspace's persistent home (of the empty home without one), writable, in which
+	// every entry the host's directory holds at launch is bound read-only from the host, except
+	// the Private names, the RW and RWFiles paths (bound read-write) and the Seed files. So the
+	// host's settings, hooks, instructions and plugins are seen and cannot be changed; anything
+	// the agent writes or renames there reaches only the sandbox's copy, which lasts with the
+	// workspace's home. Empty keeps the built-in's.
+	Own []string `toml:"own" json:"own"`
+	// Private lists entries of an Own directory that the host's do not show, though the host
+	// has them: state the agent writes that the host's agent would later load, restore or run
+	// (Claude Code's shell snapshots, session environments, memory under projects/, file
+	// history). Inside, each is the sandbox's own. Each must be a direct entry of an Own
+	// directory. Empty keeps the built-in's.
+	Private []string `toml:"private" json:"private"`
+	// RW lists directories under ~ bound read-write from the host: session state shared with
+	// the host's agent, data it writes that no program later runs or loads as config. Created
+	// private (0700) when missing. Empty keeps the built-in's.
 	RW []string `toml:"rw" json:"rw"`
 	// RWFiles lists files under ~ bound read-write from the host (login, history, an install
-	// id): written in place, since a bound file cannot be renamed over (EBUSY). A missing one
-	// is created empty (0600), except JSON, where an empty file is not valid: that stays
-	// missing and unwritable (log in outside jail first). Empty keeps the built-in's.
+	// id): written in place, or by a rename the bind refuses (EBUSY) and the agent then falls
+	// back from to a copy in place. A missing one is created empty (0600), except JSON, where
+	// an empty file is not valid for every agent: that stays missing unless Create lists it,
+	// and the agent writes the sandbox's own. Empty keeps the built-in's.
 	RWFiles []string `toml:"rw_files" json:"rw_files"`
+	// Create lists RWFiles that are created on the host when missing although they are JSON
+	// (as "{}"), for an agent that reads that as no login (Claude Code's login file): a first
+	// login inside then reaches the host's file. Empty keeps the built-in's.
+	Create []string `toml:"create" json:"create"`
+	// ConfigEnv lists the variables that move the agent's files, as NAME=~/path (the agent
+	// uses $NAME where it would use ~/path) or NAME/REL=~/path (it uses $NAME/REL there).
+	// When the caller sets NAME to a directory under its home, every profile path under
+	// ~/path is taken at the same place under $NAME instead, and NAME is passed into the
+	// sandbox. Set outside the home, the profile refuses to run. Empty keeps the built-in's.
+	ConfigEnv []string `toml:"config_env" json:"config_env"`
 	// SetEnv lists NAME=VALUE variables set in the sandbox (a VALUE starting with ~/ is under
 	// the home): where the agent keeps state that must not reach the host's config directory,
 	// such as Codex's databases (CODEX_SQLITE_HOME). A variable the caller sets with --env
 	// wins. Empty keeps the built-in's.
 	SetEnv []string `toml:"set_env" json:"set_env"`
-	// RO lists paths under ~ bound read-only from the host: the agent's config directories
-	// whole (settings, env files, hooks, instructions, plugins: what would run code or steer
-	// the agent outside jail later if a sandbox could change it), with RW's state beneath them
-	// writable. One that holds an RW path is created (0700) when missing; others are bound when
-	// they exist. A path listed here that lies beneath an RW directory is kept read-only in
-	// place (a missing one created empty first). Empty keeps the built-in's.
+	// RO lists paths under ~ bound read-only from the host, whole, when they exist: config
+	// directories and files the agent only reads. A path listed here that lies beneath an RW
+	// directory is kept read-only in place (a missing one created empty first). Empty keeps
+	// the built-in's.
 	RO []string `toml:"ro" json:"ro"`
 	// Seed lists files under ~ copied from the host into the workspace's persistent home when
 	// the home has none (the agent rewrites them by renaming a temporary file over them, and
@@ -64,54 +87,77 @@ type Profile struct {
 }
 
 // BuiltinProfiles are the profiles jail knows without a policy. The split of each agent's
-// files between RW, RO and Seed is explained in docs/agents.md.
+// files between Own, Private, RW, RWFiles, RO and Seed is explained in docs/agents.md, from
+// what each agent was seen to write in a session.
 func BuiltinProfiles() map[string]Profile {
 	return map[string]Profile{
 		"claude": {
 			Commands: []string{"claude"},
-			RO:       []string{"~/.claude"},
-			RW: []string{"~/.claude/projects", "~/.claude/todos", "~/.claude/statsig", "~/.claude/debug",
-				"~/.claude/file-history", "~/.claude/session-env", "~/.claude/plans"},
-			RWFiles: []string{"~/.claude/history.jsonl", "~/.claude/.credentials.json"},
-			Seed:    []string{"~/.claude.json"},
-			Allow:   []string{"api.anthropic.com:443", "console.anthropic.com:443", "claude.ai:443", "platform.claude.com:443"},
-			Env:     []string{"ANTHROPIC_*", "CLAUDE_CODE_*", "DISABLE_*", "MAX_THINKING_TOKENS"},
+			Own:      []string{"~/.claude"},
+			Private: claudePrivate("projects", "todos", "statsig", "debug", "file-history", "session-env", "plans",
+				"shell-snapshots", "ide", "backups", "sessions", "cache", "jobs", "tasks", "teams", "telemetry",
+				"usage-data", "startup-perf", "traces", "paste-cache", "shares", "feedback-bundles", "image-cache",
+				"daemon", "daemon.log", "daemon.status.json", "daemon.scheduled.status.json", "mcp-needs-auth-cache.json",
+				"gh-pr-status-cache.json", ".last-cleanup", ".last-update-result.json", ".update.lock", ".deep-link-register-failed"),
+			RWFiles:   []string{"~/.claude/history.jsonl", "~/.claude/.credentials.json"},
+			Create:    []string{"~/.claude/.credentials.json"},
+			ConfigEnv: []string{"CLAUDE_CONFIG_DIR=~/.claude", "CLAUDE_CONFIG_DIR/.claude.json=~/.claude.json"},
+			Seed:      []string{"~/.claude.json"},
+			Allow:     []string{"api.anthropic.com:443", "console.anthropic.com:443", "claude.ai:443", "platform.claude.com:443"},
+			Env:       []string{"ANTHROPIC_*", "CLAUDE_CODE_*", "DISABLE_*", "MAX_THINKING_TOKENS"},
 		},
 		"codex": {
-			Commands: []string{"codex"},
-			RO:       []string{"~/.codex"},
-			RW:       []string{"~/.codex/sessions", "~/.codex/archived_sessions", "~/.codex/log", "~/.codex/thread-writer-locks"},
-			RWFiles:  []string{"~/.codex/history.jsonl", "~/.codex/auth.json", "~/.codex/installation_id"},
-			SetEnv:   []string{"CODEX_SQLITE_HOME=~/.local/state/jail-codex"},
-			Allow:    []string{"api.openai.com:443", "auth.openai.com:443", "chatgpt.com:443"},
-			Env:      []string{"OPENAI_*", "CODEX_API_KEY", "RUST_LOG"},
+			Commands:  []string{"codex"},
+			Own:       []string{"~/.codex"},
+			Private:   []string{"~/.codex/tmp", "~/.codex/.tmp", "~/.codex/shell_snapshots", "~/.codex/.sandbox_migration", "~/.codex/memories"},
+			RW:        []string{"~/.codex/sessions", "~/.codex/archived_sessions", "~/.codex/log", "~/.codex/thread-writer-locks"},
+			RWFiles:   []string{"~/.codex/history.jsonl", "~/.codex/auth.json", "~/.codex/installation_id"},
+			ConfigEnv: []string{"CODEX_HOME=~/.codex"},
+			SetEnv:    []string{"CODEX_SQLITE_HOME=~/.local/state/jail-codex"},
+			Allow:     []string{"api.openai.com:443", "auth.openai.com:443", "chatgpt.com:443"},
+			Env:       []string{"OPENAI_*", "CODEX_API_KEY", "RUST_LOG"},
 		},
 		"gemini": {
-			Commands: []string{"gemini"},
-			RO:       []string{"~/.gemini"},
-			RW:       []string{"~/.gemini/tmp", "~/.gemini/history"},
-			RWFiles:  []string{"~/.gemini/oauth_creds.json", "~/.gemini/google_accounts.json", "~/.gemini/installation_id", "~/.gemini/user_id"},
+			Commands:  []string{"gemini"},
+			Own:       []string{"~/.gemini"},
+			Private:   []string{"~/.gemini/tmp", "~/.gemini/history", "~/.gemini/projects.json", "~/.gemini/antigravity"},
+			RWFiles:   []string{"~/.gemini/oauth_creds.json", "~/.gemini/google_accounts.json", "~/.gemini/installation_id", "~/.gemini/user_id"},
+			ConfigEnv: []string{"GEMINI_CLI_HOME=~"},
 			Allow: []string{"generativelanguage.googleapis.com:443", "cloudcode-pa.googleapis.com:443", "oauth2.googleapis.com:443",
 				"accounts.google.com:443", "www.googleapis.com:443"},
-			Env: []string{"GEMINI_*", "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_GENAI_USE_VERTEXAI"},
+			Env: []string{"GEMINI_*", "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GEMINI_BASE_URL"},
 		},
 		"aider": {
 			Commands: []string{"aider"},
-			RO:       []string{"~/.aider", "~/.aider.conf.yml", "~/.aider.model.settings.yml", "~/.aider.model.metadata.json", "~/.env"},
-			RW:       []string{"~/.aider/caches"},
-			RWFiles:  []string{"~/.aider/analytics.json"},
+			Own:      []string{"~/.aider"},
+			Private:  []string{"~/.aider/caches", "~/.aider/analytics.json"},
+			RO:       []string{"~/.aider.conf.yml", "~/.aider.model.settings.yml", "~/.aider.model.metadata.json", "~/.env"},
 			Allow:    []string{"api.openai.com:443", "api.anthropic.com:443", "openrouter.ai:443"},
 			Env:      []string{"AIDER_*", "OPENAI_*", "ANTHROPIC_*", "OPENROUTER_API_KEY"},
 		},
 		"opencode": {
 			Commands: []string{"opencode"},
-			RO:       []string{"~/.local/share/opencode", "~/.config/opencode", "~/.cache/opencode"},
-			RW:       []string{"~/.local/share/opencode/storage", "~/.local/share/opencode/log", "~/.local/state/opencode"},
-			RWFiles:  []string{"~/.local/share/opencode/auth.json"},
-			Allow:    []string{"api.anthropic.com:443", "api.openai.com:443", "opencode.ai:443", "models.dev:443", "openrouter.ai:443"},
-			Env:      []string{"OPENCODE_*", "ANTHROPIC_*", "OPENAI_*", "OPENROUTER_API_KEY"},
+			Own:      []string{"~/.local/share/opencode", "~/.config/opencode"},
+			Private: []string{"~/.config/opencode/.gitignore", "~/.config/opencode/package.json", "~/.config/opencode/bun.lock", "~/.config/opencode/node_modules",
+				"~/.local/share/opencode/opencode.db", "~/.local/share/opencode/opencode.db-shm", "~/.local/share/opencode/opencode.db-wal",
+				"~/.local/share/opencode/storage", "~/.local/share/opencode/log", "~/.local/share/opencode/snapshot",
+				"~/.local/share/opencode/repos", "~/.local/share/opencode/tool-output"},
+			RO:        []string{"~/.cache/opencode"},
+			RWFiles:   []string{"~/.local/share/opencode/auth.json"},
+			ConfigEnv: []string{"XDG_DATA_HOME=~/.local/share", "XDG_CONFIG_HOME=~/.config", "XDG_CACHE_HOME=~/.cache"},
+			Allow:     []string{"api.anthropic.com:443", "api.openai.com:443", "opencode.ai:443", "models.dev:443", "openrouter.ai:443"},
+			Env:       []string{"OPENCODE_*", "ANTHROPIC_*", "OPENAI_*", "OPENROUTER_API_KEY"},
 		},
 	}
+}
+
+// claudePrivate is Claude Code's private state: names in ~/.claude.
+func claudePrivate(names ...string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = "~/.claude/" + n
+	}
+	return out
 }
 
 // Profile returns the effective profile name: the built-in with the policy's overrides, or a
@@ -124,7 +170,8 @@ func (p *Policy) Profile(name string) (prof Profile, ok bool) {
 	}
 	if set {
 		for _, f := range []struct{ dst, src *[]string }{
-			{&b.Commands, &o.Commands}, {&b.RW, &o.RW}, {&b.RWFiles, &o.RWFiles}, {&b.SetEnv, &o.SetEnv}, {&b.RO, &o.RO}, {&b.Seed, &o.Seed}, {&b.Allow, &o.Allow}, {&b.Env, &o.Env},
+			{&b.Commands, &o.Commands}, {&b.Own, &o.Own}, {&b.Private, &o.Private}, {&b.RW, &o.RW}, {&b.RWFiles, &o.RWFiles}, {&b.Create, &o.Create},
+			{&b.ConfigEnv, &o.ConfigEnv}, {&b.SetEnv, &o.SetEnv}, {&b.RO, &o.RO}, {&b.Seed, &o.Seed}, {&b.Allow, &o.Allow}, {&b.Env, &o.Env},
 		} {
 			if len(*f.src) > 0 {
 				*f.dst = slices.Clone(*f.src)
@@ -182,7 +229,7 @@ func (v *validator) validateProfiles(p *Policy) {
 		for _, l := range []struct {
 			key  string
 			list []string
-		}{{"rw", prof.RW}, {"rw_files", prof.RWFiles}, {"ro", prof.RO}, {"seed", prof.Seed}} {
+		}{{"own", prof.Own}, {"private", prof.Private}, {"rw", prof.RW}, {"rw_files", prof.RWFiles}, {"create", prof.Create}, {"ro", prof.RO}, {"seed", prof.Seed}} {
 			for i, x := range l.list {
 				if !strings.HasPrefix(x, "~/") || strings.ContainsAny(x, "*?[") || slices.Contains(strings.Split(x, "/"), "..") {
 					v.add(key+"."+l.key, "%q must be a path under ~/ without globs or .. (a profile shows an agent its own files in the home)", x)
@@ -199,6 +246,19 @@ func (v *validator) validateProfiles(p *Policy) {
 		for _, c := range prof.Commands {
 			if c == "" || strings.Contains(c, "/") {
 				v.add(key+".commands", "%q is not a command base name (accepted: \"claude\")", c)
+			}
+		}
+		for _, x := range prof.Private {
+			if len(prof.Own) > 0 && !slices.ContainsFunc(prof.Own, func(d string) bool { return filepath.Dir(filepath.Clean(x)) == filepath.Clean(d) }) {
+				v.add(key+".private", "%q is not a direct entry of a directory in own", x)
+			}
+		}
+		for _, e := range prof.ConfigEnv {
+			n, d, ok := strings.Cut(e, "=")
+			name, rel, _ := strings.Cut(n, "/")
+			if !ok || name == "" || !envPattern(name) || strings.Contains(name, "*") || !(d == "~" || strings.HasPrefix(d, "~/")) ||
+				rel != "" && (filepath.Clean(rel) != rel || filepath.IsAbs(rel) || strings.HasPrefix(rel, "..")) {
+				v.add(key+".config_env", "%q is not NAME=~/path or NAME/REL=~/path (accepted: \"CLAUDE_CONFIG_DIR=~/.claude\")", e)
 			}
 		}
 		for _, e := range prof.SetEnv {

@@ -21,7 +21,7 @@ rw = ["~/.helper"]
 disabled = true
 `)
 	c, ok := p.Profile("claude")
-	if !ok || !slices.Equal(c.Allow, []string{"gateway.example.org:443"}) || !slices.Contains(c.RO, "~/.claude") || !slices.Contains(c.RWFiles, "~/.claude/.credentials.json") || !slices.Contains(c.Seed, "~/.claude.json") {
+	if !ok || !slices.Equal(c.Allow, []string{"gateway.example.org:443"}) || !slices.Contains(c.Own, "~/.claude") || !slices.Contains(c.RWFiles, "~/.claude/.credentials.json") || !slices.Contains(c.Seed, "~/.claude.json") {
 		t.Fatalf("claude profile with an allow override: %+v, %v", c, ok)
 	}
 	for cmd, want := range map[string]string{"claude": "claude", "/home/u/.local/bin/codex": "codex", "helper": "helper", "gemini": "", "sh": ""} {
@@ -42,11 +42,19 @@ disabled = true
 }
 
 func TestProfilePathsStayInTheHome(t *testing.T) {
-	for _, bad := range []string{`rw = ["/etc"]`, `ro = ["~/../bob/.ssh"]`, `seed = ["~/.config/*"]`, `commands = ["bin/claude"]`, `rw_files = ["/etc/x"]`, `set_env = ["NOEQUALS"]`} {
+	for _, bad := range []string{`rw = ["/etc"]`, `ro = ["~/../bob/.ssh"]`, `seed = ["~/.config/*"]`, `commands = ["bin/claude"]`, `rw_files = ["/etc/x"]`, `set_env = ["NOEQUALS"]`, `own = ["/etc"]`, `config_env = ["X=/etc"]`, `config_env = ["X/../y=~/.x"]`} {
 		_, err := LoadBytes("p.toml", []byte("[profiles.x]\n"+bad+"\n"), Env{Home: "/home/alice", Workspace: "/w"})
 		if err == nil || !strings.Contains(err.Error(), "p.toml:2: profiles.x.") {
 			t.Errorf("%s: %v, want an error at p.toml:2", bad, err)
 		}
+	}
+}
+
+// TestProfilePrivateIsAnEntry: a private name must be a direct entry of an own directory.
+func TestProfilePrivateIsAnEntry(t *testing.T) {
+	_, err := LoadBytes("p.toml", []byte("[profiles.x]\nown = [\"~/.x\"]\nprivate = [\"~/.x/a/b\"]\n"), Env{Home: "/home/alice", Workspace: "/w"})
+	if err == nil || !strings.Contains(err.Error(), "p.toml:3: profiles.x.private") {
+		t.Fatalf("%v, want an error at p.toml:3", err)
 	}
 }
 
@@ -85,5 +93,25 @@ func TestMissingPathsNameFileLineKey(t *testing.T) {
 	}
 	if errs := Default(Env{Home: "/nonexistent", Workspace: dir}).MissingPaths(); len(errs) != 0 {
 		t.Fatalf("the default policy reports %v", errs)
+	}
+}
+
+// TestExampleProfileIsTheBuiltin: the example's [profiles.claude] spells out the built-in, so
+// a user who copies it changes nothing (a shorter private list would show the host's state).
+func TestExampleProfileIsTheBuiltin(t *testing.T) {
+	p, err := Load(filepath.Join("..", "policy.toml.example"), testEnv(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := p.Profile("claude")
+	want := BuiltinProfiles()["claude"]
+	for _, f := range []struct {
+		key       string
+		got, want []string
+	}{{"own", got.Own, want.Own}, {"private", got.Private, want.Private}, {"rw_files", got.RWFiles, want.RWFiles}, {"create", got.Create, want.Create},
+		{"config_env", got.ConfigEnv, want.ConfigEnv}, {"seed", got.Seed, want.Seed}, {"allow", got.Allow, want.Allow}, {"env", got.Env, want.Env}} {
+		if !slices.Equal(f.got, f.want) {
+			t.Errorf("policy.toml.example profiles.claude.%s = %v, the built-in has %v", f.key, f.got, f.want)
+		}
 	}
 }
