@@ -89,7 +89,7 @@ func Apply(layout *confine.Layout, name string, prof policy.Profile, userHome, h
 		}
 		for _, e := range ents {
 			abs := filepath.Join(dir, e.Name())
-			if skip[abs] || bound(layout, abs) {
+			if skip[abs] || bound(layout, abs) || transient(e.Name()) {
 				continue
 			}
 			// Directories and files only, and only what resolves (a
@@ -198,6 +198,14 @@ func rebase(name string, configEnv []string, userHome, workspace string, getenv 
 		return moves[best].to + strings.TrimPrefix(abs, moves[best].from)
 	}
 	return expand, moved, nil
+}
+
+// transient says a name is a file an agent running on the host makes and
+// removes within moments (a temporary file it renames into place, a
+// lock): bound, it could be gone by the time the sandbox is built, which
+// would refuse the run; and the agent inside makes its own.
+func transient(name string) bool {
+	return strings.Contains(name, ".tmp") || strings.HasSuffix(name, ".lock")
 }
 
 // bound says the caller already binds abs itself (--ro, --rw): its
