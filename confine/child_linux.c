@@ -7,6 +7,7 @@
 //go:build linux && cgo
 
 #include "child_linux.h"
+#include "gitguard_linux.h"
 
 static int is_child(int argc, char **argv) {
 	struct stat st;
@@ -50,6 +51,7 @@ static int stdio_open(void) {
 __attribute__((constructor)) static void jail_child_main(int argc, char **argv, char **envp) {
 	if (is_child(argc, argv)) child_main();
 	if (argc < 2 || stdio_open() < 0) return;
+	jail_git_guard_main(argc, argv, envp); // returns unless it is the guardian
 	if (argc >= 2 && !strcmp(argv[1], "run")) {
 		early_start(argc, argv, envp);
 		jail_fast_run(argc, argv, envp);

@@ -8,6 +8,7 @@
 //	early_linux.c   the early child of `jail run`, forked before Go starts
 //	zygote_linux.c  the zygote of `jail serve` and `jail mcp`
 //	fast_linux.c    the plan cache's run (its own state; only early_linux.h)
+//	gitguard_linux.c the guardian of a run's git state (gitguard_linux.h)
 
 #ifndef JAIL_CHILD_LINUX_H
 #define JAIL_CHILD_LINUX_H

@@ -560,6 +560,15 @@ func (c *Cmd) Exited() bool { return c.proc != nil && c.proc.exited() }
 // Pid is the host pid of the sandbox's init.
 func (c *Cmd) Pid() int { return c.proc.pid }
 
+// InitPid is the host pid of the sandbox's pid 1 once it reported
+// (0 before): the pid whose end is the end of the sandbox's whole pid
+// namespace.
+func (c *Cmd) InitPid() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pid1
+}
+
 // Signal forwards sig to the command through the sandbox's init.
 func (c *Cmd) Signal(sig os.Signal) error {
 	c.mu.Lock()

@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "early_linux.h"
+#include "gitguard_linux.h"
 
 #define CACHE_MAGIC "JAILFST3"
 #define MAX_ENTRY (1 << 20) // maxCacheEntry in fast_linux.go
@@ -170,6 +171,9 @@ struct fast {
 	const char *fresh_old; // the RUN name the plan was stored with
 	char fresh_run[17];    // this run's
 	int gkey, grun, ggit, gws;
+	// guard is the pipe to the git state's guardian (gitguard_linux.c),
+	// -1 when there is none
+	int guard;
 	const char *grel;
 	char **envp;
 	const sigset_t *mask; // the caller's signal mask, for the adopter
@@ -953,11 +957,14 @@ struct saved {
 // REPLAN_ARG0 so that its constructor does not look at the cache, which
 // plans afresh and stores a new entry. A stale entry is removed first; one
 // whose command could not be executed is not stale.
+static void guard_done(struct fast *f);
+
 static void __attribute__((noreturn)) fall_back(struct fast *f, char **argv, char **envp, struct saved *sv, int stale) {
 	// The command's child may have taken the terminal before its exec
 	// failed; the Go supervisor starts from a terminal of its own.
 	if (sv->foreground) reclaim_terminal();
 	release(f);
+	guard_done(f);
 	if (stale && sv->entryfd >= 0) unlinkat(sv->entryfd, sv->entry, 0);
 	sigaction(SIGPIPE, &sv->pipe, NULL);
 	sigprocmask(SIG_SETMASK, &sv->mask, NULL);
@@ -1431,9 +1438,20 @@ static void report_error(const struct result *r, int code, const char *error) {
 }
 
 // finish ends the run with code, as launch in run.go does.
+// guard_done tells the git state's guardian this run finished with it:
+// the guardian exits (and lets go of the RUN directory's lock) rather
+// than adopting and reducing.
+static void guard_done(struct fast *f) {
+	if (f->guard < 0) return;
+	jail_write_all(f->guard, "done\n", 5);
+	close(f->guard);
+	f->guard = -1;
+}
+
 static void __attribute__((noreturn)) finish(struct fast *f, int foreground, int code) {
 	if (foreground) reclaim_terminal();
 	release(f);
+	guard_done(f);
 	_exit(code);
 }
 
@@ -1515,6 +1533,10 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 			// reports may come in either order.
 			if (strstr(line, "\"stage\":\"pid1\"") && json_int(line, "pid", &v) && v > 0) {
 				pid1 = v;
+				// From now on a kill -9 of this process would leave what
+				// the sandbox does to git unfinished: a guardian in its own
+				// session finishes it then (docs/git.md).
+				if (f->grun >= 0 && f->guard < 0) f->guard = jail_git_guard_fork(f->gkey, f->grun, f->ws, f->fresh_run, f->t0, pid1, f->envp);
 			} else if (strstr(line, "\"stage\":\"started\"")) {
 				started = 1;
 				if (res->timeout_ns) deadline = now_ns() + res->timeout_ns;
@@ -1620,7 +1642,7 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	const char *mode = getenv("JAIL_PLAN_CACHE");
 	if (mode && !strcmp(mode, "off")) return;
 	if (argv[0] && !strcmp(argv[0], REPLAN_ARG0)) return;
-	struct fast f = {.trace = mode && !strcmp(mode, "trace"), .gkey = -1, .grun = -1, .ggit = -1, .gws = -1, .envp = envp};
+	struct fast f = {.trace = mode && !strcmp(mode, "trace"), .gkey = -1, .grun = -1, .ggit = -1, .gws = -1, .guard = -1, .envp = envp};
 	// Before anything is made: a directory born since is the sandbox's
 	// (the adopter walks those below the walk's depth).
 	struct timespec now;

@@ -347,6 +347,12 @@ type CacheFresh struct {
 // fast_linux.c).
 const AdoptCommand = "__git-adopt"
 
+// GuardCommand is the hidden command of a run's git state guardian
+// (gitview's startGuard): jail GuardCommand WORKSPACE RUN LAUNCH-NS MODE, carried
+// out by C before the Go runtime (JAIL_GUARD_COMMAND in
+// gitguard_linux.h).
+const GuardCommand = "__git-guard"
+
 // limitCode is a LimitMethod as the cached run reads it (LIMIT_* in
 // fast_linux.c).
 func limitCode(m LimitMethod) uint32 {

@@ -21,9 +21,11 @@
 // dropped and named. An upper whose objects were refused is kept aside
 // as kept-RUN and not tried again. A run that ended before its upper was
 // adopted (jail killed) leaves it in the state directory with a record of
-// its launch walk; the next run in that workspace (or jail clean, Clean)
-// adopts it first and reduces the repositories that run's sandbox made in
-// subdirectories, before its own walk.
+// its launch walk. The run's guardian (guard_linux.go), a process in a
+// session of its own, adopts it and reduces the repositories that run's
+// sandbox made in subdirectories once the sandbox is gone; when the
+// guardian was killed too, the next run in that workspace (or jail clean,
+// Clean) does, before its own walk.
 //
 // docs/git.md has the threat model and the guarantee.
 package gitview

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jail-sandbox/jail/confine"
@@ -73,6 +75,12 @@ type Run struct {
 	noState error
 	// pendingDone is set once the runs left unfinished were recovered.
 	pendingDone bool
+	// guard is the pipe to the run's guardian (guard_linux.go), nil when
+	// there is none.
+	guard *os.File
+	// t0 is when the view began to be made (unix ns): a directory born
+	// since is the sandbox's.
+	t0 int64
 }
 
 // repo is one host git directory the sandbox sees through the view.
@@ -130,7 +138,7 @@ func Prepare(o Options) (*Run, error) {
 	if o.Report == nil {
 		o.Report = io.Discard
 	}
-	r := &Run{opt: o, ws: -1, keyfd: -1, dirfd: -1}
+	r := &Run{opt: o, ws: -1, keyfd: -1, dirfd: -1, t0: time.Now().UnixNano()}
 	var err error
 	r.ws, err = unix.Open(o.Workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -141,6 +149,7 @@ func Prepare(o Options) (*Run, error) {
 		return nil, err
 	}
 	r.configTargets()
+	r.startGuard()
 	return r, nil
 }
 
@@ -592,18 +601,11 @@ func (r *Run) Finish() {
 	if r == nil {
 		return
 	}
+	out := adopted
 	if r.dirfd >= 0 {
-		out := adopted
 		for i, g := range r.repos {
 			out = out.and(adoptOne(r.opt.Report, r.ws, r.dirfd, r.name, i, g))
 		}
-		if out == retry {
-			fmt.Fprintf(r.opt.Report, "jail: git: the sandbox's git changes stay in %s; the next run in this workspace tries again\n", r.path())
-		} else {
-			settle(r.opt.Report, r.keyfd, r.name, r.path(), out)
-		}
-		unix.Close(r.dirfd)
-		r.dirfd = -1
 	}
 	var committed []string
 	if r.launch != nil && r.ws >= 0 {
@@ -613,6 +615,8 @@ func (r *Run) Finish() {
 		unix.Close(g.fd)
 	}
 	r.repos = nil
+	// The reduction before the RUN directory goes: the guardian of a
+	// run killed meanwhile finds the launch walk in its meta.
 	if r.launch != nil && r.ws >= 0 {
 		run := r.name
 		if run == "" {
@@ -623,6 +627,16 @@ func (r *Run) Finish() {
 		scanNew(r.opt.Report, r.ws, r.keyfd, now, r.launch, run)
 		r.launch = nil
 	}
+	if r.dirfd >= 0 {
+		if out == retry {
+			fmt.Fprintf(r.opt.Report, "jail: git: the sandbox's git changes stay in %s; the next run in this workspace tries again\n", r.path())
+		} else {
+			settle(r.opt.Report, r.keyfd, r.name, r.path(), out)
+		}
+		unix.Close(r.dirfd)
+		r.dirfd = -1
+	}
+	r.guardDone()
 	for _, fd := range []*int{&r.keyfd, &r.ws} {
 		if *fd >= 0 {
 			unix.Close(*fd)
@@ -900,7 +914,16 @@ func adoptLeft(w io.Writer, wsfd int, ws string, fd int, where, name string) out
 	out := adopted
 	for i, g := range m.Repos {
 		if g.Fresh && emptyOrMissing(fd, repoDir(i)) {
-			continue // the sandbox made no repository
+			// The sandbox made no repository: the empty .git made for
+			// it goes, as that run's end would have removed it.
+			if g.fd, err = openGitDir(wsfd, g.Rel); err == nil {
+				var st unix.Stat_t
+				if unix.Fstat(g.fd, &st) == nil && st.Dev == g.Dev && st.Ino == g.Ino {
+					removeFresh(wsfd, g)
+				}
+				unix.Close(g.fd)
+			}
+			continue
 		}
 		g.fd, err = openGitDir(wsfd, g.Rel)
 		var st unix.Stat_t
@@ -985,14 +1008,21 @@ func emptyOrMissing(dirfd int, name string) bool {
 // directories the plan's walk recorded: args are the resolved workspace,
 // then the workspace's state directory and the RUN directory as
 // inherited descriptors (the RUN directory locked) and the RUN name, or
-// "-" for each of these three when there is nothing to adopt, and when
-// the run began (unix ns; directories born since are walked below the
-// walk's depth). It adopts, then reduces the repositories the sandbox
-// made in subdirectories and moves aside the protected names it made
-// (protected, the default list: scanNew), reports on w, and returns 0
-// when all went well.
+// "-" for each of these three when there is nothing to adopt, when the
+// run began (unix ns; directories born since are walked below the walk's
+// depth), and the mode: "cached" (the default: the plan cache's run,
+// whose plan was made where no .git lay below the root) or "meta" (the
+// guardian of a Go supervisor's run, reducing against the launch walk the
+// RUN directory records). It adopts, then reduces the repositories the
+// sandbox made in subdirectories and moves aside the protected names it
+// made (protected, the default list: scanNew), reports on w, and returns
+// 0 when all went well.
 func AdoptMain(args []string, w io.Writer, protected []string) int {
 	var since int64
+	mode := "cached"
+	if len(args) == 6 {
+		mode, args = args[5], args[:5]
+	}
 	if len(args) == 5 {
 		var err error
 		if since, err = strconv.ParseInt(args[4], 10, 64); err != nil {
@@ -1000,10 +1030,13 @@ func AdoptMain(args []string, w io.Writer, protected []string) int {
 		}
 		args = args[:4]
 	}
-	if len(args) != 4 || !filepath.IsAbs(args[0]) || (args[3] != "-" && !isRunName(args[3])) {
-		fmt.Fprintln(w, "jail: "+confine.AdoptCommand+": want WORKSPACE KEYFD RUNFD RUN [LAUNCH-NS]")
+	if len(args) != 4 || !filepath.IsAbs(args[0]) || (args[3] != "-" && !isRunName(args[3])) || (mode != "cached" && mode != "meta") {
+		fmt.Fprintln(w, "jail: "+confine.AdoptCommand+": want WORKSPACE KEYFD RUNFD RUN [LAUNCH-NS [cached|meta]]")
 		return 2
 	}
+	// A line to a stderr whose reader went (the guardian's, after jail
+	// was killed) is an error, not the end of an adoption half done.
+	signal.Ignore(syscall.SIGPIPE)
 	wsfd, err := unix.Open(args[0], unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		fmt.Fprintf(w, "jail: git: %v\n", err)
@@ -1013,15 +1046,38 @@ func AdoptMain(args []string, w io.Writer, protected []string) int {
 	code := 0
 	run := newRunName()
 	scratch := -1
+	// The cached plan was made where no .git lay below the root: every
+	// one there now is the sandbox's. A guardian of the Go supervisor's
+	// run ("meta") reduces against the launch walk its RUN directory
+	// records, and not at all without one.
+	var launch *found
+	var m *meta
+	scan := mode == "cached"
 	if args[3] != "-" {
 		run = args[3]
-		if !adoptHeld(w, wsfd, args[0], args[1], args[2], args[3]) {
-			code = 1
-		}
+		runfd, _ := strconv.Atoi(args[2])
 		scratch, _ = strconv.Atoi(args[1])
+		var st unix.Stat_t
+		if unix.Fstat(runfd, &st) == nil && st.Nlink == 0 {
+			// Removed already: the supervisor adopted it before it was
+			// killed (the Go supervisor's reduction included; the plan
+			// cache's run reduces after, so a cached run is scanned).
+			if mode == "meta" {
+				return 0
+			}
+		} else {
+			if rm, err := readMeta(runfd); mode == "meta" && err == nil && !rm.NoWalk && rm.Launch != nil {
+				scan, m = true, rm
+				launch = &found{gitDirs: m.Launch.GitDirs, gitFiles: m.Launch.GitFiles, bare: m.Launch.Bare}
+			}
+			if !adoptHeld(w, wsfd, args[0], args[1], args[2], args[3]) {
+				code = 1
+			}
+		}
 	}
-	// The cached plan was made where no .git lay below the root: every
-	// one there now is the sandbox's.
+	if !scan {
+		return code
+	}
 	skip := ""
 	if sd := StateDir(os.Getenv("HOME"), os.Getenv("XDG_STATE_HOME")); sd != "" {
 		if rs, err := filepath.EvalSymlinks(filepath.Dir(sd)); err == nil {
@@ -1035,7 +1091,22 @@ func AdoptMain(args []string, w io.Writer, protected []string) int {
 	f := &found{skip: skip, depth: map[string]int{}, ids: map[string]dirID{}, hashes: map[string]uint64{},
 		names: newNameSet(protected), prot: map[string][]string{}, deep: since > 0, at: since}
 	f.walkFrom(wsfd, ".", 0)
-	if args[3] != "-" {
+	switch {
+	case mode == "meta" && m != nil:
+		// The commits the sandbox added to the repositories of the
+		// killed run, as its Finish would have listed them.
+		rr := &Run{ws: wsfd, opt: Options{Report: w}}
+		for _, g := range m.Repos {
+			if fd, err := openGitDir(wsfd, g.Rel); err == nil {
+				g.fd = fd
+				rr.repos = append(rr.repos, g)
+			}
+		}
+		f.addCommitted(wsfd, rr.committedPaths())
+		for _, g := range rr.repos {
+			unix.Close(g.fd)
+		}
+	case args[3] != "-":
 		// The repository made in the private git directory, adopted
 		// now: every commit of it is the sandbox's.
 		if gfd, err := openGitDir(wsfd, ".git"); err == nil {
@@ -1049,7 +1120,7 @@ func AdoptMain(args []string, w io.Writer, protected []string) int {
 			unix.Close(gfd)
 		}
 	}
-	scanNew(w, wsfd, scratch, f, nil, run)
+	scanNew(w, wsfd, scratch, f, launch, run)
 	return code
 }
 

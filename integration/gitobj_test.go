@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -230,23 +231,52 @@ func waitFile(t *testing.T, path string) {
 	t.Fatalf("%s did not appear", path)
 }
 
+// guardianOf finds the pid of the git state guardian of a run in ws
+// (jail __git-guard WS ...), 0 when there is none.
+func guardianOf(ws string) int {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if bytes.Contains(b, []byte("\x00__git-guard\x00"+ws+"\x00")) || bytes.Contains(b, []byte("\x00__git-adopt\x00"+ws+"\x00")) {
+			return pid
+		}
+	}
+	return 0
+}
+
+// gone reports whether pid has exited (or is a zombie nobody reaped).
+func gone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
+}
+
 // TestKilledRunRepositoryReduced: the sandbox makes a repository in a
 // subdirectory with a hook and core.fsmonitor planted, and jail is
-// killed with SIGKILL (its process group too) before its end. The next
-// run in the workspace, or jail clean, reduces the repository before
-// anything else: the host's git in it then runs nothing, and its commit
-// stays. Both a workspace that is a repository (planned) and one that is
-// not (the plan cache's) are tried.
+// killed with SIGKILL (its process group too) before its end. The run's
+// guardian, in a session of its own, reduces the repository once the
+// sandbox is gone: the host's git in it then runs nothing, and its commit
+// stays. With the guardian killed as well, the next run in the workspace,
+// or jail clean, does it. Both a workspace that is a repository (planned)
+// and one that is not (the plan cache's) are tried.
 func TestKilledRunRepositoryReduced(t *testing.T) {
 	needGit(t)
 	for _, repo := range []bool{true, false} {
-		for _, next := range []string{"run", "clean"} {
+		for _, next := range []string{"guardian", "run", "clean"} {
 			t.Run(fmt.Sprintf("repo=%v/%s", repo, next), func(t *testing.T) {
 				forEachPath(t, func(t *testing.T, r runner) {
 					ws := r.dir(t, "jail-it-ws-")
 					if repo {
 						r.gitRepo(t, ws)
 					}
+					real, _ := filepath.EvalSymlinks(ws)
 					marker, plant := r.marker(t, ws)
 					cmd := r.startJail(t, ws, plant+`
 export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b
@@ -257,33 +287,54 @@ git -C sub config core.fsmonitor "$PWD/.payload"
 touch ready
 sleep 60`)
 					waitFile(t, filepath.Join(ws, "ready"))
+					guard := guardianOf(real)
+					if guard == 0 {
+						t.Fatalf("the run has no git guardian")
+					}
+					if next != "guardian" {
+						// Everything of jail's killed: the guardian too.
+						syscall.Kill(guard, syscall.SIGKILL)
+					}
 					syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 					cmd.Wait()
-					// The next launch, on the same path (no warm-up run
-					// first: it would be the one that reduces).
-					c := exec.Command(suite.bin, "run", "-w", ws, "--", "true")
-					extra := []string{"JAIL_PLAN_CACHE=off"}
-					if r.cached {
-						extra = []string{"JAIL_PLAN_CACHE=on"}
+					for i := 0; i < 400 && !gone(guard); i++ {
+						time.Sleep(25 * time.Millisecond)
 					}
-					if next == "clean" {
-						c = exec.Command(suite.bin, "clean", "-w", ws)
-						extra = nil
+					if !gone(guard) {
+						t.Fatalf("the guardian %d did not end", guard)
 					}
-					c.Dir = ws
-					r.prepare(c, extra...)
-					out, err := c.CombinedOutput()
-					if err != nil {
-						t.Fatalf("jail %s: %v\n%s", next, err, out)
-					}
-					if !strings.Contains(string(out), "reduced") {
-						t.Errorf("the %s after the kill did not reduce the repository: %s", next, out)
+					if next != "guardian" {
+						// The next launch, on the same path (no warm-up
+						// run first: it would be the one that reduces).
+						c := exec.Command(suite.bin, "run", "-w", ws, "--", "true")
+						extra := []string{"JAIL_PLAN_CACHE=off"}
+						if r.cached {
+							extra = []string{"JAIL_PLAN_CACHE=on"}
+						}
+						if next == "clean" {
+							c = exec.Command(suite.bin, "clean", "-w", ws)
+							extra = nil
+						}
+						c.Dir = ws
+						r.prepare(c, extra...)
+						out, err := c.CombinedOutput()
+						if err != nil {
+							t.Fatalf("jail %s: %v\n%s", next, err, out)
+						}
+						if !strings.Contains(string(out), "reduced") {
+							t.Errorf("the %s after the kill did not reduce the repository: %s", next, out)
+						}
 					}
 					log, err := r.hostGit(t, filepath.Join(ws, "sub"), "log", "--oneline")
 					if err != nil || !strings.Contains(log, "made-inside") {
 						t.Errorf("the repository made inside lost its commits: %v %s", err, log)
 					}
 					r.judge(t, filepath.Join(ws, "sub"), marker)
+					if !repo {
+						if _, err := os.Stat(filepath.Join(ws, ".git")); err == nil {
+							t.Errorf("the empty .git made for the killed run stayed")
+						}
+					}
 				})
 			})
 		}

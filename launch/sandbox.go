@@ -186,6 +186,7 @@ func Start(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []string, co
 		}
 		return h, &StartError{125, "cannot start the sandbox: ", err, ""}
 	}
+	h.git.Started(cmd.InitPid())
 	return h, nil
 }
 
