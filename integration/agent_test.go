@@ -1,3 +1,5 @@
+//go:build linux
+
 package integration
 
 // Agent profiles (docs/agents.md), with the real agent CLIs: @anthropic-ai/claude-code,

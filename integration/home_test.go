@@ -1,3 +1,5 @@
+//go:build linux
+
 package integration
 
 // The persistent sandbox home (docs/home.md): $HOME inside lasts between runs of one

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package integration builds the jail binary once and attacks it as a user
 // would: every escape class jail defends against is attempted for real, as
 // root and as an unprivileged user, and judged by evidence on the host side

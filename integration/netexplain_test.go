@@ -1,3 +1,5 @@
+//go:build linux
+
 package integration
 
 // A network that explains itself (docs/network.md): --allow on the command line, each refused

@@ -1,3 +1,5 @@
+//go:build linux
+
 package integration
 
 // The network modes, end to end: jail's egress proxy against test hosts that live in a

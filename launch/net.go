@@ -1,3 +1,5 @@
+//go:build linux
+
 package launch
 
 // The proxy and transparent network modes of every sandbox: the wiring between the policy's

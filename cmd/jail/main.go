@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command jail runs commands and AI agents' tool calls inside a sandbox
 // made of Linux namespaces, Landlock and seccomp. main only parses flags
 // and wires packages together; the confinement lives in package confine.
