@@ -13,13 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Artifact is a file a Docker-backed tool saved in the workspace (a screenshot).
-type Artifact struct {
-	Path   string // relative to the workspace
-	SHA256 string // of the bytes written
-	Size   int
-}
-
 // saveArtifact writes data to a new file under dir (relative to the workspace, e.g.
 // ".jail/desktop/screenshots"), named with the time, a counter and ext, and returns where
 // and its hash. Sandboxes can write the workspace, so every step is by descriptor beneath

@@ -37,20 +37,6 @@ type Request struct {
 	Resource string `json:"resource,omitempty"`
 }
 
-// CallContext says who calls and why. Agent and Role select the toolset
-// (policy [agents.*], [roles.*]); TaskID also names the bash session whose
-// working directory and environment carry over; IdempotencyKey makes a
-// repeated write or edit return the first result instead of applying
-// twice; Unattended tells the policy gate nobody can approve.
-type CallContext struct {
-	Agent          string `json:"agent,omitempty"`
-	Role           string `json:"role,omitempty"`
-	TaskID         string `json:"task_id,omitempty"`
-	TraceID        string `json:"trace_id,omitempty"`
-	IdempotencyKey string `json:"idempotency_key,omitempty"`
-	Unattended     bool   `json:"unattended,omitempty"`
-}
-
 // Response is one line jail serve writes.
 type Response struct {
 	ID     json.RawMessage `json:"id"`

@@ -1,5 +1,3 @@
-//go:build linux
-
 package tools
 
 import (
@@ -54,6 +52,20 @@ type Tool struct {
 	run func(ctx context.Context, x *execCtx, args json.RawMessage) Result
 	// schema is Schema, resolved by NewRegistry.
 	schema *jsonschema.Resolved
+}
+
+// CallContext says who calls and why. Agent and Role select the toolset
+// (policy [agents.*], [roles.*]); TaskID also names the bash session whose
+// working directory and environment carry over; IdempotencyKey makes a
+// repeated write or edit return the first result instead of applying
+// twice; Unattended tells the policy gate nobody can approve.
+type CallContext struct {
+	Agent          string `json:"agent,omitempty"`
+	Role           string `json:"role,omitempty"`
+	TaskID         string `json:"task_id,omitempty"`
+	TraceID        string `json:"trace_id,omitempty"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	Unattended     bool   `json:"unattended,omitempty"`
 }
 
 // HostCall is one call of a tool that runs in the supervisor (Tool.Host),
