@@ -73,12 +73,38 @@ static void __attribute__((noreturn)) early_pid1(struct child *c) {
 // default, except SIGHUP and SIGINT when the caller ignored them (as the
 // Go runtime keeps them), and nothing blocked. Whatever the caller set (an
 // ignored SIGCHLD would make pid 1 wait for ever) stops here.
+// /proc/self/status names the signals that are not at their default
+// (SigIgn, SigCgt), so only those are reset: three system calls instead
+// of two per signal, on the early child's way to the namespaces.
+static int signal_masks(uint64_t *ign, uint64_t *cgt) {
+	char buf[4096];
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0) return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0) return -1;
+	buf[n] = 0;
+	char *i = strstr(buf, "\nSigIgn:\t"), *c = strstr(buf, "\nSigCgt:\t");
+	if (!i || !c) return -1;
+	*ign = strtoull(i + 9, NULL, 16);
+	*cgt = strtoull(c + 9, NULL, 16);
+	return 0;
+}
+
 void reset_signals(void) {
-	for (int sig = 1; sig < NSIG; sig++) {
+	uint64_t ign = 0, cgt = 0;
+	int known = signal_masks(&ign, &cgt) == 0;
+	for (int sig = 1; sig < NSIG && sig <= 64; sig++) {
 		if (sig == SIGKILL || sig == SIGSTOP) continue;
-		struct sigaction old;
-		if (sigaction(sig, NULL, &old) < 0) continue;
-		if ((sig == SIGHUP || sig == SIGINT) && old.sa_handler == SIG_IGN) continue;
+		uint64_t bit = 1ULL << (sig - 1);
+		if (known) {
+			if (!((ign | cgt) & bit)) continue;
+			if ((sig == SIGHUP || sig == SIGINT) && (ign & bit)) continue;
+		} else {
+			struct sigaction old;
+			if (sigaction(sig, NULL, &old) < 0) continue;
+			if ((sig == SIGHUP || sig == SIGINT) && old.sa_handler == SIG_IGN) continue;
+		}
 		signal(sig, SIG_DFL);
 	}
 	sigset_t none;
