@@ -59,6 +59,23 @@ func zygoteFork(files []*os.File) (pid int, ok bool, err error) {
 	}
 }
 
+// fastHMAC is the plan cache's HMAC-SHA-256 of msg under key (32 bytes),
+// on the CPU's SHA extensions unless portable. For tests.
+func fastHMAC(key, msg []byte, portable bool) []byte {
+	var out [32]byte
+	var p *C.uint8_t
+	if len(msg) > 0 {
+		p = (*C.uint8_t)(unsafe.Pointer(&msg[0]))
+	}
+	C.jail_sha_portable = 0
+	if portable {
+		C.jail_sha_portable = 1
+	}
+	C.jail_hmac_sha256((*C.uint8_t)(unsafe.Pointer(&key[0])), p, C.size_t(len(msg)), (*C.uint8_t)(unsafe.Pointer(&out[0])))
+	C.jail_sha_portable = 0
+	return out[:]
+}
+
 // fastSignalName is the plan cache's name for sig in a JSON result, which
 // must be the Go path's (a test compares them).
 func fastSignalName(sig int) string { return C.GoString(C.jail_signal_name(C.int(sig))) }

