@@ -116,6 +116,7 @@ enum {
 	OP_DNS = 26,
 	OP_OVERLAY = 27,
 	OP_FILE = 28,
+	OP_MORE = 29,
 };
 
 #define MAX_SOURCES 256

@@ -63,6 +63,7 @@
 #define FACT_TREE 8
 #define MAX_TREE 100001 // maxUnreadableWalk in rootonly_linux.go, and the root
 #define OP_EXEC 21
+#define OP_MORE 29 // opMore in plan_linux.go
 #define MAX_PLACEHOLDERS 64
 #define MAX_LOCKS 64
 #define REPLAN_ARG0 "jail-replan" // a fallback's argv[0]: plan afresh
@@ -166,6 +167,14 @@ struct fast {
 	} made[MAX_PLACEHOLDERS];
 	int locks[MAX_LOCKS];
 	int nlocks;
+	// the placeholders and locks the entry asks for, made once the first
+	// part of the plan is on its way (make_placeholders)
+	int ntodo, nlocktodo;
+	struct todo {
+		const char *rel;
+		uint32_t at;
+	} todo[MAX_PLACEHOLDERS];
+	const char *locktodo[MAX_LOCKS];
 	// the git view's fresh private directory (CacheFresh), -1 when none
 	const char *ws;
 	const char *fresh_old; // the RUN name the plan was stored with
@@ -794,30 +803,36 @@ static int make_one(struct fast *f, int wsfd, const char *rel, uint32_t at) {
 
 // make_placeholders makes every placeholder the plan expects and locks
 // the protected directories that exist, as the Go path does.
-static int make_placeholders(struct fast *f, struct cursor *c) {
-	const char *ws = cur_str(c);
-	f->ws = ws;
+static int read_placeholders(struct fast *f, struct cursor *c) {
+	f->ws = cur_str(c);
 	uint32_t n = cur_u32(c);
 	if (c->bad || n > MAX_PLACEHOLDERS) return miss(f, "malformed entry", NULL);
-	int wsfd = open(ws, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (wsfd < 0) return miss(f, "cannot open the workspace", ws);
 	for (uint32_t i = 0; i < n; i++) {
 		const char *rel = cur_str(c);
 		uint32_t at = cur_u32(c);
-		if (c->bad || rel[0] == '/' || rel[0] == 0) {
-			close(wsfd);
-			return miss(f, "malformed entry", NULL);
-		}
-		if (make_one(f, wsfd, rel, at) < 0) {
-			close(wsfd);
-			return -1;
-		}
+		if (c->bad || rel[0] == '/' || rel[0] == 0) return miss(f, "malformed entry", NULL);
+		f->todo[f->ntodo++] = (struct todo){.rel = rel, .at = at};
 	}
 	uint32_t nl = cur_u32(c);
 	for (uint32_t i = 0; i < nl && !c->bad; i++) {
 		const char *rel = cur_str(c);
-		if (f->nlocks >= MAX_LOCKS) continue;
-		int fd = open_dir_beneath(wsfd, rel);
+		if (f->nlocktodo < MAX_LOCKS) f->locktodo[f->nlocktodo++] = rel;
+	}
+	return c->bad ? miss(f, "malformed entry", NULL) : 0;
+}
+
+// make_placeholders makes every placeholder the plan expects and locks
+// the protected directories that exist, as the Go path does.
+static int make_placeholders(struct fast *f) {
+	int wsfd = open(f->ws, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (wsfd < 0) return miss(f, "cannot open the workspace", f->ws);
+	for (int i = 0; i < f->ntodo; i++)
+		if (make_one(f, wsfd, f->todo[i].rel, f->todo[i].at) < 0) {
+			close(wsfd);
+			return -1;
+		}
+	for (int i = 0; i < f->nlocktodo && f->nlocks < MAX_LOCKS; i++) {
+		int fd = open_dir_beneath(wsfd, f->locktodo[i]);
 		if (fd < 0) continue;
 		if (flock(fd, LOCK_SH) < 0) {
 			close(fd);
@@ -826,18 +841,40 @@ static int make_placeholders(struct fast *f, struct cursor *c) {
 		f->locks[f->nlocks++] = fd;
 	}
 	close(wsfd);
-	return c->bad ? miss(f, "malformed entry", NULL) : 0;
+	return 0;
+}
+
+// plan_split is where the plan is cut in two (OP_MORE): the start of the
+// first operation that protects a placeholder, which only it and what
+// follows depend on. Each one's operation is checked to be the protect of
+// that path (op, path, then the identity at at); 0 (one part) when there
+// is none or one is not where it should be.
+static uint32_t plan_split(struct fast *f, const uint8_t *setup, uint32_t sn) {
+	uint32_t split = 0;
+	for (int i = 0; i < f->ntodo; i++) {
+		char dest[PATH_MAX];
+		int k = snprintf(dest, sizeof(dest), "%s/%s", f->ws, f->todo[i].rel);
+		uint32_t at = f->todo[i].at, len = (uint32_t)k;
+		if (k < 0 || (size_t)k >= sizeof(dest) || at > sn || at < 9 + len) return 0;
+		uint32_t start = at - 9 - len, op, n;
+		memcpy(&op, setup + start, 4);
+		memcpy(&n, setup + start + 4, 4);
+		if (op != 11 /* OP_PROTECT */ || n != len || memcmp(setup + start + 8, dest, len) || setup[at - 1] != 0) return 0;
+		if (split == 0 || start < split) split = start;
+	}
+	return split;
 }
 
 // patch_identities writes each placeholder's identity into the plan's
 // setup, where the Go path wrote its own placeholder's: the init refuses
 // to protect any other object at that name.
-static int patch_identities(struct fast *f, uint8_t *setup, uint32_t sn) {
+// b holds the setup from its offset off on (the plan's second part).
+static int patch_identities(struct fast *f, uint8_t *b, uint32_t off, uint32_t sn) {
 	for (int i = 0; i < f->nmade; i++) {
 		struct placeholder *p = &f->made[i];
-		if ((uint64_t)p->at + 16 > sn) return miss(f, "malformed entry", NULL);
-		memcpy(setup + p->at, &p->dev, 8);
-		memcpy(setup + p->at + 8, &p->ino, 8);
+		if (p->at < off || (uint64_t)p->at + 16 > sn) return miss(f, "malformed entry", NULL);
+		memcpy(b + (p->at - off), &p->dev, 8);
+		memcpy(b + (p->at - off) + 8, &p->ino, 8);
 	}
 	return 0;
 }
@@ -1697,8 +1734,7 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	sigprocmask(SIG_BLOCK, &set, &sv.mask);
 	blocked = 1;
 	f.mask = &sv.mask;
-	if (make_placeholders(&f, &c) < 0) goto out;
-	if (make_fresh(&f, &c) < 0) goto out;
+	if (read_placeholders(&f, &c) < 0 || make_fresh(&f, &c) < 0) goto out;
 	char **lists[2] = {NULL, NULL};
 	uint32_t counts[2];
 	for (int l = 0; l < 2; l++) {
@@ -1735,7 +1771,11 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 		miss(&f, "malformed entry", NULL);
 		goto out;
 	}
-	if (patch_identities(&f, (uint8_t *)setup, sn) < 0) goto out;
+	// The plan goes in two parts when there are placeholders to make
+	// (plan_split): pid 1 builds the view up to their protects while this
+	// process makes them, each a directory made (and later removed) on the
+	// host's file system, the costliest step of a cached run.
+	uint32_t split = plan_split(&f, setup, sn);
 	uint32_t envc;
 	char **env = jail_build_env(envp, lists[0], counts[0], lists[1], counts[1], &envc);
 	if (!env) {
@@ -1744,44 +1784,53 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	}
 	pid_t pg;
 	int foreground = ioctl(0, TIOCGPGRP, &pg) == 0 && pg == getpgrp();
-	struct buf plan = {0};
+	struct buf plan = {0}, rest = {0}, *tail = split ? &rest : &plan;
 	put(&plan, header, hn);
-	put(&plan, setup, sn);
-	if (f.fresh_old && !plan.oom) {
-		// The plan names the RUN directory of the run that stored it:
-		// this run's own instead, wherever it appears.
-		for (uint8_t *p = plan.b + hn; p + 16 <= plan.b + plan.n; p++)
-			if (!memcmp(p, f.fresh_old, 16)) memcpy(p, f.fresh_run, 16);
+	put(&plan, setup, split ? split : sn);
+	if (split) {
+		put_u32(&plan, OP_MORE);
+		put_u32(&rest, 0); // its length, below
+		put(&rest, setup + split, sn - split);
 	}
-	put_u32(&plan, OP_EXEC);
-	put_u32(&plan, argc - dd - 1);
-	for (int i = dd + 1; i < argc; i++) put_str(&plan, argv[i]);
-	put_u32(&plan, envc);
-	for (uint32_t i = 0; i < envc; i++) put_str(&plan, env[i]);
-	put_str(&plan, dir);
-	put_u32(&plan, foreground);
+	if (f.fresh_old) {
+		// The plan names the RUN directory of the run that stored it:
+		// this run's own instead, wherever it appears (inside operations,
+		// so never across the cut).
+		struct buf *parts[2] = {&plan, &rest};
+		for (int k = 0; k < 2; k++)
+			for (uint8_t *p = parts[k]->b + (k ? 4 : hn); !parts[k]->oom && parts[k]->b && p + 16 <= parts[k]->b + parts[k]->n; p++)
+				if (!memcmp(p, f.fresh_old, 16)) memcpy(p, f.fresh_run, 16);
+	}
+	put_u32(tail, OP_EXEC);
+	put_u32(tail, argc - dd - 1);
+	for (int i = dd + 1; i < argc; i++) put_str(tail, argv[i]);
+	put_u32(tail, envc);
+	for (uint32_t i = 0; i < envc; i++) put_str(tail, env[i]);
+	put_str(tail, dir);
+	put_u32(tail, foreground);
 	if (lim.method == LIMIT_RLIMIT) {
 		// rlimitsFor in cgroup_linux.go: RLIMIT_DATA per process,
 		// RLIMIT_NPROC per uid (in the sandbox's user namespace).
 		uint32_t k = (lim.memory != 0) + (lim.pids != 0);
-		put_u32(&plan, k);
+		put_u32(tail, k);
 		if (lim.memory) {
-			put_u32(&plan, RLIMIT_DATA);
-			put(&plan, &lim.memory, 8);
-			put(&plan, &lim.memory, 8);
+			put_u32(tail, RLIMIT_DATA);
+			put(tail, &lim.memory, 8);
+			put(tail, &lim.memory, 8);
 		}
 		if (lim.pids) {
-			put_u32(&plan, RLIMIT_NPROC);
-			put(&plan, &lim.pids, 8);
-			put(&plan, &lim.pids, 8);
+			put_u32(tail, RLIMIT_NPROC);
+			put(tail, &lim.pids, 8);
+			put(tail, &lim.pids, 8);
 		}
 	} else {
-		put_u32(&plan, 0);
+		put_u32(tail, 0);
 	}
-	if (plan.oom) {
+	if (plan.oom || rest.oom) {
 		miss(&f, "out of memory", NULL);
 		goto out;
 	}
+	if (!split && (make_placeholders(&f) < 0 || patch_identities(&f, plan.b + hn, 0, sn) < 0)) goto out;
 	if ((lim.method == LIMIT_CGROUP1 || lim.method == LIMIT_CGROUP2) && lim_create(&lim) < 0) {
 		miss(&f, "cannot make the limits' cgroup", NULL);
 		goto out;
@@ -1813,17 +1862,35 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	sv.entry = name;
 	sv.foreground = foreground;
 	res.start_ns = now_ns();
-	if (jail_write_all(e.plan, plan.b, plan.n) < 0 || send_stdio(e.sock, foreground, join, njoin) < 0) {
+	int sent = jail_write_all(e.plan, plan.b, plan.n) == 0 && send_stdio(e.sock, foreground, join, njoin) == 0;
+	close(e.plan);
+	while (njoin > 0) close(join[--njoin]);
+	if (sent && split) {
+		// pid 1 waits at OP_MORE for the rest, which carries the
+		// placeholders' identities: nothing of the sandbox has run yet
+		// if one cannot be made (the Go path then plans afresh).
+		uint32_t rn = (uint32_t)(rest.n - 4);
+		memcpy(rest.b, &rn, 4);
+		if (make_placeholders(&f) < 0 || patch_identities(&f, rest.b + 4, split, sn) < 0) {
+			if (f.trace && f.why) {
+				say("jail: plan cache: not used: ");
+				say(f.why);
+				say("\n");
+			}
+			sent = 0;
+		} else {
+			sent = jail_write_all(e.sock, rest.b, rest.n) == 0;
+		}
+	}
+	if (!sent) {
 		// The init never got its command.
-		close(e.plan);
 		close(e.status);
 		kill(e.pid, SIGKILL);
 		int st;
 		waitpid(e.pid, &st, 0);
+		lim_remove(&lim);
 		fall_back(&f, argv, envp, &sv, 0);
 	}
-	close(e.plan);
-	while (njoin > 0) close(join[--njoin]);
 	supervise(&f, &e, foreground, argv, envp, &sv, &set, &res);
 out:
 	if (f.trace && f.why) {

@@ -772,6 +772,34 @@ ssize_t recv_fds(int sock, void *buf, size_t len, int *fds, int max, int *nfd, i
 	return n;
 }
 
+// op_more ends the first part of a plan the plan cache's run sends in two
+// (plan_split in fast_linux.c): pid 1 builds the view up to here while the
+// supervisor makes the workspace's placeholders, whose identities the rest
+// carries. The rest comes on fd 5, after the command's stdio: a u32 length
+// and that many plan bytes, carried out from here on.
+static void read_more(struct child *c, void *p, size_t n) {
+	uint8_t *b = p;
+	while (n > 0) {
+		ssize_t k = read(5, b, n);
+		if (k < 0 && errno == EINTR) continue;
+		if (k <= 0) fail(c, k < 0 ? errno : EPIPE, "the supervisor sent no rest of the plan", 125);
+		b += k;
+		n -= k;
+	}
+}
+
+static void op_more(struct child *c) {
+	uint32_t n;
+	c->stage = "read plan";
+	read_more(c, &n, 4);
+	if (n == 0 || n > (64u << 20)) fail(c, E2BIG, "plan too large", 125);
+	uint8_t *b = malloc(n);
+	if (!b) fail(c, ENOMEM, "plan", 125);
+	read_more(c, b, n);
+	c->p = b;
+	c->end = b + n;
+}
+
 // op_hold ends the plan of a sandbox made ahead of its command: pid 1 is
 // confined and reports "held", then takes the rest of the plan (OP_EXEC
 // and its arguments) and the command's descriptors from fd 5 and goes on.
@@ -867,6 +895,7 @@ static void run_plan(struct child *c) {
 		case OP_CAPS: c->layer = "privileges"; c->stage = "drop privileges"; op_caps(c); break;
 		case OP_SECCOMP: c->layer = "seccomp"; c->stage = "seccomp"; op_seccomp(c); break;
 		case OP_HOLD: op_hold(c); break;
+		case OP_MORE: op_more(c); break;
 		case OP_EXEC: op_exec(c);
 		default: fail(c, EINVAL, "unknown plan operation", 125);
 		}

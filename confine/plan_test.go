@@ -53,7 +53,7 @@ func TestPlanOpcodesMatchC(t *testing.T) {
 		"OP_SOCKETS": opSockets, "OP_PRIVATE": opPrivate, "OP_SOURCE": opSource, "OP_NEWROOT": opNewRoot, "OP_BIND": opBind,
 		"OP_TMPFS": opTmpfs, "OP_HIDE": opHide, "OP_PROTECT": opProtect, "OP_SYMLINK": opSymlink, "OP_PROC": opProc,
 		"OP_DEV": opDev, "OP_PIVOT": opPivot, "OP_NNP": opNNP, "OP_LANDLOCK": opLandlock, "OP_CLOEXEC": opCloexec,
-		"OP_CAPS": opCaps, "OP_SECCOMP": opSeccomp, "OP_EXEC": opExec, "OP_UNSHARE": opUnshare, "OP_LOCK": opLock, "OP_HOLD": opHold, "OP_PIN": opPin, "OP_DNS": opDNS, "OP_OVERLAY": opOverlay, "OP_FILE": opFile}
+		"OP_CAPS": opCaps, "OP_SECCOMP": opSeccomp, "OP_EXEC": opExec, "OP_UNSHARE": opUnshare, "OP_LOCK": opLock, "OP_HOLD": opHold, "OP_PIN": opPin, "OP_DNS": opDNS, "OP_OVERLAY": opOverlay, "OP_FILE": opFile, "OP_MORE": opMore}
 	for name, v := range want {
 		m := regexp.MustCompile(`\b` + name + ` = ([0-9]+),`).FindSubmatch(src)
 		if m == nil {
