@@ -46,8 +46,9 @@ type Options struct {
 	// root as well (policy.DefaultProtected): the first component of
 	// each is read-only in every directory the walk visits where it
 	// exists at launch, and moved aside after the run where the sandbox
-	// made it (docs/workspace.md).
-	Protected []string
+	// made it (docs/workspace.md). Later (policy.DefaultProtectedLater)
+	// are protected so at the root too.
+	Protected, Later []string
 }
 
 // Run is the git view of one sandbox: the mounts that make it, and what
@@ -120,6 +121,30 @@ type walkMeta struct {
 	GitDirs  []string `json:"gitdirs,omitempty"`
 	GitFiles []string `json:"gitfiles,omitempty"`
 	Bare     []string `json:"bare,omitempty"`
+	// Prot are the protected names in each directory visited (found.prot;
+	// no omitempty: absent, it says nothing is known of them).
+	Prot map[string][]string `json:"prot"`
+	// Held and Later are the protected names the walk looked for
+	// (Options.Protected, Options.Later).
+	Held  []string `json:"held,omitempty"`
+	Later []string `json:"later,omitempty"`
+}
+
+// launchFound is the launch walk a RUN directory's meta records.
+func (w *walkMeta) launchFound() *found {
+	if w == nil {
+		return nil
+	}
+	return &found{gitDirs: w.GitDirs, gitFiles: w.GitFiles, bare: w.Bare, prot: w.Prot, names: w.nameSet()}
+}
+
+// nameSet is the protected names the launch walk looked for (nil for
+// none recorded).
+func (w *walkMeta) nameSet() *nameSet {
+	if w == nil || len(w.Held)+len(w.Later) == 0 {
+		return nil
+	}
+	return newNameSet(w.Held, w.Later)
 }
 
 // freshXattr marks a .git directory jail made for a run: whichever run
@@ -199,7 +224,7 @@ func (r *Run) prepare() error {
 			// walk would otherwise take for the user's.
 			r.adoptPending()
 		}
-		f = walkNames(r.ws, skip, newNameSet(r.opt.Protected))
+		f = walkNames(r.ws, skip, newNameSet(r.opt.Protected, r.opt.Later))
 		if len(f.visited) > cacheDirs {
 			r.opt.Facts.Unsure()
 		}
@@ -572,7 +597,8 @@ func (r *Run) writeMeta() error {
 	}
 	m := meta{Workspace: r.opt.Workspace, Repos: r.repos, NoWalk: r.launch == nil}
 	if r.launch != nil {
-		m.Launch = &walkMeta{GitDirs: r.launch.gitDirs, GitFiles: r.launch.gitFiles, Bare: r.launch.bare}
+		m.Launch = &walkMeta{GitDirs: r.launch.gitDirs, GitFiles: r.launch.gitFiles, Bare: r.launch.bare, Prot: r.launch.prot,
+			Held: r.opt.Protected, Later: r.opt.Later}
 	}
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -843,11 +869,7 @@ func recoverKey(w io.Writer, wsfd int, ws string, keyfd int, keyDir, skip string
 		if merr == nil && m.Workspace == ws && !m.NoWalk {
 			// The run ended without looking for what its sandbox made
 			// below the root: reduce it now, against its launch walk.
-			var launch *found
-			if m.Launch != nil {
-				launch = &found{gitDirs: m.Launch.GitDirs, gitFiles: m.Launch.GitFiles, bare: m.Launch.Bare}
-			}
-			scanNew(w, wsfd, keyfd, walk(wsfd, skip), launch, n)
+			scanNew(w, wsfd, keyfd, walkNames(wsfd, skip, m.Launch.nameSet()), m.Launch.launchFound(), n)
 		}
 		settle(w, keyfd, n, where, out)
 		unix.Close(fd)
@@ -1015,9 +1037,9 @@ func emptyOrMissing(dirfd int, name string) bool {
 // guardian of a Go supervisor's run, reducing against the launch walk the
 // RUN directory records). It adopts, then reduces the repositories the
 // sandbox made in subdirectories and moves aside the protected names it
-// made (protected, the default list: scanNew), reports on w, and returns
-// 0 when all went well.
-func AdoptMain(args []string, w io.Writer, protected []string) int {
+// made (protected and later, the default lists: scanNew), reports on w,
+// and returns 0 when all went well.
+func AdoptMain(args []string, w io.Writer, protected, later []string) int {
 	var since int64
 	mode := "cached"
 	if len(args) == 6 {
@@ -1068,7 +1090,7 @@ func AdoptMain(args []string, w io.Writer, protected []string) int {
 		} else {
 			if rm, err := readMeta(runfd); mode == "meta" && err == nil && !rm.NoWalk && rm.Launch != nil {
 				scan, m = true, rm
-				launch = &found{gitDirs: m.Launch.GitDirs, gitFiles: m.Launch.GitFiles, bare: m.Launch.Bare}
+				launch = m.Launch.launchFound()
 			}
 			if !adoptHeld(w, wsfd, args[0], args[1], args[2], args[3]) {
 				code = 1
@@ -1089,7 +1111,7 @@ func AdoptMain(args []string, w io.Writer, protected []string) int {
 	// Directories below the walk's depth made during the run (born
 	// after the launch the plan cache's run says) are walked too.
 	f := &found{skip: skip, depth: map[string]int{}, ids: map[string]dirID{}, hashes: map[string]uint64{},
-		names: newNameSet(protected), prot: map[string][]string{}, deep: since > 0, at: since}
+		names: newNameSet(protected, later), prot: map[string][]string{}, deep: since > 0, at: since}
 	f.walkFrom(wsfd, ".", 0)
 	switch {
 	case mode == "meta" && m != nil:
@@ -1254,20 +1276,24 @@ func scanNew(w io.Writer, wsfd, scratch int, f *found, launch *found, run string
 // that were not there at launch (none are known for a cached plan's,
 // which was made where there were none below the root): NAME becomes
 // NAME.jail-RUN, by descriptor, in the directory that holds it. At the
-// root only names that match by a glob count (an exact name is a
-// protected path there, held whether or not it exists). It returns the
-// workspace-relative paths moved.
+// root an exact name held while the run lasts does not count (it is a
+// protected path there, held whether or not it exists); for the others a
+// cached plan was made where there were none (deepProtected). It returns
+// the workspace-relative paths moved.
 func movedAside(wsfd int, f, launch *found, run string) []string {
 	var out []string
 	for dir, names := range f.prot {
 		var had []string
 		if launch != nil {
+			if launch.prot == nil {
+				return nil // a launch that did not record them: nothing is known to be new
+			}
 			had = launch.prot[dir]
 		}
 		var dfd = -1
 		for _, n := range names {
 			_, byGlob := f.names.match(n)
-			if slices.Contains(had, n) || dir == "." && (!byGlob || launch == nil) {
+			if slices.Contains(had, n) || dir == "." && !byGlob {
 				continue
 			}
 			if dfd < 0 {

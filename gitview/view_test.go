@@ -290,11 +290,12 @@ func TestWhy(t *testing.T) {
 }
 
 // TestNameSet: the protected names below the root, by their first
-// component, globs as prefixes, suffixes or patterns.
+// component, globs as prefixes, suffixes or patterns; only an exact name
+// held while the run lasts is one at the root too.
 func TestNameSet(t *testing.T) {
-	m := newNameSet([]string{".vscode", ".claude/settings.json", "*.code-workspace", "lefthook*", "x?y", "[ab]*"})
+	m := newNameSet([]string{".vscode", ".claude/settings.json", "*.code-workspace", "x?y", "[ab]*"}, []string{".husky", "lefthook*", ".vscode"})
 	for name, want := range map[string][2]bool{
-		".vscode": {true, false}, ".claude": {true, false}, "a.code-workspace": {true, true}, "lefthook-local.yml": {true, true},
+		".vscode": {true, false}, ".claude": {true, false}, "a.code-workspace": {true, true}, "lefthook-local.yml": {true, true}, ".husky": {true, true},
 		"xzy": {true, true}, "b.txt": {true, true}, "settings.json": {false, false}, "code-workspace": {false, false}, "c": {false, false},
 	} {
 		if ok, byGlob := m.match(name); ok != want[0] || byGlob != want[1] {

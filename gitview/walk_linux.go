@@ -83,7 +83,7 @@ type found struct {
 // hooks manager that reads one runs what it says, in whatever
 // subdirectory it was opened or run.
 type nameSet struct {
-	exact map[string]bool
+	exact map[string]bool // true: held while the run lasts
 	globs []string
 	// The globs of the form P* and *S (all of the default list's), as
 	// prefixes and suffixes: the walk matches every name of every
@@ -92,11 +92,17 @@ type nameSet struct {
 }
 
 // newNameSet makes the set of the first components of the protected
-// paths ps.
-func newNameSet(ps []string) *nameSet {
+// paths held while a run lasts (held: at the root, each exact one is a
+// protected path of its own) and of those protected after it (later).
+func newNameSet(held, later []string) *nameSet {
 	m := &nameSet{exact: map[string]bool{}}
-	for _, p := range ps {
+	for i, p := range append(append([]string{}, held...), later...) {
 		first, _, _ := strings.Cut(filepath.Clean(p), "/")
+		if !strings.ContainsAny(first, "*?[") && first != "." && first != ".." {
+			// true: held at the root; false: protected after the run only.
+			m.exact[first] = m.exact[first] || i < len(held)
+			continue
+		}
 		if strings.ContainsAny(first, "*?[") {
 			m.globs = appendNew(m.globs, first)
 			body := strings.Trim(first, "*")
@@ -110,8 +116,6 @@ func newNameSet(ps []string) *nameSet {
 			default:
 				m.others = append(m.others, first)
 			}
-		} else if first != "." && first != ".." {
-			m.exact[first] = true
 		}
 	}
 	return m
@@ -123,7 +127,7 @@ func (m *nameSet) matchBytes(name []byte) bool {
 	if m == nil {
 		return false
 	}
-	if m.exact[string(name)] { // no allocation: a map index by a converted slice
+	if _, ok := m.exact[string(name)]; ok { // no allocation: a map index by a converted slice
 		return true
 	}
 	for _, p := range m.prefixes {
@@ -143,15 +147,16 @@ func (m *nameSet) matchBytes(name []byte) bool {
 	return ok
 }
 
-// match reports whether name is one of the set's, and whether it is one
-// by a glob only (at the workspace's root, an exact name is a protected
-// path of its own, held whether or not it exists).
+// match reports whether name is one of the set's, and whether it is not
+// an exact name held while a run lasts (at the workspace's root, such a
+// name is a protected path of its own, held whether or not it exists;
+// the others are protected there as below it).
 func (m *nameSet) match(name string) (ok, byGlob bool) {
 	if m == nil {
 		return false, false
 	}
-	if m.exact[name] {
-		return true, false
+	if held, ok := m.exact[name]; ok {
+		return true, !held
 	}
 	for _, p := range m.prefixes {
 		if strings.HasPrefix(name, p) {
@@ -589,10 +594,10 @@ const maxDeep = 32
 func (r *Run) deepProtected(f *found) bool {
 	var all []string
 	for dir, names := range f.prot {
-		if dir == "." {
-			continue // the protected paths themselves, at the root
-		}
 		for _, n := range names {
+			if _, notHeld := f.names.match(n); dir == "." && !notHeld {
+				continue // a protected path of its own, at the root
+			}
 			if p := filepath.Join(dir, n); !r.Covers(p) {
 				all = append(all, p)
 			}
@@ -600,7 +605,7 @@ func (r *Run) deepProtected(f *found) bool {
 	}
 	slices.Sort(all)
 	if len(all) > maxDeep {
-		fmt.Fprintf(r.opt.Report, "jail: %d editor and agent files below the workspace's root; the first %d are read-only in the sandbox, the rest are not: %s\n",
+		fmt.Fprintf(r.opt.Report, "jail: %d editor, agent and hooks-manager files in the workspace's directories; the first %d are read-only in the sandbox, the rest are not: %s\n",
 			len(all), maxDeep, strings.Join(all[maxDeep:], ", "))
 		all = all[:maxDeep]
 	}

@@ -24,7 +24,7 @@ func BenchmarkWalk(b *testing.B) {
 	defer unix.Close(fd)
 	names := newNameSet([]string{".vscode", ".idea", ".devcontainer", "*.code-workspace", ".claude/settings.json", ".mcp.json",
 		".codex", ".envrc", ".jail", ".gemini", ".cursor", ".zed", "opencode.json", ".opencode", "opencode.*", ".aider.conf.yml",
-		".husky", ".pre-commit-config.yaml", "lefthook.yml", "lefthook-local.yml", ".lefthook", "lefthook*", ".lefthook*"})
+		".husky", ".pre-commit-config.yaml", "lefthook.yml", "lefthook-local.yml", ".lefthook", "lefthook*", ".lefthook*"}, nil)
 	for _, c := range []struct {
 		name  string
 		names *nameSet

@@ -154,11 +154,13 @@ echo SANDBOX-DONE`)
 	})
 }
 
-// TestProtectedNamesEverywhere: the editor, agent and hooks-manager files
-// of the protected list cannot be made at the workspace's root; below it,
-// one that exists at launch cannot be changed, and one the sandbox makes
-// (in a directory that existed or one it made, six levels down) is moved
-// aside when the run ends, so no editor or agent opened there finds it.
+// TestProtectedNamesEverywhere: the editor and agent files held while a
+// run lasts cannot be made at the workspace's root; everywhere else, and
+// at the root for the agent CLI and hooks-manager files protected after
+// the run, one that exists at launch cannot be changed, and one the
+// sandbox makes (in a directory that existed or one it made, six levels
+// down) is moved aside when the run ends, so no editor, agent or hooks
+// manager opened there finds it.
 func TestProtectedNamesEverywhere(t *testing.T) {
 	forEachPath(t, func(t *testing.T, r runner) {
 		for _, existing := range []bool{false, true} {
@@ -166,13 +168,17 @@ func TestProtectedNamesEverywhere(t *testing.T) {
 			os.MkdirAll(filepath.Join(ws, "pkg", "b"), 0o755)
 			if existing {
 				r.writeFile(t, filepath.Join(ws, "pkg", "a", ".vscode", "settings.json"), "{}\n")
+				r.writeFile(t, filepath.Join(ws, ".husky", "pre-commit"), "npm test\n")
 			}
 			r.own(t, ws)
 			before := lsA(t, ws)
 			res := r.sh(t, ws, `
-for n in .gemini .cursor .zed .opencode .husky .lefthook; do mkdir $n/x 2>/dev/null || mkdir $n 2>/dev/null && echo "ROOT-MADE $n"; done
-for n in opencode.json .aider.conf.yml .pre-commit-config.yaml lefthook.yml lefthook-local.yml .mcp.json .envrc; do echo x > $n 2>/dev/null && echo "ROOT-MADE $n"; done
+for n in .cursor .zed .vscode .claude/commands .codex; do mkdir $n 2>/dev/null && echo "ROOT-MADE $n"; done
+for n in .mcp.json .envrc; do echo x > $n 2>/dev/null && echo "ROOT-MADE $n"; done
+[ -d .husky ] || mkdir .gemini .opencode .husky .lefthook
+for n in opencode.json .aider.conf.yml .pre-commit-config.yaml lefthook.yml lefthook-local.yml; do [ -f .husky/pre-commit ] || echo x > $n; done
 [ -d pkg/a/.vscode ] && { echo '{"x":1}' > pkg/a/.vscode/settings.json 2>/dev/null && echo CHANGED-EXISTING; rm -rf pkg/a/.vscode 2>/dev/null && echo REMOVED-EXISTING; mv pkg/a pkg/a2 2>/dev/null && echo MOVED-EXISTING; }
+[ -f .husky/pre-commit ] && { echo evil > .husky/pre-commit 2>/dev/null && echo CHANGED-EXISTING-HUSKY; mv .husky .h 2>/dev/null && echo MOVED-EXISTING-HUSKY; }
 mkdir -p pkg/b/.vscode && echo '{}' > pkg/b/.vscode/tasks.json
 echo 'echo hi' > pkg/b/.envrc; echo '{}' > pkg/b/x.code-workspace; echo x > pkg/b/.aider.conf.yml
 mkdir -p n/a/b/c/d/e/.gemini n/a/b/c/d/e/.husky && echo x > n/a/b/c/d/e/.husky/pre-commit
@@ -183,7 +189,12 @@ echo SANDBOX-DONE`)
 					t.Errorf("existing %v: %s:\n%s\n%s", existing, w, res.stdout, res.stderr)
 				}
 			}
-			for _, p := range []string{"pkg/b/.vscode", "pkg/b/.envrc", "pkg/b/x.code-workspace", "pkg/b/.aider.conf.yml", "n/a/b/c/d/e/.gemini", "n/a/b/c/d/e/.husky"} {
+			made := []string{"pkg/b/.vscode", "pkg/b/.envrc", "pkg/b/x.code-workspace", "pkg/b/.aider.conf.yml", "n/a/b/c/d/e/.gemini", "n/a/b/c/d/e/.husky"}
+			rootLater := []string{".gemini", ".opencode", ".husky", ".lefthook", "opencode.json", ".aider.conf.yml", ".pre-commit-config.yaml", "lefthook.yml", "lefthook-local.yml"}
+			if !existing {
+				made = append(made, rootLater...)
+			}
+			for _, p := range made {
 				if _, err := os.Lstat(filepath.Join(ws, p)); err == nil {
 					t.Errorf("existing %v: %s the sandbox made is still there after the run\n%s", existing, p, res.stderr)
 				}
@@ -195,8 +206,19 @@ echo SANDBOX-DONE`)
 				if b, _ := os.ReadFile(filepath.Join(ws, "pkg", "a", ".vscode", "settings.json")); string(b) != "{}\n" {
 					t.Errorf("the existing settings changed: %q", b)
 				}
+				if b, _ := os.ReadFile(filepath.Join(ws, ".husky", "pre-commit")); string(b) != "npm test\n" {
+					t.Errorf("the existing husky hook changed: %q", b)
+				}
 			}
 			want := append(before, "n")
+			if !existing {
+				for _, n := range rootLater {
+					m, _ := filepath.Glob(filepath.Join(ws, n+".jail-*"))
+					for _, x := range m {
+						want = append(want, filepath.Base(x))
+					}
+				}
+			}
 			slices.Sort(want)
 			if after := lsA(t, ws); !slices.Equal(after, want) {
 				t.Errorf("existing %v: the root's entries were %v before the run and are %v after it", existing, before, after)

@@ -128,7 +128,8 @@ func Start(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []string, co
 		}
 		h.git, err = gitview.Prepare(gitview.Options{Workspace: ws, StateDir: gitview.StateDir(layout.Home, os.Getenv("XDG_STATE_HOME")),
 			ReadOnly: layout.WorkspaceReadOnly, Facts: layout.Facts, Report: report,
-			Home: layout.Home, XDGConfig: os.Getenv("XDG_CONFIG_HOME"), Writable: writable, Protected: policy.DefaultProtected()})
+			Home: layout.Home, XDGConfig: os.Getenv("XDG_CONFIG_HOME"), Writable: writable,
+			Protected: policy.DefaultProtected(), Later: policy.DefaultProtectedLater()})
 	}
 	if err == nil {
 		err = h.git.CloneHere(spec.Argv, ws)

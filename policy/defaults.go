@@ -91,6 +91,12 @@ func DefaultRO() []string {
 type ProtectedPath struct {
 	Path string
 	Why  string
+	// Later marks an entry protected from the run's end on, not while it lasts: read-only where
+	// it exists at launch, moved aside when the run ends where the sandbox made it, and no
+	// placeholder held for it meanwhile (what reads it runs when an agent CLI starts, or on a
+	// commit once its hooks are installed, rarely during a run: docs/workspace.md). Not in
+	// DefaultProtected: such entries are DefaultProtectedLater.
+	Later bool
 }
 
 // DefaultProtectedPaths is the default protected list: workspace paths the sandbox can neither
@@ -104,42 +110,57 @@ type ProtectedPath struct {
 // never writes them (docs/git.md).
 func DefaultProtectedPaths() []ProtectedPath {
 	return []ProtectedPath{
-		{".vscode", "VS Code runs `tasks.json` tasks on folder open (`runOn: folderOpen`), and `settings.json` names programs it starts (terminal profiles, formatters, linters, language servers)"},
-		{".idea", "JetBrains IDEs run its run configurations, startup tasks and external tools on the host"},
-		{".devcontainer", "`devcontainer.json`'s `initializeCommand` runs on the host before the container is built"},
-		{"*.code-workspace", "a VS Code workspace file carries settings and tasks as `.vscode/` does (the ones at the workspace root at launch; VS Code opens none by itself)"},
-		{".claude/settings.json", "Claude Code's project settings: `hooks` run shell commands on the host, `permissions` and `env` change what it does unasked"},
-		{".claude/settings.local.json", "the same, the per-user file"},
-		{".claude/settings*.json", "any other settings file of Claude Code's present at launch"},
-		{".claude/commands", "Claude Code's custom slash commands: prompts that run tools with the user's rights"},
-		{".claude/agents", "Claude Code's subagents: their prompts and the tools they may use"},
-		{".claude/hooks", "scripts the project's Claude Code hooks run"},
-		{".mcp.json", "MCP servers that Claude Code and other clients start on the host"},
-		{".codex", "Codex CLI's project configuration (MCP servers, profiles, sandbox mode) and prompts"},
-		{".envrc", "direnv runs it in the user's shell on `cd` (after `direnv allow`, which an allowed file keeps)"},
-		{".jail", "jail's own project policy (it may only tighten, but a sandbox must not choose how the next one is confined)"},
-		{".gemini", "Gemini CLI's project settings (MCP servers, tool discovery and call commands it runs, hooks) and custom commands"},
-		{".cursor", "Cursor's project MCP servers (`mcp.json`), rules and environment, started and read by the editor on the host"},
-		{".zed", "Zed's project `settings.json` (language server binaries, terminal shell) and `tasks.json`"},
-		{"opencode.json", "opencode's project config: MCP servers it starts, commands, plugins"},
-		{".opencode", "opencode's project agents, commands and plugins (JavaScript it loads and runs)"},
-		{"opencode.*", "opencode's config under its other names (`opencode.jsonc`), present at launch"},
-		{".aider.conf.yml", "aider's config: `lint-cmd` and `test-cmd` are commands aider runs after each edit"},
-		{".husky", "husky's hooks: git runs `.husky/_/*` (`core.hooksPath`), which runs `.husky/<hook>`; the host's `npm install` sets that up"},
-		{".pre-commit-config.yaml", "pre-commit's hooks: `repo: local` entries are commands the host's `git commit` runs once `pre-commit install` ran"},
-		{"lefthook.yml", "lefthook's commands, run by the git hooks lefthook installs"},
-		{"lefthook-local.yml", "lefthook's local overrides, merged over `lefthook.yml`"},
-		{".lefthook", "lefthook's script directories (`.lefthook/<hook>/*`)"},
-		{"lefthook*", "lefthook's config under its other names (`lefthook.yaml`, `.toml`, `.json`, `-local` variants), present at launch"},
-		{".lefthook*", "the same, with a leading dot (`.lefthook.yml`, `.lefthook-local`)"},
+		{".vscode", "VS Code runs `tasks.json` tasks on folder open (`runOn: folderOpen`), and `settings.json` names programs it starts (terminal profiles, formatters, linters, language servers)", false},
+		{".idea", "JetBrains IDEs run its run configurations, startup tasks and external tools on the host", false},
+		{".devcontainer", "`devcontainer.json`'s `initializeCommand` runs on the host before the container is built", false},
+		{"*.code-workspace", "a VS Code workspace file carries settings and tasks as `.vscode/` does (the ones at the workspace root at launch; VS Code opens none by itself)", false},
+		{".claude/settings.json", "Claude Code's project settings: `hooks` run shell commands on the host, `permissions` and `env` change what it does unasked", false},
+		{".claude/settings.local.json", "the same, the per-user file", false},
+		{".claude/settings*.json", "any other settings file of Claude Code's present at launch", false},
+		{".claude/commands", "Claude Code's custom slash commands: prompts that run tools with the user's rights", false},
+		{".claude/agents", "Claude Code's subagents: their prompts and the tools they may use", false},
+		{".claude/hooks", "scripts the project's Claude Code hooks run", false},
+		{".mcp.json", "MCP servers that Claude Code and other clients start on the host", false},
+		{".codex", "Codex CLI's project configuration (MCP servers, profiles, sandbox mode) and prompts", false},
+		{".envrc", "direnv runs it in the user's shell on `cd` (after `direnv allow`, which an allowed file keeps)", false},
+		{".jail", "jail's own project policy (it may only tighten, but a sandbox must not choose how the next one is confined)", false},
+		{".gemini", "Gemini CLI's project settings (MCP servers, tool discovery and call commands it runs, hooks) and custom commands", true},
+		{".cursor", "Cursor's project MCP servers (`mcp.json`), rules and environment, started and read by the editor on the host", false},
+		{".zed", "Zed's project `settings.json` (language server binaries, terminal shell) and `tasks.json`", false},
+		{"opencode.json", "opencode's project config: MCP servers it starts, commands, plugins", true},
+		{".opencode", "opencode's project agents, commands and plugins (JavaScript it loads and runs)", true},
+		{"opencode.*", "opencode's config under its other names (`opencode.jsonc`), present at launch", true},
+		{".aider.conf.yml", "aider's config: `lint-cmd` and `test-cmd` are commands aider runs after each edit", true},
+		{".husky", "husky's hooks: git runs `.husky/_/*` (`core.hooksPath`), which runs `.husky/<hook>`; the host's `npm install` sets that up", true},
+		{".pre-commit-config.yaml", "pre-commit's hooks: `repo: local` entries are commands the host's `git commit` runs once `pre-commit install` ran", true},
+		{"lefthook.yml", "lefthook's commands, run by the git hooks lefthook installs", true},
+		{"lefthook-local.yml", "lefthook's local overrides, merged over `lefthook.yml`", true},
+		{".lefthook", "lefthook's script directories (`.lefthook/<hook>/*`)", true},
+		{"lefthook*", "lefthook's config under its other names (`lefthook.yaml`, `.toml`, `.json`, `-local` variants), present at launch", true},
+		{".lefthook*", "the same, with a leading dot (`.lefthook.yml`, `.lefthook-local`)", true},
 	}
 }
 
-// DefaultProtected returns the paths of DefaultProtectedPaths.
+// DefaultProtected returns the paths of DefaultProtectedPaths held while a run lasts (the
+// default of sandbox.protected).
 func DefaultProtected() []string {
 	var out []string
 	for _, p := range DefaultProtectedPaths() {
-		out = append(out, p.Path)
+		if !p.Later {
+			out = append(out, p.Path)
+		}
+	}
+	return out
+}
+
+// DefaultProtectedLater returns the paths of DefaultProtectedPaths protected from the run's end
+// on (ProtectedPath.Later).
+func DefaultProtectedLater() []string {
+	var out []string
+	for _, p := range DefaultProtectedPaths() {
+		if p.Later {
+			out = append(out, p.Path)
+		}
 	}
 	return out
 }

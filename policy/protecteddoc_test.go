@@ -19,9 +19,13 @@ const (
 func protectedDoc() string {
 	var b strings.Builder
 	b.WriteString(protectedBegin)
-	b.WriteString("| path | why |\n|---|---|\n")
+	b.WriteString("| path | held | why |\n|---|---|---|\n")
 	for _, p := range DefaultProtectedPaths() {
-		fmt.Fprintf(&b, "| `%s` | %s |\n", p.Path, p.Why)
+		held := "while the run lasts"
+		if p.Later {
+			held = "after the run"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", p.Path, held, p.Why)
 	}
 	b.WriteString(protectedEnd)
 	return b.String()

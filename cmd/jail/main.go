@@ -66,7 +66,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	case confine.AdoptCommand:
 		// A cached run whose sandbox made a repository hands it over
 		// (docs/git.md); not for people.
-		return gitview.AdoptMain(args[1:], stderr, policy.DefaultProtected())
+		return gitview.AdoptMain(args[1:], stderr, policy.DefaultProtected(), policy.DefaultProtectedLater())
 	case "tool":
 		return toolMain(args[1:], stdin, stdout, stderr)
 	case "serve":
