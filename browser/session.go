@@ -20,7 +20,9 @@ const maxKept = 500
 // session is one agent's browser (a container.Resource): the browser, its tabs, and what the
 // tools read since their last call.
 type session struct {
-	b *Browser
+	b     *Browser
+	agent string
+	authn *authn // the virtual authenticator, once browser_webauthn_create made it
 
 	mu    sync.Mutex
 	tabs  []*tab // in the order they were opened
@@ -59,7 +61,13 @@ func (r *ring[T]) take() ([]T, int) {
 	return items, dropped
 }
 
-func (s *session) Close() error { return s.b.Close() }
+// Close keeps the authenticator's passkeys and ends the browser.
+func (s *session) Close() error {
+	if s.authn != nil && s.Alive() {
+		s.authn.save(context.Background())
+	}
+	return s.b.Close()
+}
 
 func (s *session) Alive() bool {
 	select {

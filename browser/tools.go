@@ -144,7 +144,7 @@ func (bs *Browsers) start(ctx context.Context, ids container.Correlation) (*sess
 	if err != nil {
 		return nil, err
 	}
-	s := &session{start: time.Now()}
+	s := &session{start: time.Now(), agent: ids.Agent}
 	eg := bs.cfg.Egress(ids.Agent)
 	eg.Record = s.record
 	b, err := Launch(ctx, bs.cfg.Engine, Options{Image: bs.cfg.Image, Limits: bs.cfg.Limits, Profile: profile, IDs: ids, Egress: eg})
@@ -196,6 +196,11 @@ func (bs *Browsers) call(ctx context.Context, c tools.HostCall, f func(ctx conte
 	if err != nil {
 		res = tools.Result{IsError: true, Content: err.Error()}
 	}
+	// Passkeys a page made during the call are kept at once: the browser may not end
+	// cleanly.
+	if err := s.authn.save(actx); err != nil && !res.IsError {
+		res.Content += "\n[warning: " + err.Error() + "]"
+	}
 	if res.Meta == nil {
 		res.Meta = map[string]any{}
 	}
@@ -218,7 +223,7 @@ func (bs *Browsers) Tools() []*tools.Tool {
 			Host: func(ctx context.Context, c tools.HostCall) tools.Result { return bs.call(ctx, c, f) }}
 	}
 	ref := `"ref":{"type":"string","pattern":"^e[0-9]+$","description":"an element's ref from browser_snapshot"}`
-	return []*tools.Tool{
+	return append([]*tools.Tool{
 		t("browser_navigate", "Load a URL in the browser (http or https, fetched by jail under the network policy), or go back, forward, or reload. Returns the page's title and outline size.",
 			`{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","minLength":1},"action":{"enum":["back","forward","reload"]}}}`, bs.navigate),
 		t("browser_snapshot", "An outline of the page's accessibility tree with a ref (e1, e2, ...) per element for the action tools. filter: text to match, or role=ROLE.",
@@ -249,7 +254,7 @@ func (bs *Browsers) Tools() []*tools.Tool {
 			`{"type":"object","additionalProperties":false,"required":["origin","key","value"],"properties":{"origin":{"type":"string","minLength":1},"key":{"type":"string","minLength":1,"maxLength":1000},"value":{"type":"string","maxLength":65536}}}`, bs.storageSet),
 		t("browser_evaluate", "Run a JavaScript expression in the page and return its JSON value (awaits a promise). Opt-in: needs a grant.",
 			`{"type":"object","additionalProperties":false,"required":["expression"],"properties":{"expression":{"type":"string","minLength":1,"maxLength":100000}}}`, bs.evaluate),
-	}
+	}, bs.webauthnTools(t)...)
 }
 
 func catalogue(name string) policy.ToolInfo {

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"image/png"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -18,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/webauthn"
+	"github.com/jail-sandbox/jail/policy"
 	"github.com/jail-sandbox/jail/tools"
 )
 
@@ -209,5 +213,158 @@ func TestTools(t *testing.T) {
 	}
 	if r := tl.ok("b", "browser_storage_get", fmt.Sprintf(`{"origin":%q,"key":"note"}`, base)); r.Meta["found"] != false {
 		t.Fatalf("another agent read the first agent's storage: %+v", r)
+	}
+}
+
+// TestWebAuthn: a passkey made by a page on the virtual authenticator signs the page's next
+// login, survives the browser (the agent's next container loads it), and its private key is
+// in no tool result.
+func TestWebAuthn(t *testing.T) {
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<!doctype html><title>passkeys</title>
+<button onclick="register()">Register</button><button onclick="login()">Login</button><p id="s">idle</p>
+<script>
+const say = t => document.getElementById("s").textContent = t;
+async function register() {
+  try {
+    await navigator.credentials.create({publicKey: {rp: {name: "test", id: "example.com"},
+      user: {id: new Uint8Array([1, 2, 3]), name: "ada", displayName: "Ada"}, challenge: new Uint8Array(32),
+      pubKeyCredParams: [{type: "public-key", alg: -7}],
+      authenticatorSelection: {residentKey: "required", userVerification: "required"}}});
+    say("registered");
+  } catch (e) { say("register failed: " + e); }
+}
+async function login() {
+  try {
+    const c = await navigator.credentials.get({publicKey: {challenge: new Uint8Array(32), rpId: "example.com", userVerification: "required"}});
+    say("logged in as " + new Uint8Array(c.response.userHandle).join(","));
+  } catch (e) { say("login failed: " + e); }
+}
+</script>`)
+	}))
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	addr := netip.MustParseAddrPort(ts.Listener.Addr().String())
+	pool := x509.NewCertPool()
+	pool.AddCert(ts.Certificate())
+	ws, state := t.TempDir(), t.TempDir()
+	mk := func() *tooling {
+		e := needEngine(t)
+		bs, err := New(Config{Engine: e, Image: testImage(), Limits: testLimits(), Lifecycle: "agent", IdleGrace: time.Minute,
+			Session: "test", Workspace: ws, StateDir: state,
+			Egress: func(agent string) *Egress {
+				eg := egressFor(t, []string{fmt.Sprintf("example.com:%d", addr.Port())}, map[string]netip.Addr{"example.com": addr.Addr()}, nil)
+				eg.RootCAs = pool
+				return eg
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(bs.Close)
+		tl := &tooling{t: t, bs: bs, ts: map[string]*tools.Tool{}}
+		reg, err := tools.NewRegistry(bs.Tools()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range reg.Tools() {
+			tl.ts[x.Name] = x
+		}
+		return tl
+	}
+	var results []tools.Result
+	do := func(tl *tooling, name, args string) tools.Result {
+		r := tl.ok("a", name, args)
+		results = append(results, r)
+		return r
+	}
+	url := fmt.Sprintf("https://example.com:%d/", addr.Port())
+	tl := mk()
+	do(tl, "browser_navigate", fmt.Sprintf(`{"url":%q}`, url))
+	do(tl, "browser_webauthn_create", `{}`)
+	snap := do(tl, "browser_snapshot", `{}`).Content
+	do(tl, "browser_click", fmt.Sprintf(`{"ref":%q}`, refOf(t, snap, `button "Register"`)))
+	if r := tl.call("a", "browser_wait_for", `{"text":"registered","time":10}`); r.IsError {
+		t.Fatalf("register: %s\n%s", r.Content, do(tl, "browser_snapshot", `{}`).Content)
+	}
+	do(tl, "browser_click", fmt.Sprintf(`{"ref":%q}`, refOf(t, snap, `button "Login"`)))
+	if r := tl.call("a", "browser_wait_for", `{"text":"logged in as 1,2,3","time":10}`); r.IsError {
+		t.Fatalf("login: %s\n%s", r.Content, do(tl, "browser_snapshot", `{}`).Content)
+	}
+	list := do(tl, "browser_webauthn_list", `{}`)
+	if !strings.Contains(list.Content, "rp=example.com") || len(list.Meta["passkeys"].([]any)) != 1 {
+		t.Fatalf("list: %+v", list)
+	}
+	// The key is kept in jail's state, outside the profile the container writes.
+	var stored []*webauthn.Credential
+	b, err := os.ReadFile(tl.bs.passkeysFile("a"))
+	if err != nil || json.Unmarshal(b, &stored) != nil || len(stored) != 1 || len(stored[0].PrivateKey) == 0 {
+		t.Fatalf("the passkeys file: %v %d", err, len(stored))
+	}
+	key := stored[0].PrivateKey
+
+	// The next browser of the agent has the passkey.
+	tl.bs.Close()
+	tl = mk()
+	do(tl, "browser_navigate", fmt.Sprintf(`{"url":%q}`, url))
+	if r := do(tl, "browser_webauthn_create", `{}`); !strings.Contains(r.Content, "1 stored passkeys loaded") {
+		t.Fatalf("the passkey did not last: %s", r.Content)
+	}
+	snap = do(tl, "browser_snapshot", `{}`).Content
+	do(tl, "browser_click", fmt.Sprintf(`{"ref":%q}`, refOf(t, snap, `button "Login"`)))
+	if r := tl.call("a", "browser_wait_for", `{"text":"logged in as 1,2,3","time":10}`); r.IsError {
+		t.Fatalf("login with the kept passkey: %s", r.Content)
+	}
+	id := list.Meta["passkeys"].([]any)[0].(map[string]any)["credential_id"].(string)
+	do(tl, "browser_webauthn_delete", fmt.Sprintf(`{"credential_id":%q}`, id))
+	if r := do(tl, "browser_webauthn_list", `{}`); !strings.Contains(r.Content, "no passkeys") {
+		t.Fatalf("after delete: %s", r.Content)
+	}
+
+	// No result carries the private key, in any encoding.
+	tl.bs.Close()
+	b, err = os.ReadFile(tl.bs.passkeysFile("a"))
+	if err != nil || json.Unmarshal(b, &stored) != nil || len(stored) != 0 {
+		t.Fatalf("the deleted passkey is still stored: %v %d", err, len(stored))
+	}
+	for _, r := range results {
+		blob, _ := json.Marshal(r)
+		for _, enc := range []string{base64.StdEncoding.EncodeToString(key), base64.RawURLEncoding.EncodeToString(key), hex.EncodeToString(key)} {
+			if strings.Contains(string(blob), enc) {
+				t.Fatalf("a tool result carries the private key: %s", blob)
+			}
+		}
+	}
+}
+
+// TestToolsMatchCatalogue: every browser tool is in the policy's static map with the risk and
+// capabilities it declares, so grants, risk and action types apply to it.
+func TestToolsMatchCatalogue(t *testing.T) {
+	bs, err := New(Config{Lifecycle: "agent", IdleGrace: time.Minute, Disabled: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := tools.NewRegistry(bs.Tools()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, c := range policy.Catalogue() {
+		known[c.Name] = true
+	}
+	for _, x := range reg.Tools() {
+		if !known[x.Name] || x.Risk != catalogue(x.Name).Risk {
+			t.Errorf("%s: not in policy.Catalogue with risk %s", x.Name, x.Risk)
+		}
+		if len(policy.ToolActions(x.Info())) != 1 || policy.ToolActions(x.Info())[0].Category() != "browser" {
+			t.Errorf("%s: action types %v", x.Name, policy.ToolActions(x.Info()))
+		}
+		if err := x.Ready(); err == nil || err.Error() != "test" {
+			t.Errorf("%s: readiness %v", x.Name, err)
+		}
+	}
+	for _, opt := range []string{"browser_evaluate", "browser_webauthn_create", "browser_webauthn_list", "browser_webauthn_delete"} {
+		if catalogue(opt).Risk < policy.Exec {
+			t.Errorf("%s is opt-in: its risk must be exec or higher", opt)
+		}
 	}
 }

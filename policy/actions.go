@@ -138,7 +138,7 @@ func ToolActions(t ToolInfo) []Action {
 		return []Action{ActBrowseClk}
 	case "browser_type", "browser_press_key", "browser_storage_set":
 		return []Action{ActBrowseType}
-	case "browser_evaluate":
+	case "browser_evaluate", "browser_webauthn_create", "browser_webauthn_list", "browser_webauthn_delete":
 		return []Action{ActBrowseEval}
 	case "desktop_launch":
 		return []Action{ActProcRun}

@@ -100,6 +100,9 @@ func Catalogue() []ToolInfo {
 		{"browser_storage_get", "read one localStorage key of an origin", ReadOnly, []string{CapBrowser}},
 		{"browser_storage_set", "set one localStorage key of an origin", Write, []string{CapBrowser}},
 		{"browser_evaluate", "run JavaScript in the browser page", Exec, []string{CapBrowser}},
+		{"browser_webauthn_create", "add a virtual passkey authenticator to the browser", Exec, []string{CapBrowser}},
+		{"browser_webauthn_list", "list the virtual authenticator's passkeys", Exec, []string{CapBrowser}},
+		{"browser_webauthn_delete", "delete a passkey of the virtual authenticator", Exec, []string{CapBrowser}},
 		// The desktop (docs/desktop.md): an app in a network-less container. Launching runs
 		// code; input drives that code, so it is exec too; looking is read-only.
 		{"desktop_launch", "start an app on the virtual desktop", Exec, []string{CapDesktop, CapProcessExec}},
