@@ -60,6 +60,9 @@ type testHosts struct {
 
 	dns *testutil.DNS // the hosts' names, served on the web host's port 53
 
+	// pages, when set, answers the requests it takes (the browser's test pages).
+	pages func(w http.ResponseWriter, r *http.Request) bool
+
 	mu   sync.Mutex
 	hits map[netip.Addr]int // HTTP(S) requests served, by local address
 	udp  int                // UDP datagrams received
@@ -253,6 +256,9 @@ func (h *testHosts) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	h.hits[local.Addr()]++
 	h.mu.Unlock()
+	if h.pages != nil && h.pages(w, r) {
+		return
+	}
 	fmt.Fprintf(w, "served-by=%s path=%s", local.Addr(), r.URL.Path)
 }
 
