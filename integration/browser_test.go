@@ -243,7 +243,7 @@ func TestBrowser(t *testing.T) {
 		}
 		netlog := ok("browser_network", `{}`).Result.Content
 		for _, want := range []string{"200 GET http://web.test/browser/page (Document)", "REFUSED GET http://inside.test/browser/private.png (Image): jail: network: inside.test:80: resolves to",
-			"REFUSED GET http://other.test/browser/api (Fetch): jail: network: other.test:80: host not in allowlist"} {
+			"REFUSED GET http://other.test/browser/api (XHR): jail: network: other.test:80: host not in allowlist"} {
 			if !strings.Contains(netlog, want) {
 				t.Errorf("browser_network lacks %q:\n%s", want, netlog)
 			}

@@ -7,10 +7,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"net"
+	"os"
 	"time"
 
+	"github.com/jail-sandbox/jail/browser"
 	"github.com/jail-sandbox/jail/container"
 	"github.com/jail-sandbox/jail/desktop"
 	"github.com/jail-sandbox/jail/policy"
@@ -22,6 +26,19 @@ import (
 type Docker struct {
 	Engine  *container.Engine // nil when no client could be made
 	Desktop *desktop.Desktop
+	Browser *browser.Browsers
+
+	// background reaches the loopback of the session's background processes, for the
+	// browser's localhost; set by SetBackground once the tool server exists.
+	background BackgroundDialer
+}
+
+// SetBackground gives the browser the way to the session's background processes
+// (tools.Server.DialBackground); before it, localhost is refused. Call it before serving.
+func (dk *Docker) SetBackground(d BackgroundDialer) {
+	if dk != nil {
+		dk.background = d
+	}
 }
 
 // orphanTimeout bounds the orphan clean-up a server does at start.
@@ -71,14 +88,25 @@ func NewDocker(p *policy.Policy, workspace string, audit *policy.AuditLog, serve
 		Pids:     cmp.Or(d.Pids, policy.DefaultDockerPids),
 		TmpfsMax: int64(cmp.Or(d.Tmpfs, policy.DefaultDockerTmpfs)),
 	}
+	session := sessionID()
 	dk.Desktop, err = desktop.New(desktop.Config{Engine: eng, Image: cmp.Or(d.DesktopImage, policy.DefaultDesktopImage),
 		Width: w, Height: h, Workspace: workspace, Limits: limits,
 		Lifecycle: cmp.Or(d.Lifecycle, policy.DefaultDockerLifecycle), IdleGrace: cmp.Or(d.IdleGrace, policy.DefaultDockerIdleGrace),
-		Session: sessionID(), Disabled: disabled})
+		Session: session, Disabled: disabled})
 	if err != nil {
 		return nil, nil, err
 	}
-	return dk, dk.Desktop.Tools(), nil
+	dk.Browser, err = newBrowsers(p, eng, disabled, workspace, os.Getenv("HOME"), session, limits, audit,
+		func(ctx context.Context, agent string, port int) (net.Conn, error) {
+			if dk.background == nil {
+				return nil, errors.New("localhost: this front end keeps no background processes")
+			}
+			return dk.background(ctx, agent, port)
+		}, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	return dk, append(dk.Browser.Tools(), dk.Desktop.Tools()...), nil
 }
 
 // Close ends every container of the categories and the client.
@@ -88,6 +116,9 @@ func (dk *Docker) Close() {
 	}
 	if dk.Desktop != nil {
 		dk.Desktop.Close()
+	}
+	if dk.Browser != nil {
+		dk.Browser.Close()
 	}
 	if dk.Engine != nil {
 		dk.Engine.Close()

@@ -217,6 +217,8 @@ func NewToolServer(o *Options, maxConc int, stderr io.Writer) (s *tools.Server, 
 	s = &tools.Server{Registry: reg, Policy: p, PolicyHash: p.Hash(), Home: penv.Home, Audit: audit, Spawn: spawn, SpawnReadOnly: spawnRO, SpawnShell: spawnShell, SpareShells: spareShells,
 		MaxConcurrency: maxConc, BashMaxTimeout: o.Timeout, MaxBackground: int(p.Limits.Background), BackgroundOff: "the policy's limits.background is negative (set it to how many may run at once)",
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	// The browser's localhost is the session's background processes.
+	dk.SetBackground(s.DialBackground)
 	return s, func() {
 		s.Close()
 		dk.Close()
