@@ -159,7 +159,7 @@ new WebSocket("ws://page.test:%d/ws").onerror = () => document.body.dataset.ws =
 	if err := chromedp.Do(tctx, chromedp.Navigate(fmt.Sprintf("http://page.test:%d/", page.addr.Port()))); err != nil {
 		t.Fatal(err)
 	}
-	title, err := chromedp.Run(tctx, chromedp.Poll[string](`document.title != "start" && document.body.dataset.ws ? document.title : ""`))
+	title, err := poll[string](tctx, `document.title != "start" && document.body.dataset.ws ? document.title : ""`)
 	if err != nil || title != "fetch refused" {
 		t.Fatalf("the page's request to an unlisted host: title %q, %v", title, err)
 	}

@@ -200,7 +200,7 @@ func checkSandbox(ctx, tctx context.Context) error {
 	err := chromedp.Do(ctx, chromedp.Navigate("chrome://sandbox"))
 	var report string
 	if err == nil {
-		report, err = chromedp.Run(ctx, chromedp.Poll[string](`document.body && document.body.innerText.includes("sandboxed") ? document.body.innerText : ""`))
+		report, err = poll[string](ctx, `document.body && document.body.innerText.includes("sandboxed") ? document.body.innerText : ""`)
 	}
 	if err != nil {
 		return fmt.Errorf("browser: read chrome://sandbox to check the renderers' sandbox: %w", err)
@@ -265,3 +265,20 @@ func (b *Browser) Close() error {
 func (b *Browser) Done() <-chan struct{} { return b.c.Exited() }
 
 var _ io.ReadCloser = pipeReader{}
+
+// poll evaluates expression until it is truthy and returns its value. A navigation between two
+// evaluations destroys the page's execution context ("Cannot find context with specified id");
+// poll then evaluates again in the new one, until ctx ends.
+func poll[T any](ctx context.Context, expression string) (T, error) {
+	for {
+		v, err := chromedp.Run(ctx, chromedp.Poll[T](expression))
+		if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "Cannot find context with specified id") {
+			return v, err
+		}
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return v, ctx.Err()
+		}
+	}
+}

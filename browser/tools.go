@@ -301,7 +301,7 @@ func settle(ctx context.Context) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	chromedp.Run(wctx, chromedp.Poll[bool](`document.readyState === "complete"`))
+	poll[bool](wctx, `document.readyState === "complete"`)
 }
 
 // report is an action's result: what it did and what changed, bounded.
@@ -687,7 +687,7 @@ func (bs *Browsers) waitFor(ctx context.Context, s *session, raw json.RawMessage
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	if _, err := chromedp.Run(wctx, chromedp.Poll[bool](expr)); err != nil {
+	if _, err := poll[bool](wctx, expr); err != nil {
 		return tools.Result{IsError: true, Content: fmt.Sprintf("not within %s: %s did not happen", wait, strings.TrimSuffix(what, ""))}, nil
 	}
 	return tools.Result{Content: fmt.Sprintf("%s after %s", what, time.Since(start).Round(time.Millisecond))}, nil
