@@ -39,7 +39,7 @@ func testImage() string {
 	return "jail-browser:local"
 }
 
-func needEngine(t *testing.T) *container.Engine {
+func needEngine(t testing.TB) *container.Engine {
 	t.Helper()
 	e, err := container.Connect()
 	if err == nil {
@@ -67,7 +67,7 @@ type site struct {
 	seen []string
 }
 
-func serve(t *testing.T, ip string, h http.Handler) *site {
+func serve(t testing.TB, ip string, h http.Handler) *site {
 	t.Helper()
 	ln, err := net.Listen("tcp", ip+":0")
 	if err != nil {
@@ -88,7 +88,7 @@ func serve(t *testing.T, ip string, h http.Handler) *site {
 
 // egressFor is an Egress whose policy allows the names given (each resolving to its site's
 // address through a test DNS) and treats 127.0.0.1 alone as a private range allowed.
-func egressFor(t *testing.T, allow []string, names map[string]netip.Addr, record func(Entry)) *Egress {
+func egressFor(t testing.TB, allow []string, names map[string]netip.Addr, record func(Entry)) *Egress {
 	t.Helper()
 	dns, dnsAddr := testutil.StartDNS(t)
 	for n, a := range names {

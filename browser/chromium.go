@@ -28,6 +28,9 @@ type Options struct {
 	// container. The caller makes it, owned by the container's user, in jail's own state
 	// directory, which no sandbox sees.
 	Profile string
+	// Workspace, when set, is bound read-only at its own path, so browser_upload can hand the
+	// page a workspace file: Chromium opens it inside the container, the supervisor never does.
+	Workspace string
 	// IDs are the correlation ids of the call that starts it.
 	IDs container.Correlation
 	// Egress fetches every request the pages make. Required.
@@ -42,8 +45,8 @@ type Browser struct {
 	// ctx is the first tab's chromedp context; cancel ends the browser.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// waitFetch waits for the requests still being answered.
-	waitFetch func()
+	// fetch answers the browser's requests.
+	fetch     *interceptor
 	closeOnce sync.Once
 }
 
@@ -145,7 +148,10 @@ func Launch(ctx context.Context, e *container.Engine, o Options) (*Browser, erro
 		Env: []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/tmp", "LANG=C.UTF-8"}}
 	if o.Profile != "" {
 		profile = ProfileDir
-		spec.Binds = []container.Bind{{Source: o.Profile, Target: ProfileDir, Writable: true}}
+		spec.Binds = append(spec.Binds, container.Bind{Source: o.Profile, Target: ProfileDir, Writable: true})
+	}
+	if o.Workspace != "" {
+		spec.Binds = append(spec.Binds, container.Bind{Source: o.Workspace, Target: o.Workspace})
 	}
 	spec.Cmd = command(chromiumFlags(o, profile))
 	a := &allocator{e: e, spec: spec}
@@ -178,11 +184,11 @@ func Launch(ctx context.Context, e *container.Engine, o Options) (*Browser, erro
 		return fail(fmt.Errorf("browser: start Chromium in its container: %w", ctx.Err()))
 	}
 	b.c = a.c
-	wait, err := intercept(tctx, o.Egress)
+	ic, err := intercept(tctx, o.Egress)
 	if err != nil {
 		return fail(err)
 	}
-	b.waitFetch = wait
+	b.fetch = ic
 	if err := checkSandbox(ctx, tctx); err != nil {
 		return fail(err)
 	}
@@ -242,11 +248,11 @@ func (b *Browser) Close() error {
 	var err error
 	b.closeOnce.Do(func() {
 		b.cancel()
-		if b.waitFetch != nil {
+		if b.fetch != nil {
 			done := make(chan struct{})
 			go func() {
 				// Lifetime: until the requests in flight saw their context end.
-				b.waitFetch()
+				b.fetch.wg.Wait()
 				close(done)
 			}()
 			select {

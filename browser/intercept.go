@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/chromedp"
@@ -20,6 +22,16 @@ type interceptor struct {
 	eg    *Egress
 	slots chan struct{}
 	wg    sync.WaitGroup
+
+	// inflight counts the requests being answered; last is when one last began or ended
+	// (unix nanoseconds). An action's report waits for both to be quiet.
+	inflight atomic.Int64
+	last     atomic.Int64
+}
+
+// quiet reports whether no request is in flight and none began or ended for d.
+func (ic *interceptor) quiet(d time.Duration) bool {
+	return ic.inflight.Load() == 0 && time.Since(time.Unix(0, ic.last.Load())) >= d
 }
 
 // intercept pauses every request of the browser of ctx and answers it with eg. Interception
@@ -27,15 +39,21 @@ type interceptor struct {
 // then pauses the requests of every target it has and will have (pages, popups, iframes in
 // their own process, dedicated and shared workers) with no moment between a target's
 // creation and its interception. A request that is somehow not paused still goes nowhere:
-// the container has no network. wait waits for the requests being answered, once ctx is done.
-func intercept(ctx context.Context, eg *Egress) (wait func(), err error) {
-	ic := &interceptor{eg: eg, slots: make(chan struct{}, maxInFlight)}
+// the container has no network.
+func intercept(ctx context.Context, eg *Egress) (ic *interceptor, err error) {
+	ic = &interceptor{eg: eg, slots: make(chan struct{}, maxInFlight)}
 	if err := chromedp.ListenBrowser(ctx, func(ev any) {
 		if e, ok := ev.(*fetch.EventRequestPaused); ok {
 			ic.wg.Add(1)
+			ic.inflight.Add(1)
+			ic.last.Store(time.Now().UnixNano())
 			go func() {
 				// Lifetime: one request, bounded by eg.Timeout and ctx.
 				defer ic.wg.Done()
+				defer func() {
+					ic.last.Store(time.Now().UnixNano())
+					ic.inflight.Add(-1)
+				}()
 				ic.answer(ctx, e)
 			}()
 		}
@@ -45,7 +63,7 @@ func intercept(ctx context.Context, eg *Egress) (wait func(), err error) {
 	if _, err := chromedp.CallBrowser(ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*", RequestStage: fetch.RequestStageRequest}}}); err != nil {
 		return nil, fmt.Errorf("browser: enable request interception: %w", err)
 	}
-	return ic.wg.Wait, nil
+	return ic, nil
 }
 
 // answer fetches one paused request and fulfils it, or fails it with the reason.

@@ -63,9 +63,13 @@ const metaImagePNG = "image_png_base64"
 // callTimeout bounds one browser call, a cold container start included.
 const callTimeout = 90 * time.Second
 
-// actionSettle is how long an action waits for the page to settle before it reports what
-// changed: long enough for a click's handler and its requests, short enough to feel immediate.
-const actionSettle = 250 * time.Millisecond
+// actionSettle is how quiet the page's requests must have been before an action reports
+// what changed (and the least it waits): long enough for a click's handler to start its
+// requests, short enough to feel immediate. settleMax bounds the wait.
+const (
+	actionSettle = 50 * time.Millisecond
+	settleMax    = 3 * time.Second
+)
 
 // maxShotEdge caps a screenshot's longest edge, in pixels: models scale larger images down
 // anyway, and each pixel costs context.
@@ -147,7 +151,7 @@ func (bs *Browsers) start(ctx context.Context, ids container.Correlation) (*sess
 	s := &session{start: time.Now(), agent: ids.Agent}
 	eg := bs.cfg.Egress(ids.Agent)
 	eg.Record = s.record
-	b, err := Launch(ctx, bs.cfg.Engine, Options{Image: bs.cfg.Image, Limits: bs.cfg.Limits, Profile: profile, IDs: ids, Egress: eg})
+	b, err := Launch(ctx, bs.cfg.Engine, Options{Image: bs.cfg.Image, Limits: bs.cfg.Limits, Profile: profile, IDs: ids, Egress: eg, Workspace: bs.cfg.Workspace})
 	if err != nil {
 		return nil, err
 	}
@@ -248,6 +252,8 @@ func (bs *Browsers) Tools() []*tools.Tool {
 			`{"type":"object","additionalProperties":false,"properties":{}}`, bs.console),
 		t("browser_network", "The requests jail fetched or refused for the browser since the last call, with status or the reason of the refusal.",
 			`{"type":"object","additionalProperties":false,"properties":{}}`, bs.network),
+		t("browser_upload", "Give a file input (by ref) workspace files: paths relative to the workspace. Returns what changed.",
+			`{"type":"object","additionalProperties":false,"required":["ref","paths"],"properties":{`+ref+`,"paths":{"type":"array","minItems":1,"maxItems":20,"items":{"type":"string","minLength":1}}}}`, bs.upload),
 		t("browser_storage_get", "Read one localStorage key of one origin (e.g. http://localhost:3000) of the current tab's browser.",
 			`{"type":"object","additionalProperties":false,"required":["origin","key"],"properties":{"origin":{"type":"string","minLength":1},"key":{"type":"string","minLength":1,"maxLength":1000}}}`, bs.storageGet),
 		t("browser_storage_set", "Set one localStorage key of one origin; the value is at most 64 KiB.",
@@ -291,22 +297,33 @@ func state(ctx context.Context) pageState {
 	return st
 }
 
-// settle waits for the page after an action: a moment for handlers and their requests, then
-// the document's load.
-func settle(ctx context.Context) {
-	select {
-	case <-time.After(actionSettle):
-	case <-ctx.Done():
+// settle waits for the page after an action: its requests quiet for actionSettle (what the
+// action started has been answered), then the document's load; at most settleMax.
+func settle(ctx context.Context, b *Browser) {
+	wctx, cancel := context.WithTimeout(ctx, settleMax)
+	defer cancel()
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	start := time.Now()
+	for time.Since(start) < actionSettle || b.fetch != nil && !b.fetch.quiet(actionSettle) {
+		select {
+		case <-t.C:
+		case <-wctx.Done():
+			return
+		}
+	}
+	// Most actions leave a loaded document: one evaluation says so, where a poll would wait
+	// for its first animation frame.
+	if done, err := chromedp.Run(wctx, chromedp.Evaluate[bool](`document.readyState === "complete"`)); err == nil && done {
 		return
 	}
-	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
 	poll[bool](wctx, `document.readyState === "complete"`)
 }
 
 // report is an action's result: what it did and what changed, bounded.
-func report(ctx context.Context, t *tab, did string, before pageState) tools.Result {
-	settle(ctx)
+func report(ctx context.Context, s *session, did string, before pageState) tools.Result {
+	settle(ctx, s.b)
+	t := s.tab()
 	after := state(ctx)
 	var b strings.Builder
 	b.WriteString(did + "\n")
@@ -437,7 +454,7 @@ func (bs *Browsers) click(ctx context.Context, s *session, raw json.RawMessage) 
 			return tools.Result{}, fmt.Errorf("click %s: %w", a.Ref, err)
 		}
 	}
-	return report(ctx, t, "clicked "+describe(before, a.Ref), before), nil
+	return report(ctx, s, "clicked "+describe(before, a.Ref), before), nil
 }
 
 // describe names ref's element as the snapshot shows it.
@@ -466,7 +483,7 @@ func (bs *Browsers) hover(ctx context.Context, s *session, raw json.RawMessage) 
 	if _, err := chromedp.Call(ctx, input.DispatchMouseEvent, input.DispatchMouseEventParams{Type: input.DispatchMouseEventTypeMouseMoved, X: x, Y: y}); err != nil {
 		return tools.Result{}, err
 	}
-	return report(ctx, t, "hovered over "+describe(before, a.Ref), before), nil
+	return report(ctx, s, "hovered over "+describe(before, a.Ref), before), nil
 }
 
 // callOn runs fn (a function declaration) with the ref's element as this.
@@ -542,7 +559,7 @@ func (bs *Browsers) typeText(ctx context.Context, s *session, raw json.RawMessag
 		}
 		did += " and pressed Enter"
 	}
-	return report(ctx, t, did, before), nil
+	return report(ctx, s, did, before), nil
 }
 
 func (bs *Browsers) selectOption(ctx context.Context, s *session, raw json.RawMessage) (tools.Result, error) {
@@ -577,7 +594,7 @@ func (bs *Browsers) selectOption(ctx context.Context, s *session, raw json.RawMe
 	if len(chosen) == 0 {
 		return tools.Result{}, fmt.Errorf("no option of %s has the value or label %q", a.Ref, a.Values)
 	}
-	return report(ctx, t, fmt.Sprintf("selected %q in %s", chosen, describe(before, a.Ref)), before), nil
+	return report(ctx, s, fmt.Sprintf("selected %q in %s", chosen, describe(before, a.Ref)), before), nil
 }
 
 // keys are the named keys press_key takes: key, code and Windows key code.
@@ -652,7 +669,7 @@ func (bs *Browsers) pressKey(ctx context.Context, s *session, raw json.RawMessag
 	if err := key(ctx, a.Key); err != nil {
 		return tools.Result{}, err
 	}
-	return report(ctx, s.tab(), "pressed "+a.Key, before), nil
+	return report(ctx, s, "pressed "+a.Key, before), nil
 }
 
 func (bs *Browsers) waitFor(ctx context.Context, s *session, raw json.RawMessage) (tools.Result, error) {
@@ -883,6 +900,47 @@ func (bs *Browsers) network(ctx context.Context, s *session, raw json.RawMessage
 		b.WriteString("no requests since the last call\n")
 	}
 	return tools.Result{Content: b.String(), Meta: map[string]any{"requests": len(es), "refused": refused, "dropped": dropped}}, nil
+}
+
+func (bs *Browsers) upload(ctx context.Context, s *session, raw json.RawMessage) (tools.Result, error) {
+	a, err := decode[struct {
+		Ref   string   `json:"ref"`
+		Paths []string `json:"paths"`
+	}](raw)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	if bs.cfg.Workspace == "" {
+		return tools.Result{}, errors.New("upload: this browser has no workspace bound")
+	}
+	// The paths name files of the workspace as the container sees it (bound read-only at the
+	// same path): Chromium opens them there; what a symlink in the workspace points to is
+	// resolved inside the container, where nothing of the host but the workspace is.
+	var files []string
+	for _, p := range a.Paths {
+		c := filepath.Clean(p)
+		if filepath.IsAbs(c) || c == ".." || strings.HasPrefix(c, "../") || c == "." {
+			return tools.Result{}, fmt.Errorf("upload: %q must be a file path relative to the workspace (no .. and not absolute)", p)
+		}
+		files = append(files, filepath.Join(bs.cfg.Workspace, c))
+	}
+	t := s.tab()
+	before := state(ctx)
+	n, _, _, err := target_(ctx, t, a.Ref)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	isFile, err := callOn[bool](ctx, n, `function() { return this instanceof HTMLInputElement && this.type === "file"; }`)
+	if err != nil {
+		return tools.Result{}, errStale(a.Ref, err.Error())
+	}
+	if !isFile {
+		return tools.Result{}, fmt.Errorf("ref %s is not a file input", a.Ref)
+	}
+	if _, err := chromedp.Call(ctx, dom.SetFileInputFiles, dom.SetFileInputFilesParams{Files: files, BackendNodeID: n}); err != nil {
+		return tools.Result{}, fmt.Errorf("upload to %s: %w", a.Ref, err)
+	}
+	return report(ctx, s, fmt.Sprintf("gave %s %d files: %s", describe(before, a.Ref), len(files), strings.Join(a.Paths, ", ")), before), nil
 }
 
 func storageID(origin string) (*domstorage.StorageID, error) {

@@ -27,7 +27,7 @@ import (
 
 // app is the test's web app: a form that greets, a link to a second page, a page that echoes
 // the cookies it got, and a page that keeps a value in localStorage.
-func app(t *testing.T) *site {
+func app(t testing.TB) *site {
 	return serve(t, "127.0.0.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/":
@@ -39,6 +39,7 @@ func app(t *testing.T) *site {
 <p id="out"></p>
 <select id="color" aria-label="Color"><option value="r">Red</option><option value="g">Green</option></select>
 <a href="/next">Next page</a>
+<label>File <input type="file" id="f" onchange="document.getElementById('fo').textContent = 'got ' + this.files[0].name + ' ' + this.files[0].size"></label><p id="fo"></p>
 <script>console.log("page-loaded"); localStorage.setItem("kept", "yes");</script>`)
 		case "/next":
 			fmt.Fprint(w, `<!doctype html><title>Next</title><h1>Second page</h1>`)
@@ -51,12 +52,12 @@ func app(t *testing.T) *site {
 }
 
 type tooling struct {
-	t  *testing.T
+	t  testing.TB
 	bs *Browsers
 	ts map[string]*tools.Tool
 }
 
-func newTooling(t *testing.T, ws, state string, pageSite *site) *tooling {
+func newTooling(t testing.TB, ws, state string, pageSite *site) *tooling {
 	t.Helper()
 	e := needEngine(t)
 	bs, err := New(Config{Engine: e, Image: testImage(), Limits: testLimits(), Lifecycle: "agent", IdleGrace: time.Minute,
@@ -101,7 +102,7 @@ func (tl *tooling) ok(agent, name, args string) tools.Result {
 }
 
 // refOf finds the ref of the snapshot line that matches pattern.
-func refOf(t *testing.T, snap, pattern string) string {
+func refOf(t testing.TB, snap, pattern string) string {
 	t.Helper()
 	m := regexp.MustCompile(pattern + `.*\[ref=(e[0-9]+)\]`).FindStringSubmatch(snap)
 	if m == nil {
@@ -112,7 +113,7 @@ func refOf(t *testing.T, snap, pattern string) string {
 
 // shot checks a screenshot result: a PNG that decodes, saved in the workspace with the hash
 // the result gives, and the same bytes as the image content.
-func shot(t *testing.T, ws string, r tools.Result) string {
+func shot(t testing.TB, ws string, r tools.Result) string {
 	t.Helper()
 	path, _ := r.Meta["path"].(string)
 	sum, _ := r.Meta["sha256"].(string)
@@ -170,6 +171,13 @@ func TestTools(t *testing.T) {
 	}
 	if r := tl.ok("a", "browser_select", fmt.Sprintf(`{"ref":%q,"values":["Green"]}`, color)); !strings.Contains(r.Content, `selected ["Green"]`) {
 		t.Fatalf("select: %s", r.Content)
+	}
+	os.WriteFile(filepath.Join(ws, "report.txt"), []byte("twelve bytes"), 0o644)
+	if r := tl.ok("a", "browser_upload", fmt.Sprintf(`{"ref":%q,"paths":["report.txt"]}`, refOf(t, snap, `button "File[^"]*"`))); !strings.Contains(r.Content, "got report.txt 12") {
+		t.Fatalf("upload: %s", r.Content)
+	}
+	if r := tl.call("a", "browser_upload", fmt.Sprintf(`{"ref":%q,"paths":["../etc/passwd"]}`, name)); !r.IsError || !strings.Contains(r.Content, "relative to the workspace") {
+		t.Fatalf("upload outside the workspace: %+v", r)
 	}
 	if second := shot(t, ws, tl.ok("a", "browser_screenshot", `{"full_page":true}`)); second == first {
 		t.Fatal("the screenshot after the change is the same as before")

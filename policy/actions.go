@@ -136,7 +136,7 @@ func ToolActions(t ToolInfo) []Action {
 		return []Action{ActBrowseShot}
 	case "browser_click", "browser_hover", "browser_select", "browser_tabs":
 		return []Action{ActBrowseClk}
-	case "browser_type", "browser_press_key", "browser_storage_set":
+	case "browser_type", "browser_press_key", "browser_storage_set", "browser_upload":
 		return []Action{ActBrowseType}
 	case "browser_evaluate", "browser_webauthn_create", "browser_webauthn_list", "browser_webauthn_delete":
 		return []Action{ActBrowseEval}

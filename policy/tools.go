@@ -97,6 +97,7 @@ func Catalogue() []ToolInfo {
 		{"browser_tabs", "list, open, select or close browser tabs", Write, []string{CapBrowser}},
 		{"browser_console", "read the browser page's console", ReadOnly, []string{CapBrowser}},
 		{"browser_network", "list the browser's requests and refusals", ReadOnly, []string{CapBrowser}},
+		{"browser_upload", "give a browser file input workspace files", Write, []string{CapBrowser}},
 		{"browser_storage_get", "read one localStorage key of an origin", ReadOnly, []string{CapBrowser}},
 		{"browser_storage_set", "set one localStorage key of an origin", Write, []string{CapBrowser}},
 		{"browser_evaluate", "run JavaScript in the browser page", Exec, []string{CapBrowser}},
