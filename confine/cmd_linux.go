@@ -29,6 +29,11 @@ type Cmd struct {
 	Timeout time.Duration
 	// Limits bound memory and processes; see LimitMethod.
 	Limits Limits
+	// Terminal, for an interactive run, is the pty the command gets instead
+	// of the caller's terminal (OpenTerminal): wherever Stdin, Stdout or
+	// Stderr is that terminal, the command gets the pty's slave, and the
+	// relay starts with the command. The caller closes it after Wait.
+	Terminal *Terminal
 	// Notice receives the lines the sandbox's init reports for a person
 	// while the command runs (Spec.OffDNS), from the goroutine that calls
 	// Wait. Nil: they are dropped.
@@ -169,6 +174,9 @@ func (c *Cmd) Start() error {
 	if !s.Hold {
 		c.startTimer()
 		c.startWatch()
+		if c.Terminal != nil {
+			c.Terminal.Start()
+		}
 	}
 	return nil
 }
@@ -300,6 +308,14 @@ type prestart struct {
 // must be called. Calling Start alone does both steps.
 func (c *Cmd) Prestart() error {
 	s := c.Spec
+	if t := c.Terminal; t != nil {
+		for _, f := range []**os.File{&c.Stdin, &c.Stdout, &c.Stderr} {
+			if t.IsTerminal(*f) {
+				*f = t.Slave()
+			}
+		}
+		s.PTY, s.Foreground = true, false
+	}
 	c.cg = newCgroup(c.Limits, "jail-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
 	if e, ok := takeEarly(); ok {
 		// An early child has the network namespace already; it is moved
@@ -576,6 +592,12 @@ func (c *Cmd) Signal(sig os.Signal) error {
 	if c.exited {
 		return nil
 	}
+	if c.Terminal != nil && sig == unix.SIGWINCH {
+		// The command's terminal is jail's pty: it gets the new size, and
+		// the kernel signals the command's foreground group.
+		c.Terminal.Resize()
+		return nil
+	}
 	if c.pid1 > 0 {
 		// pid 1 forwards it to the command.
 		return unix.Kill(c.pid1, sig.(syscall.Signal))
@@ -673,6 +695,19 @@ func (c *Cmd) wait() (*Result, error) {
 // back to the command. Without a terminal the command stays stopped until
 // a SIGCONT is forwarded to it.
 func (c *Cmd) suspend() {
+	if c.Terminal != nil {
+		// The command leads its pty's session and stopped itself (a
+		// SIGSTOP; ^Z's SIGTSTP the kernel drops for it, its group being
+		// orphaned, as for any session leader). Nothing inside can
+		// continue it, and the command must not be able to stop jail: it
+		// is continued. Job control inside works in a shell of its own.
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.pid1 > 0 && !c.exited {
+			unix.Kill(c.pid1, unix.SIGCONT)
+		}
+		return
+	}
 	if !c.Spec.Foreground {
 		return
 	}

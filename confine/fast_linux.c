@@ -946,6 +946,145 @@ static void put_json(struct buf *b, const char *s) {
 	put(b, "\"", 1);
 }
 
+// ---- the interactive run's pty (terminal_linux.go) --------------------
+//
+// An interactive run's command never holds the caller's terminal: its
+// stdio that was the terminal is the slave of a new pty, which pid 1
+// makes the command's controlling terminal (TERM_PTY), and this process
+// relays between the caller's terminal, in raw mode, and the master
+// (Terminal in terminal_linux.go; the cached run asks no questions, so it
+// never pauses). Keys not yet taken by the pty and output not yet shown
+// wait in a buffer, so a command that stops reading, or a slow terminal,
+// never blocks this loop (and the signals and the timeout it serves).
+
+static uint64_t now_ns(void);
+
+struct relay {
+	int on;
+	int tty, master, slave; // tty: a duplicate of stdin
+	struct termios saved;
+	char in[4096];
+	size_t nin;
+	char out[32768];
+	size_t nout, oout;
+	int started;  // the command has its side; the terminal is raw
+	int eof;      // the command's side is closed
+	int tty_gone; // the terminal hung up
+};
+static struct relay rly = {.tty = -1, .master = -1, .slave = -1};
+
+// relay_open is OpenTerminal: the terminal (a duplicate of stdin, read
+// only once poll says so, written blocking), a pty with its modes and size.
+static int relay_open(void) {
+	rly.tty = fcntl(0, F_DUPFD_CLOEXEC, 3);
+	if (rly.tty < 0 || tcgetattr(rly.tty, &rly.saved) < 0) goto fail;
+	rly.master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+	int unlock = 0;
+	if (rly.master < 0 || ioctl(rly.master, TIOCSPTLCK, &unlock) < 0) goto fail;
+	rly.slave = ioctl(rly.master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (rly.slave < 0) goto fail;
+	tcsetattr(rly.slave, TCSANOW, &rly.saved);
+	struct winsize ws;
+	if (ioctl(rly.tty, TIOCGWINSZ, &ws) == 0) ioctl(rly.master, TIOCSWINSZ, &ws);
+	rly.on = 1;
+	return 0;
+fail:
+	if (rly.tty >= 0) close(rly.tty);
+	if (rly.master >= 0) close(rly.master);
+	rly.tty = rly.master = rly.slave = -1;
+	return -1;
+}
+
+// relay_raw sets the caller's terminal raw (1: every key, ^C and ^Z too,
+// goes to the command's terminal) or back to its own modes (0).
+static void relay_raw(int raw) {
+	if (!rly.on || rly.tty_gone) return;
+	struct termios t = rly.saved;
+	if (raw) {
+		t.c_iflag &= ~(IGNBRK | BRKINT | PARMRK | ISTRIP | INLCR | IGNCR | ICRNL | IXON);
+		t.c_oflag &= ~OPOST;
+		t.c_lflag &= ~(ECHO | ECHONL | ICANON | ISIG | IEXTEN);
+		t.c_cflag &= ~(CSIZE | PARENB);
+		t.c_cflag |= CS8;
+		t.c_cc[VMIN] = 1;
+		t.c_cc[VTIME] = 0;
+	}
+	tcsetattr(rly.tty, TCSADRAIN, &t);
+}
+
+static void relay_resize(void) {
+	struct winsize ws;
+	if (rly.on && ioctl(rly.tty, TIOCGWINSZ, &ws) == 0) ioctl(rly.master, TIOCSWINSZ, &ws);
+}
+
+// relay_events are the poll events of the terminal and the master.
+static void relay_events(struct pollfd *t, struct pollfd *m) {
+	t->fd = rly.on && !rly.tty_gone ? rly.tty : -1;
+	t->events = rly.nin == 0 ? POLLIN : 0;
+	m->fd = rly.on && !rly.eof ? rly.master : -1;
+	m->events = (rly.nout == rly.oout ? POLLIN : 0) | (rly.nin > 0 ? POLLOUT : 0);
+}
+
+// relay_io moves what poll said can move.
+static void relay_io(short trev, short mrev) {
+	if (!rly.on) return;
+	if ((trev & POLLIN) && rly.nin == 0) {
+		ssize_t n = read(rly.tty, rly.in, sizeof(rly.in));
+		if (n > 0) rly.nin = n;
+		else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+			// The terminal hung up: so does the command's (the last
+			// master closed sends SIGHUP to its session).
+			rly.tty_gone = 1;
+			close(rly.master);
+			rly.master = -1;
+			rly.eof = 1;
+		}
+	} else if (trev & (POLLHUP | POLLERR)) {
+		rly.tty_gone = 1;
+	}
+	if ((mrev & POLLOUT) && rly.nin > 0 && rly.master >= 0) {
+		ssize_t n = write(rly.master, rly.in, rly.nin);
+		if (n > 0) {
+			memmove(rly.in, rly.in + n, rly.nin - n);
+			rly.nin -= n;
+		}
+	}
+	if ((mrev & (POLLIN | POLLHUP | POLLERR)) && rly.nout == rly.oout && rly.master >= 0) {
+		ssize_t n = read(rly.master, rly.out, sizeof(rly.out));
+		if (n > 0) {
+			rly.nout = n;
+			rly.oout = 0;
+		} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+			rly.eof = 1; // EIO: every descriptor of the slave is closed
+		}
+	}
+	if (rly.nout > rly.oout && !rly.tty_gone) {
+		// Blocking, as the command's own writes to the terminal were.
+		if (jail_write_all(rly.tty, rly.out + rly.oout, rly.nout - rly.oout) < 0) rly.tty_gone = 1;
+		rly.nout = rly.oout = 0;
+	}
+}
+
+// relay_close shows what the command wrote last (until its side is
+// closed, at most a second), then gives the terminal its modes back.
+static void relay_close(void) {
+	if (!rly.on) return;
+	uint64_t until = now_ns() + 1000000000ULL;
+	while (rly.started && !rly.tty_gone && (!rly.eof || rly.nout > rly.oout) && now_ns() < until) {
+		struct pollfd p[2];
+		relay_events(&p[0], &p[1]);
+		p[0].fd = -1; // no more keys
+		if (poll(p, 2, 100) <= 0) continue;
+		relay_io(p[0].revents, p[1].revents);
+	}
+	relay_raw(0);
+	if (rly.master >= 0) close(rly.master);
+	if (rly.slave >= 0) close(rly.slave);
+	close(rly.tty);
+	rly.on = rly.started = 0;
+	rly.master = rly.slave = rly.tty = -1;
+}
+
 // ---- running it ----------------------------------------------------------
 
 // send_stdio hands the command its stdio: the caller's, except that a
@@ -954,6 +1093,13 @@ static void put_json(struct buf *b, const char *s) {
 // The tasks files of the run's cgroups v1 (lim_joiners) travel with them.
 static int send_stdio(int sock, int foreground, const int *join, int njoin) {
 	int fds[5] = {0, 1, 2}, null = -1;
+	if (rly.on) {
+		// Where jail's stdio is the terminal, the command's is the pty.
+		struct stat t, x;
+		fstat(rly.tty, &t);
+		for (int i = 0; i < 3; i++)
+			if (fstat(i, &x) == 0 && S_ISCHR(x.st_mode) && x.st_rdev == t.st_rdev) fds[i] = rly.slave;
+	}
 	if (!foreground && isatty(0)) {
 		null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (null < 0) return -1;
@@ -1024,6 +1170,7 @@ static void guard_done(struct fast *f);
 static void __attribute__((noreturn)) fall_back(struct fast *f, char **argv, char **envp, struct saved *sv, int stale) {
 	// The command's child may have taken the terminal before its exec
 	// failed; the Go supervisor starts from a terminal of its own.
+	relay_close();
 	if (sv->foreground) reclaim_terminal();
 	release(f);
 	guard_done(f);
@@ -1562,6 +1709,7 @@ static void drop_deferred(struct fast *f) {
 }
 
 static void __attribute__((noreturn)) finish(struct fast *f, int foreground, int code) {
+	relay_close();
 	if (foreground) reclaim_terminal();
 	release(f);
 	guard_done(f);
@@ -1587,7 +1735,8 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 	char line[4096];
 	size_t have = 0;
 	for (;;) {
-		struct pollfd p[2] = {{.fd = e->status, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+		struct pollfd p[4] = {{.fd = e->status, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+		relay_events(&p[2], &p[3]);
 		int wait_ms = -1;
 		if (w.next_ns && !res->timed_out && !res->pids_ended) {
 			uint64_t now = now_ns();
@@ -1620,16 +1769,20 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 			int dl = left > INT_MAX ? INT_MAX : (int)left;
 			if (wait_ms < 0 || dl < wait_ms) wait_ms = dl;
 		}
-		int r = poll(p, sfd >= 0 ? 2 : 1, wait_ms);
+		int r = poll(p, 4, wait_ms); // a negative fd is skipped
 		if (r < 0) {
 			if (errno == EINTR) continue;
 			break;
 		}
 		if (r == 0) continue; // the deadline or the watch, checked above
+		relay_io(p[2].revents, p[3].revents);
 		if (sfd >= 0 && (p[1].revents & POLLIN)) {
 			struct signalfd_siginfo si;
 			if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
-				if (started && pid1 > 0) kill(pid1, si.ssi_signo);
+				// With the pty, the new size goes to the command's
+				// terminal, which signals its foreground group.
+				if (rly.on && si.ssi_signo == SIGWINCH) relay_resize();
+				else if (started && pid1 > 0) kill(pid1, si.ssi_signo);
 				else if (nheld < 16) held[nheld++] = si.ssi_signo;
 			}
 		}
@@ -1674,6 +1827,12 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 				fall_back(f, argv, envp, sv, !strstr(line, "\"layer\":\"exec\""));
 			} else if (strstr(line, "\"stage\":\"notice\"")) {
 				print_notice(line);
+			} else if (strstr(line, "\"stage\":\"stopped\"") && rly.on) {
+				// The leader of the pty's session stopped itself (a
+				// SIGSTOP: the kernel drops ^Z's SIGTSTP for it, its group
+				// being orphaned). Nothing inside can continue it and jail
+				// does not stop for it (Cmd.suspend): it continues.
+				if (pid1 > 0) kill(pid1, SIGCONT);
 			} else if (strstr(line, "\"stage\":\"stopped\"") && foreground) {
 				reclaim_terminal();
 				kill(0, SIGSTOP);
@@ -1725,6 +1884,7 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 			res->signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
 		}
 	}
+	relay_close();
 	if (foreground) reclaim_terminal();
 	if (res->lim->ndirs > 0) {
 		// The events are final once pid 1 reported (every other process
@@ -1861,6 +2021,11 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	}
 	pid_t pg;
 	int foreground = ioctl(0, TIOCGPGRP, &pg) == 0 && pg == getpgrp();
+	if (foreground && relay_open() < 0) {
+		// As the Go path: without a pty, not interactive.
+		say("jail: terminal: cannot make a pseudo-terminal: the command runs without the terminal\n");
+		foreground = 0;
+	}
 	struct buf plan = {0}, rest = {0}, *tail = split ? &rest : &plan;
 	put(&plan, header, hn);
 	put(&plan, setup, split ? split : sn);
@@ -1884,7 +2049,7 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	put_u32(tail, envc);
 	for (uint32_t i = 0; i < envc; i++) put_str(tail, env[i]);
 	put_str(tail, dir);
-	put_u32(tail, foreground);
+	put_u32(tail, rly.on ? 2 : 0); // TERM_PTY or TERM_NONE in pid1_linux.c
 	if (lim.method == LIMIT_RLIMIT) {
 		// rlimitsFor in cgroup_linux.go: RLIMIT_DATA per process,
 		// RLIMIT_NPROC per uid (in the sandbox's user namespace).
@@ -1968,8 +2133,16 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 		lim_remove(&lim);
 		fall_back(&f, argv, envp, &sv, 0);
 	}
+	if (rly.on) {
+		// The command has its side; the relay starts.
+		close(rly.slave);
+		rly.slave = -1;
+		relay_raw(1);
+		rly.started = 1;
+	}
 	supervise(&f, &e, foreground, argv, envp, &sv, &set, &res);
 out:
+	relay_close();
 	if (f.trace && f.why) {
 		say("jail: plan cache: not used: ");
 		say(f.why);

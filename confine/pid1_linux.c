@@ -157,7 +157,10 @@ void __attribute__((noreturn)) op_exec(struct child *c) {
 	char **envp = calloc(envc + 1, sizeof(char *));
 	for (uint32_t i = 0; i < envc; i++) envp[i] = (char *)get_str(c);
 	const char *dir = get_str(c);
+	// TERM_*: the command's terminal (the Go twin: plan.exec in
+	// plan_linux.go).
 	uint32_t foreground = get_u32(c);
+	enum { TERM_NONE = 0, TERM_CALLER = 1, TERM_PTY = 2 };
 	uint32_t nrl = get_u32(c);
 	if (nrl > 16) fail(c, EINVAL, "rlimits", 125);
 	uint32_t rlres[16];
@@ -206,9 +209,13 @@ void __attribute__((noreturn)) op_exec(struct child *c) {
 		// the supervisor gives it no terminal as stdin either
 		// (docs/terminal.md). An interactive one is a job in the
 		// caller's session, with the terminal, as under a shell.
-		if (foreground) setpgid(0, 0);
+		// On jail's pty (TERM_PTY) it is a session of its own whose
+		// controlling terminal is the pty, never the caller's terminal:
+		// job control works inside, and nothing reaches the caller's.
+		if (foreground == TERM_CALLER) setpgid(0, 0);
 		else setsid();
-		if (foreground) {
+		if (foreground == TERM_PTY) ioctl(0, TIOCSCTTY, 0);
+		if (foreground == TERM_CALLER) {
 			// Make the command the terminal's foreground group, as a
 			// shell does for a job; SIGTTOU would stop us otherwise.
 			sigset_t tt;
@@ -235,7 +242,7 @@ void __attribute__((noreturn)) op_exec(struct child *c) {
 	// a reader of its stdout sees the end as soon as the command's tree
 	// closes it, not only when pid 1 exits. A foreground pid 1 keeps the
 	// terminal on fd 0 to hand it back after ^Z.
-	for (int i = foreground ? 1 : 0; i < c->cmd_fds; i++) close(i);
+	for (int i = foreground == TERM_CALLER ? 1 : 0; i < c->cmd_fds; i++) close(i);
 	int err = 0;
 	ssize_t got;
 	do got = read(errpipe[0], &err, sizeof(err)); while (got < 0 && errno == EINTR);
@@ -320,7 +327,7 @@ void __attribute__((noreturn)) op_exec(struct child *c) {
 			// wake the whole group, as a shell's fg does. SIGTTOU is
 			// blocked here, so taking the terminal from the background
 			// cannot stop pid 1.
-			if (foreground) tcsetpgrp(0, pid);
+			if (foreground == TERM_CALLER) tcsetpgrp(0, pid);
 			kill(-pid, SIGCONT);
 		} else if (sig > 0 && sig != SIGCHLD) {
 			kill(pid, sig);

@@ -389,7 +389,15 @@ func (p *plan) exec(s *Spec) error {
 		p.str(e)
 	}
 	p.str(s.Dir)
-	p.u32(boolU32(s.Foreground))
+	// 0: a session of its own, no terminal; 1: a job of the caller's
+	// session, the terminal's foreground group; 2: a session of its own
+	// on jail's pty (TERM_* in pid1_linux.c).
+	switch {
+	case s.PTY:
+		p.u32(2)
+	default:
+		p.u32(boolU32(s.Foreground))
+	}
 	if len(s.RLimits) > 16 {
 		return fmt.Errorf("spec: %d rlimits; at most 16", len(s.RLimits))
 	}

@@ -157,6 +157,10 @@ type Spec struct {
 	// Foreground makes the command the terminal's foreground process group
 	// (set when jail itself is in the foreground of a terminal on stdin).
 	Foreground bool `json:"foreground,omitempty"`
+	// PTY says the command's stdin is the slave of a pseudo-terminal jail
+	// relays for (Terminal): the init makes it the command's controlling
+	// terminal, in a session of its own. Foreground is then false.
+	PTY bool `json:"pty,omitempty"`
 }
 
 // Program is one seccomp program; the plan carries it in the kernel's own

@@ -56,6 +56,15 @@ func TestEveryFieldReachesThePlan(t *testing.T) {
 			}
 			continue
 		}
+		if name == "PTY" {
+			// Set, it replaces Foreground's value in the plan.
+			c := *s
+			c.PTY = true
+			if bytes.Equal(plan(&c), full) {
+				t.Error("Spec.PTY does not change the plan")
+			}
+			continue
+		}
 		if v.Field(i).IsZero() {
 			t.Errorf("the test does not set Spec.%s", name)
 			continue

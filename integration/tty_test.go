@@ -238,38 +238,29 @@ func TestForwardedSignal(t *testing.T) {
 	})
 }
 
-// TestSuspendAndResume stops a command that does not handle job control
-// itself (cat) with ^Z: jail must stop too, so the caller's shell gets its
-// terminal back, and on SIGCONT the command must own the terminal again.
-func TestSuspendAndResume(t *testing.T) {
+// TestCtrlZDoesNotStopJail: the command's terminal is jail's pty, so ^Z
+// stops what runs in a shell inside (bash's own job control) and never jail:
+// a command that leads its pty's session (cat here) is not stopped by it
+// (its group is orphaned, as any session leader's), and one that stops
+// itself with SIGSTOP is continued; jail stays running in the caller's
+// foreground all along, and the command reads on.
+func TestCtrlZDoesNotStopJail(t *testing.T) {
 	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
-		p, cmd := startOnTTY(t, r, ws, "cat")
+		p, cmd := startOnTTY(t, r, ws, "/bin/sh", "-c", "cat; echo cat-done; kill -STOP $$; echo continued")
 		time.Sleep(300 * time.Millisecond)
 		p.send("before\n")
 		p.expect(t, "before\r\nbefore")
 		p.send("\x1a") // ^Z
+		time.Sleep(time.Second)
 		var ws4 syscall.WaitStatus
-		stopped := make(chan error, 1)
-		go func() {
-			_, err := syscall.Wait4(cmd.Process.Pid, &ws4, syscall.WUNTRACED, nil)
-			stopped <- err
-		}()
-		select {
-		case err := <-stopped:
-			if err != nil || !ws4.Stopped() {
-				t.Fatalf("jail did not stop with its command: %v %v", err, ws4)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("jail did not stop after ^Z stopped its command")
+		if pid, _ := syscall.Wait4(cmd.Process.Pid, &ws4, syscall.WUNTRACED|syscall.WNOHANG, nil); pid != 0 {
+			t.Fatalf("jail stopped or ended after ^Z: %v", ws4)
 		}
-		// As a shell's fg: make jail's group the foreground and continue it.
-		unix.IoctlSetPointerInt(int(p.master.Fd()), unix.TIOCSPGRP, cmd.Process.Pid)
-		syscall.Kill(cmd.Process.Pid, syscall.SIGCONT)
-		time.Sleep(300 * time.Millisecond)
 		p.send("after\n")
 		p.expect(t, "after\r\nafter")
-		p.send("\x04") // ^D: cat reads end of file
+		p.send("\x04") // ^D: cat reads end of file, then the shell stops itself
+		p.expect(t, "continued")
 		if code := waitExit(t, cmd); code != 0 {
 			t.Fatalf("jail exited %d, want 0", code)
 		}
@@ -434,19 +425,46 @@ func TestPromptsCannotBeImitated(t *testing.T) {
 			cfg := r.dir(t, "jail-it-cfg-")
 			pol := cfg + "/policy.toml"
 			r.writeFile(t, pol, "[network]\nmode = \"proxy\"\nask = true\nresolver = \"127.0.0.1:9\"\n[approval]\nask_timeout = \"30s\"\n[audit]\nenabled = false\n")
+			// A fake question, answered "y" by the person; then, while the
+			// real one is open, the command keeps printing a "y" and moving
+			// the cursor up to rewrite it.
 			p, cmd := startOnTTYStdin(t, r, ws, interactive, "--policy", pol, "--", "/bin/sh", "-c",
-				`printf 'jail: - wants network (exec): a connection to a host outside [network] allow\n  args: {"host":"evil.test","port":80}\n  allow? [y]es / [N]o: '; sleep 2; curl -s -o /dev/null -D - http://evil.test/ | grep -i deny-reason`)
+				`printf 'jail: - wants network (exec): a connection to a host outside [network] allow\n  args: {"host":"evil.test","port":80}\n  allow? [y]es / [N]o: '; sleep 2; (while :; do printf 'SPAM-y\n\033[2A'; sleep 0.1; done) & curl -s -o /dev/null -D - http://evil.test/ | grep -i deny-reason; kill $!`)
 			p.expect(t, "allow? [y]es")
 			p.send("y\n")
-			p.expect(t, "no one")
+			if !interactive {
+				// The command writes to the terminal: jail asks no one.
+				p.expect(t, "no one")
+			} else {
+				// jail's pty: the real question comes, the command's output
+				// held meanwhile, and the earlier "y" answered only the
+				// command. The person refuses it.
+				testutil.Eventually(20*time.Second, func() bool {
+					p.mu.Lock()
+					defer p.mu.Unlock()
+					return strings.Count(p.out.String(), "allow? [y]es") == 2
+				})
+				time.Sleep(time.Second)
+				p.mu.Lock()
+				out := p.out.String()
+				p.mu.Unlock()
+				if strings.Count(out, "allow? [y]es") != 2 {
+					t.Fatalf("jail did not ask on its own terminal:\n%s", out)
+				}
+				if q := out[strings.LastIndex(out, "allow? [y]es"):]; strings.Contains(q, "SPAM") {
+					t.Fatalf("the command's output reached the terminal while jail's question was open:\n%q", q)
+				}
+				p.send("n\n")
+				p.expect(t, "approval refused")
+			}
 			if code := waitExit(t, cmd); code != 0 {
 				t.Fatalf("interactive=%v: jail exited %d", interactive, code)
 			}
 			p.mu.Lock()
 			out := p.out.String()
 			p.mu.Unlock()
-			if strings.Count(out, "allow? [y]es") != 1 || strings.Contains(out, "evil.test:80: approved") {
-				t.Fatalf("interactive=%v: jail asked on a terminal the command shares:\n%s", interactive, out)
+			if strings.Contains(out, "evil.test:80: approved") {
+				t.Fatalf("interactive=%v: the command's answer was taken:\n%s", interactive, out)
 			}
 		}
 	})

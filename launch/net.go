@@ -73,6 +73,10 @@ type Net struct {
 	// terminal: jail then asks no one, since the command could draw a
 	// prompt of its own beside jail's (docs/terminal.md).
 	CommandOnTTY bool
+	// Terminal is the pty relay of an interactive run: a question pauses
+	// it (the command's output held, its keys cut off) and is asked on
+	// the caller's terminal, which the command never holds.
+	Terminal *confine.Terminal
 }
 
 // PrepareNet builds the proxy for mode from the policy's [network] section. It returns nil for
@@ -297,6 +301,25 @@ func (nr *Net) askOnTerminal(timeout time.Duration, stderr io.Writer) func(conte
 	return func(ctx context.Context, host string, port int) (bool, error) {
 		mu.Lock() // one question on the terminal at a time
 		defer mu.Unlock()
+		if t := nr.Terminal; t != nil {
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			in, out := t.Pause()
+			defer t.Resume()
+			defer in.Close()
+			if out == nil {
+				return false, errors.New("the command has ended")
+			}
+			a, err := (&policy.TerminalAsker{In: in, Out: out}).Ask(ctx, policy.Question{Tool: "network", Risk: policy.Exec,
+				Args: map[string]any{"host": host, "port": port}, Reason: "a connection to a host outside [network] allow"})
+			if err != nil {
+				return false, err
+			}
+			return a.Approve, nil
+		}
 		if fg, err := unix.IoctlGetInt(int(tty.Fd()), unix.TIOCGPGRP); err != nil || fg != unix.Getpgrp() {
 			return false, errors.New("the command owns the terminal, so no one can be asked")
 		}

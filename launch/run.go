@@ -127,6 +127,21 @@ func (o *Run) launch(layout *confine.Layout, pass []string, sc confine.SeccompOp
 	if o.Capture {
 		spec.Foreground = false
 	}
+	if spec.Foreground {
+		// Interactive: the command gets a pty of jail's, never the
+		// caller's terminal (docs/terminal.md).
+		term, err := confine.OpenTerminal(stdin)
+		if err != nil {
+			fmt.Fprintf(stderr, "jail: %v: the command runs without the terminal\n", err)
+			spec.Foreground = false
+		} else {
+			defer term.Close()
+			cmd.Terminal = term
+			if nr != nil {
+				nr.Terminal = term
+			}
+		}
+	}
 	if !spec.Foreground && IsTerminal(stdin) {
 		// Not interactive: the command must not read what the person
 		// types (an API key, an answer meant for jail), so its stdin is
@@ -135,7 +150,7 @@ func (o *Run) launch(layout *confine.Layout, pass []string, sc confine.SeccompOp
 		cmd.Stdin = nil
 	}
 	if nr != nil {
-		nr.CommandOnTTY = !o.Capture && (IsTerminal(cmd.Stdout) || IsTerminal(cmd.Stderr))
+		nr.CommandOnTTY = !o.Capture && cmd.Terminal == nil && (IsTerminal(cmd.Stdout) || IsTerminal(cmd.Stderr))
 	}
 	if o.Capture {
 		outCap, errCap = &confine.Capture{Limit: o.OutputLimit}, &confine.Capture{Limit: o.OutputLimit}
@@ -209,6 +224,9 @@ func (o *Run) launch(layout *confine.Layout, pass []string, sc confine.SeccompOp
 		}
 	}()
 	res, err := cmd.Wait()
+	if cmd.Terminal != nil {
+		cmd.Terminal.Close() // what the command wrote last, before jail's lines
+	}
 	stopNet()
 	close(done)
 	copies.Wait()

@@ -2,12 +2,13 @@
 # Installs what building and testing jail needs on a fresh Debian or Ubuntu
 # machine: a C toolchain and libseccomp for the static cgo build, and the
 # programs the integration tests drive inside the sandbox (git, python3,
-# gcc, util-linux, strace and gdb), and Docker with debootstrap for the
+# gcc, util-linux, strace and gdb; tmux, vim and less for the interactive
+# terminal), and Docker with debootstrap for the
 # container images. Go itself must be 1.26 or newer; the go command fetches
 # that toolchain from the module proxy when an older one is installed.
 set -euo pipefail
 
-pkgs=(gcc libc6-dev libseccomp-dev pkg-config git python3 make util-linux passwd procps curl iproute2 netcat-openbsd ca-certificates nodejs strace gdb)
+pkgs=(gcc libc6-dev libseccomp-dev pkg-config git python3 make util-linux passwd procps curl iproute2 netcat-openbsd ca-certificates nodejs strace gdb tmux vim less)
 # npm runs the MCP Inspector in integration/mcp_test.go. Debian packages it
 # apart from nodejs; NodeSource's nodejs bundles it and conflicts with
 # Debian's, so it is added only when missing.

@@ -1,0 +1,199 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jail-sandbox/jail/internal/testutil"
+)
+
+// tmuxPane is one tmux session on a server of the test's own (-L), driven
+// the way a person at a terminal emulator would: keys in, screen out.
+type tmuxPane struct {
+	sock, name string
+}
+
+func newTmux(t *testing.T, width, height int, shell string) *tmuxPane {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("requires tmux: not installed (scripts/deps.sh)")
+	}
+	p := &tmuxPane{sock: fmt.Sprintf("jail-it-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6), name: "t"}
+	if out, err := exec.Command("tmux", "-L", p.sock, "-f", "/dev/null", "new-session", "-d", "-s", p.name,
+		"-x", strconv.Itoa(width), "-y", strconv.Itoa(height), shell).CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("tmux", "-L", p.sock, "kill-server").Run() })
+	return p
+}
+
+// keys sends tmux key names (Enter, C-z, Escape) or literal text.
+func (p *tmuxPane) keys(t *testing.T, keys ...string) {
+	t.Helper()
+	if out, err := exec.Command("tmux", append([]string{"-L", p.sock, "send-keys", "-t", p.name}, keys...)...).CombinedOutput(); err != nil {
+		t.Fatalf("tmux send-keys: %v %s", err, out)
+	}
+}
+
+func (p *tmuxPane) screen() string {
+	out, _ := exec.Command("tmux", "-L", p.sock, "capture-pane", "-p", "-S", "-200", "-t", p.name).Output()
+	return string(out)
+}
+
+func (p *tmuxPane) value(t *testing.T, format string) string {
+	out, err := exec.Command("tmux", "-L", p.sock, "display-message", "-p", "-t", p.name, format).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// expect waits until the screen shows want (count times).
+func (p *tmuxPane) expect(t *testing.T, want string, count int) {
+	t.Helper()
+	if !testutil.Eventually(20*time.Second, func() bool { return strings.Count(p.screen(), want) >= count }) {
+		t.Fatalf("the terminal never showed %q (%d times); it shows:\n%s", want, count, p.screen())
+	}
+}
+
+// descendants are the processes below pid.
+func descendants(pid int) []int {
+	var out []int
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	for _, f := range strings.Fields(string(b)) {
+		c, _ := strconv.Atoi(f)
+		out = append(out, c)
+		out = append(out, descendants(c)...)
+	}
+	return out
+}
+
+// TestInteractiveTerminal drives `jail run -- bash` in tmux, on both launch
+// paths, as root and unprivileged: vim, ^Z to the shell inside, jobs, fg,
+// :wq (the file lands in the workspace); less; a resize; ^Z at the prompt
+// stops nothing; and no process of the sandbox holds the caller's terminal
+// (host side: the pane's tty), which is jail's alone.
+func TestInteractiveTerminal(t *testing.T) {
+	for _, prog := range []string{"bash", "vim", "less", "setpriv"} {
+		if _, err := exec.LookPath(prog); err != nil {
+			t.Skipf("requires %s: not installed (scripts/deps.sh)", prog)
+		}
+	}
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		home := "/root"
+		if u, err := user.LookupId(strconv.Itoa(r.uid)); err == nil {
+			home = u.HomeDir
+		}
+		mode := "off"
+		if r.cached {
+			mode = "trace"
+		}
+		args := []string{"run", "--", "bash", "--norc", "--noprofile", "-i"}
+		if r.cached && !r.warm(t, call{dir: ws, args: args}) {
+			t.Fatal("the warm-up run stored no plan")
+		}
+		env := fmt.Sprintf("env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=%s LANG=C.UTF-8 TERM=xterm JAIL_PLAN_CACHE=%s", home, mode)
+		as := ""
+		if r.uid != 0 {
+			as = fmt.Sprintf("setpriv --reuid=%d --regid=%d --clear-groups ", r.uid, r.gid)
+		}
+		p := newTmux(t, 100, 30, fmt.Sprintf("cd %s && %s%s %s %s; echo JAIL-EXIT-$?; sleep 600", ws, as, env, suite.bin, strings.Join(args, " ")))
+		p.expect(t, "bash-", 1)
+		if r.cached && !strings.Contains(p.screen(), "jail: plan cache: used") {
+			t.Fatalf("not on the plan cache's path:\n%s", p.screen())
+		}
+		// vim, stopped with ^Z by the shell inside, listed, resumed, saved.
+		p.keys(t, "vim -u NONE -N note.txt", "Enter")
+		p.expect(t, "note.txt", 1)
+		p.keys(t, "ihello from vim", "Escape")
+		time.Sleep(300 * time.Millisecond)
+		p.keys(t, "C-z")
+		p.expect(t, "Stopped", 1)
+		p.keys(t, "jobs; echo JOBS-LISTED", "Enter")
+		p.expect(t, "JOBS-LISTED", 2)
+		p.keys(t, "fg", "Enter")
+		p.expect(t, "hello from vim", 1)
+		p.keys(t, ":wq", "Enter")
+		if !testutil.Eventually(10*time.Second, func() bool {
+			b, _ := os.ReadFile(filepath.Join(ws, "note.txt"))
+			return string(b) == "hello from vim\n"
+		}) {
+			t.Fatalf("vim's file is not in the workspace:\n%s", p.screen())
+		}
+		// vim discards what was typed ahead as it leaves (TCSAFLUSH).
+		time.Sleep(time.Second)
+		p.keys(t, "echo VIM-DONE", "Enter")
+		p.expect(t, "VIM-DONE", 2)
+		// less pages and quits.
+		p.keys(t, "seq 1 300 | less", "Enter")
+		p.expect(t, "\n29\n", 1)
+		p.keys(t, "G")
+		p.expect(t, "300", 1)
+		p.keys(t, "q")
+		time.Sleep(500 * time.Millisecond)
+		p.keys(t, "clear; stty size", "Enter")
+		p.expect(t, "30 100", 1)
+		// The window shrinks: the command's terminal follows.
+		exec.Command("tmux", "-L", p.sock, "resize-window", "-t", p.name, "-x", "90", "-y", "25").Run()
+		time.Sleep(500 * time.Millisecond)
+		p.keys(t, "clear; stty size", "Enter")
+		p.expect(t, "25 90", 1)
+		// ^Z at the prompt: the shell inside ignores it, and jail is never
+		// stopped by its command.
+		p.keys(t, "C-z")
+		time.Sleep(time.Second)
+		panePID, _ := strconv.Atoi(p.value(t, "#{pane_pid}"))
+		paneTTY := p.value(t, "#{pane_tty}")
+		var tty syscall.Stat_t
+		if err := syscall.Stat(paneTTY, &tty); err != nil {
+			t.Fatal(err)
+		}
+		var jailPID int
+		for _, pid := range descendants(panePID) {
+			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); exe == suite.bin {
+				jailPID = pid
+				break
+			}
+		}
+		if jailPID == 0 {
+			t.Fatalf("no jail process under the pane")
+		}
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", jailPID))
+		if f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); len(f) == 0 || f[0] == "T" {
+			t.Fatalf("jail is stopped: %s", stat)
+		}
+		// Host side: only jail holds the caller's terminal; every process
+		// of the sandbox (below its pid 1) has the pty instead.
+		p.keys(t, "sleep 300 & echo STARTED", "Enter")
+		p.expect(t, "STARTED", 2)
+		inside := 0
+		for _, pid := range descendants(jailPID) {
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if !strings.HasPrefix(string(cmdline), "bash") && !strings.HasPrefix(string(cmdline), "sleep") {
+				continue
+			}
+			inside++
+			fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", pid))
+			for _, fd := range fds {
+				var st syscall.Stat_t
+				if syscall.Stat(fd, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFCHR && st.Rdev == tty.Rdev {
+					t.Fatalf("a process of the sandbox (%d %q) holds the caller's terminal as %s", pid, cmdline, fd)
+				}
+			}
+		}
+		if inside < 2 {
+			t.Fatalf("found %d processes of the sandbox, want the shell and sleep", inside)
+		}
+		p.keys(t, "kill %1; exit 7", "Enter")
+		p.expect(t, "JAIL-EXIT-7", 1)
+	})
+}
