@@ -286,9 +286,10 @@ func (nr *Net) Serve(files []*os.File, stderr io.Writer) (stop func()) {
 
 // askOnTerminal returns the proxy's approval callback for [network] ask: the question goes to
 // a person on jail's controlling terminal, one at a time, and times out to a refusal. Without
-// a terminal every such host is refused, and jail says so once. While an interactive command
-// owns the terminal (its process group is in the foreground) jail cannot read an answer
-// without stopping the command, so the host is refused with that reason.
+// a terminal every such host is refused, and jail says so once. In an interactive run the
+// question pauses the pty relay (Net.Terminal): the command's output is held and its keys cut
+// off while it is open. Otherwise, while a command owns the terminal (its process group is in
+// the foreground) or writes to it, the host is refused with that reason.
 func (nr *Net) askOnTerminal(timeout time.Duration, stderr io.Writer) func(context.Context, string, int) (bool, error) {
 	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 	if err != nil {
