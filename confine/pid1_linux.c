@@ -147,6 +147,21 @@ static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGU
 // op_exec starts the command and serves as pid 1 until it exits: it
 // forwards signals to the command, reaps every zombie, and exits with the
 // command's status. Exiting ends the namespace and every process in it.
+#define SANDBOX_OOM_SCORE_ADJ 500 // docs/supervisor.md, "Default bounds"
+
+// raise_oom_score sets this process's oom_score_adj to at least v.
+static void raise_oom_score(int v) {
+	char buf[16] = "";
+	int fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+	if (fd < 0) return;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	if (n > 0 && atoi(buf) < v) {
+		int k = snprintf(buf, sizeof(buf), "%d", v);
+		(void)!pwrite(fd, buf, k, 0);
+	}
+	close(fd);
+}
+
 void __attribute__((noreturn)) op_exec(struct child *c) {
 	uint32_t argc = get_u32(c);
 	if (argc == 0 || argc > 65536) fail(c, EINVAL, "argv", 125);
@@ -365,6 +380,13 @@ void write_id_maps(struct child *c, uint32_t in_uid, uint32_t out_uid, uint32_t 
 // outside the new pid namespace reports pid 1's host pid, waits for it
 // and exits with its status.
 void fork_pid1(struct child *c) {
+	// When the whole machine runs out of memory, the kernel's OOM killer
+	// takes the sandbox's processes first (pid 1 and the command inherit
+	// it): with the rlimit fallback nothing bounds a tree's memory, and a
+	// bomb must not cost the host the caller's editor or desktop. Raising
+	// it needs no privilege, but an open of /proc/self, which pid 1 can
+	// no longer make once it is not dumpable; one already higher is kept.
+	raise_oom_score(SANDBOX_OOM_SCORE_ADJ);
 	pid_t pid = fork();
 	CHECK(c, pid, "fork pid 1");
 	if (pid == 0) {

@@ -445,9 +445,9 @@ func TestDefaultBounds(t *testing.T) {
 	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
 		res := r.jail(t, call{dir: ws, args: []string{"run", "--json", "--", "/bin/sh", "-c",
-			`df -k /tmp /var/tmp /dev/shm | awk 'NR>1 {print "size", $6, $2}'; grep -E '^Max (processes|data size)' /proc/self/limits`}})
+			`df -k /tmp /var/tmp /dev/shm | awk 'NR>1 {print "size", $6, $2}'; grep -E '^Max (processes|data size)' /proc/self/limits; echo oom $(cat /proc/self/oom_score_adj)`}})
 		mustExit(t, res, 0)
-		for _, want := range []string{
+		for _, want := range []string{"oom 500",
 			fmt.Sprintf("size /tmp %d", memKB/8), fmt.Sprintf("size /var/tmp %d", memKB/8), fmt.Sprintf("size /dev/shm %d", memKB/16),
 		} {
 			if !strings.Contains(res.stdout, want) {
