@@ -54,6 +54,10 @@ type Spec struct {
 	Grace time.Duration
 	// IDs are the correlation ids of the call that starts it.
 	IDs Correlation
+	// DefaultSeccomp runs the container under Docker's default seccomp profile alone,
+	// without [SeccompAdditions]: for a command that makes no namespaces of its own (the
+	// desktop). False gives the additions Chromium's sandbox needs.
+	DefaultSeccomp bool
 }
 
 // Bind is a host path bound into a container.
@@ -223,6 +227,9 @@ func (e *Engine) configs(spec Spec) (*container.Config, *container.HostConfig, e
 		}
 	}
 	profile, err := SeccompProfile()
+	if spec.DefaultSeccomp {
+		profile, err = string(dockerDefault), nil
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -141,6 +141,13 @@ unshare -U -r true && echo userns-ok
 	if !strings.Contains(out, BinaryPath+" "+InitCommand) {
 		t.Errorf("jail's init is not the command's parent:\n%s", out)
 	}
+
+	// Docker's default profile alone: no user namespace.
+	spec := shSpec("unshare -U -r true && echo userns-ok || echo userns-refused")
+	spec.DefaultSeccomp = true
+	if out, _, _ := run(t, e, spec, ""); !strings.Contains(out, "userns-refused") {
+		t.Errorf("under Docker's default profile alone: %q", out)
+	}
 }
 
 func TestInspectedConfig(t *testing.T) {

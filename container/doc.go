@@ -26,7 +26,7 @@
 //   - Docker's init as pid 1, then jail's own init ([InitMain]), then the command;
 //   - a seccomp profile: Docker's default plus only what Chromium's namespace sandbox
 //     needs (clone with namespace flags, unshare, chroot), embedded in the binary
-//     ([SeccompProfile]);
+//     ([SeccompProfile]); Docker's default alone with [Spec.DefaultSeccomp];
 //   - no log driver: Docker stores nothing; jail counts what the container writes;
 //   - labels: [LabelManaged], the owner's uid, the supervisor that made it, the kind, and
 //     the call's correlation ids.

@@ -100,6 +100,8 @@ func (d *Desktop) start(ctx context.Context, ids container.Correlation) (*sessio
 		Binds:      []container.Bind{{Source: d.cfg.Workspace, Target: d.cfg.Workspace}},
 		Limits:     d.cfg.Limits,
 		IDs:        ids,
+		// Nothing on the desktop makes namespaces: Docker's profile, no additions.
+		DefaultSeccomp: true,
 	}
 	c, err := d.cfg.Engine.Start(ctx, spec)
 	if err != nil {
