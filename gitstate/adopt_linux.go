@@ -150,6 +150,9 @@ func (a *adopter) sandboxRefs(up *upperTree, base *Snapshot) map[string]string {
 		case strings.HasPrefix(p, "refs/jail/"):
 			a.rep.dropped("%s: refs/jail/ is jail's own namespace", esc(p))
 			continue
+		case isReplaceRef(p):
+			a.rep.dropped("%s: %s", esc(p), replaceWhy)
+			continue
 		case !validRefName(p):
 			a.rep.dropped("%s: not a valid ref name", esc(p))
 			continue
@@ -221,6 +224,12 @@ func (a *adopter) sandboxRefs(up *upperTree, base *Snapshot) map[string]string {
 				if strings.HasPrefix(r.Name, "refs/jail/") {
 					continue
 				}
+				if isReplaceRef(r.Name) {
+					if base.Packed[r.Name] != r.OID {
+						a.rep.dropped("%s: %s", esc(r.Name), replaceWhy)
+					}
+					continue
+				}
 				upperPacked[r.Name] = r.OID
 			}
 		}
@@ -229,7 +238,9 @@ func (a *adopter) sandboxRefs(up *upperTree, base *Snapshot) map[string]string {
 	names := map[string]bool{}
 	for _, m := range []map[string]string{base.Loose, base.Packed, upperLoose, upperPacked} {
 		for k := range m {
-			if !isPseudoRef(k) && !strings.HasPrefix(k, "refs/jail/") {
+			// The host's replace refs are the host's: never added,
+			// changed or deleted from inside.
+			if !isPseudoRef(k) && !strings.HasPrefix(k, "refs/jail/") && !isReplaceRef(k) {
 				names[k] = true
 			}
 		}
@@ -303,6 +314,14 @@ func (a *adopter) adoptRefs(up *upperTree, base *Snapshot) error {
 	a.headHost = resolveRef(func(n string) string { return host[n] }, "HEAD")
 	return nil
 }
+
+// isReplaceRef reports whether name is under refs/replace/: git reads the
+// object such a ref names wherever it would read the one its name names
+// (core.useReplaceRefs, on by default), in checkout, diff, log and show.
+func isReplaceRef(name string) bool { return strings.HasPrefix(name, "refs/replace/") }
+
+// replaceWhy is why a replace ref is never adopted.
+const replaceWhy = "a replace ref would make the host's git show and check out another object in place of one it has"
 
 // resolveRef follows symbolic refs (at most five, as git's own limit is
 // small too) to an object id, "" for an unborn or broken chain.
@@ -430,7 +449,7 @@ func (a *adopter) adoptReflogs(up *upperTree) {
 			continue
 		}
 		e.used = true
-		if !(ref == "HEAD" || validRefName(ref)) || strings.HasPrefix(ref, "refs/jail/") {
+		if !(ref == "HEAD" || validRefName(ref)) || strings.HasPrefix(ref, "refs/jail/") || isReplaceRef(ref) {
 			a.rep.dropped("%s: not the reflog of a valid ref", esc(p))
 			continue
 		}

@@ -84,7 +84,10 @@
 // host does not have after the objects came in (a loose object or an
 // entry of a pack's .idx; alternates are not consulted). Reflog lines
 // naming an object the host does not have are left out. FETCH_HEAD is
-// not adopted, nor is a deletion of HEAD.
+// not adopted, nor is a deletion of HEAD. Nothing under refs/replace/ is
+// added, changed or deleted: git reads the object a replace ref names
+// wherever it would read the one its name names (checkout, diff, log,
+// show), so one would swap the content of what the host already has.
 //
 // The comparison is three-way, per ref: the Snapshot (base), the host now,
 // and the sandbox's intent, read from the upper alone. A ref counts as
@@ -154,8 +157,10 @@
 // (assume-unchanged) and skip-worktree flags are cleared on every entry
 // whose path did not have them in the host's index, and the stat data on
 // every entry that is not byte for byte the host's, so the host's git
-// looks at those files again instead of taking them for unchanged. The
-// Report names the flags and the extensions other than caches it cleared.
+// looks at those files again instead of taking them for unchanged. An
+// index whose changed entries name an object the host does not have is
+// refused. The Report names the flags and the extensions other than
+// caches it cleared.
 //
 // # New repositories
 //

@@ -42,7 +42,9 @@ same way into the host's empty ` + "`.git`" + `, with a config jail writes itsel
   came in) or ` + "`ref: refs/...`" + `. Three-way against the state at launch: a ref only the sandbox changed is
   applied; one only the host changed keeps the host's value; one both changed keeps the host's,
   and the sandbox's is saved as ` + "`refs/jail/<run>/<ref>`" + ` and reported as a conflict. Written with
-  git's lock protocol, so a git running at the same time is safe.
+  git's lock protocol, so a git running at the same time is safe. Nothing under
+  ` + "`refs/replace/`" + ` is added, changed or deleted: git would show and check out the object a
+  replace ref names in place of the one the host has.
 - **Reflogs** (` + "`logs/**`" + `): new lines in git's reflog format naming objects the host has, appended.
 - **Messages**: ` + "`COMMIT_EDITMSG`" + `, ` + "`MERGE_MSG`" + `, ` + "`SQUASH_MSG`" + `, ` + "`TAG_EDITMSG`" + ` (text),
   ` + "`MERGE_MODE`" + `.
@@ -55,8 +57,9 @@ same way into the host's empty ` + "`.git`" + `, with a config jail writes itsel
   did not have them in the host's index, the stat data of every entry that is not the host's own
   byte for byte (git looks at those files again), and every extension (the cache tree, which
   ` + "`git commit`" + ` would write as the commit's tree, the untracked cache, the fsmonitor token,
-  resolve-undo; git rebuilds its caches). The run's line names the flags and the extensions
-  other than caches it cleared.
+  resolve-undo; git rebuilds its caches). An index whose changed entries name an object the
+  host does not have is refused. The run's line names the flags and the extensions other than
+  caches it cleared.
 - **Config**: only the keys below, with the values shown; every other key the sandbox added,
   changed or removed is dropped and named. The host's file is rewritten under ` + "`config.lock`" + `, the
   rest of it byte for byte.
@@ -78,7 +81,7 @@ same way into the host's empty ` + "`.git`" + `, with a config jail writes itsel
 ` + "`hooks/`" + `, ` + "`info/`" + `, ` + "`commondir`" + `, ` + "`gitdir`" + `, ` + "`config.worktree`" + `, ` + "`worktrees/`" + `,
 ` + "`modules/`" + `, ` + "`rebase-merge/`" + `, ` + "`rebase-apply/`" + `, ` + "`sequencer/`" + ` (todo lists hold ` + "`exec`" + `
 lines), ` + "`FETCH_HEAD`" + `, ` + "`shallow`" + ` (except in a new repository), ` + "`sharedindex.*`" + `, lock files,
-deletions and rewrites of the host's objects, ` + "`objects/info/alternates`" + ` and
+` + "`refs/replace/`" + `, deletions and rewrites of the host's objects, ` + "`objects/info/alternates`" + ` and
 ` + "`objects/info/http-alternates`" + `, the rest of ` + "`objects/info/`" + ` and ` + "`commit-graph`" + ` files (caches),
 symlinks, FIFOs, devices, hard-linked and oversized files, and any other name. When the sandbox's
 side holds more than the limits (100000 names, 2 GiB read, 1 GiB per file by default), nothing is

@@ -310,6 +310,26 @@ func (ix *Index) gitlinks() map[string]bool {
 	return out
 }
 
+// notHosts lists the entries of ix (by index) that are not byte for byte
+// (stat data, mode, object id) the entry host has for their path and
+// stage: what the sandbox staged or restaged.
+func (ix *Index) notHosts(host *Index, hashLen int) []int {
+	had := map[[2]string][]byte{}
+	if host != nil {
+		for i, e := range host.Entries {
+			had[[2]string{e.Path, strconv.Itoa(e.Stage)}] = host.raw[host.starts[i] : host.starts[i]+40+hashLen]
+		}
+	}
+	var out []int
+	for i, e := range ix.Entries {
+		h, ok := had[[2]string{e.Path, strconv.Itoa(e.Stage)}]
+		if at := ix.starts[i]; !ok || !bytes.Equal(ix.raw[at:at+40+hashLen], h) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // cacheExts are the extensions that are pure caches git rebuilds: left
 // out of an adopted index without a word.
 var cacheExts = map[string]bool{"TREE": true, "EOIE": true, "IEOT": true}

@@ -3,6 +3,7 @@ package gitstate
 import (
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 
@@ -61,6 +62,22 @@ func (a *adopter) adoptIndex(up *upperTree, base *Snapshot) {
 	}
 	if bad := newGitlinks(ix, hostIx, a.opt.Submodules); len(bad) > 0 {
 		a.rep.dropped("index: stages new gitlinks (nested repositories) %s; the host's kept", strings.Join(bad, ", "))
+		return
+	}
+	// Every object an entry the sandbox staged names must be on the host
+	// (its objects were adopted first): the host's git status and diff
+	// would fail on one that is not.
+	var missing []string
+	for _, i := range ix.notHosts(hostIx, a.hexLen/2) {
+		if e := ix.Entries[i]; e.Mode != modeGitlink && !a.objects.has(e.OID) {
+			missing = append(missing, esc(e.Path))
+		}
+	}
+	if len(missing) > 0 {
+		if len(missing) > 3 {
+			missing = append(missing[:3:3], fmt.Sprintf("%d more", len(missing)-3))
+		}
+		a.rep.dropped("index: stages objects the host does not have (%s); the host's kept", strings.Join(missing, ", "))
 		return
 	}
 	mode := uint32(0o644)

@@ -122,6 +122,8 @@ func AdoptNew(gitdirFD, srcFD int, opt Options) (*Report, error) {
 				switch {
 				case strings.HasPrefix(r.Name, "refs/jail/"):
 					rep.dropped("%s: refs/jail/ is jail's own namespace", esc(r.Name))
+				case isReplaceRef(r.Name):
+					rep.dropped("%s: %s", esc(r.Name), replaceWhy)
 				case !a.objects.has(r.OID):
 					rep.dropped("%s: points to %s, which is not in the objects", esc(r.Name), r.OID)
 				default:

