@@ -46,37 +46,8 @@
 #include <linux/seccomp.h>
 
 #include "early_linux.h"
+#include "jail_linux.h"
 
-// Syscall numbers of the new mount API, openat2 and Landlock are the same
-// on every architecture jail supports (the unified table from Linux 5.1).
-#define NR_open_tree 428
-#define NR_move_mount 429
-#define NR_fsopen 430
-#define NR_fsconfig 431
-#define NR_fsmount 432
-#define NR_openat2 437
-#define NR_mount_setattr 442
-#define NR_landlock_create_ruleset 444
-#define NR_landlock_add_rule 445
-#define NR_landlock_restrict_self 446
-
-#define J_OPEN_TREE_CLONE 1
-#define J_OPEN_TREE_CLOEXEC O_CLOEXEC
-#define J_AT_RECURSIVE 0x8000
-#define J_MOVE_MOUNT_F_EMPTY_PATH 0x04
-#define J_MOVE_MOUNT_T_EMPTY_PATH 0x40
-#define J_MOUNT_ATTR_RDONLY 0x1
-#define J_FSOPEN_CLOEXEC 0x1
-#define J_FSMOUNT_CLOEXEC 0x1
-#define J_FSCONFIG_SET_FLAG 0
-#define J_FSCONFIG_SET_STRING 1
-#define J_FSCONFIG_SET_FD 5
-#define J_FSCONFIG_CMD_CREATE 6
-#define J_RESOLVE_NO_MAGICLINKS 0x02
-#define J_RESOLVE_NO_SYMLINKS 0x04
-#define J_RESOLVE_BENEATH 0x08
-#define J_LANDLOCK_RULE_PATH_BENEATH 1
-#define J_LANDLOCK_RULE_NET_PORT 2
 #define J_SECBITS 0xEF /* NOROOT, NO_SETUID_FIXUP, KEEP_CAPS_LOCKED, NO_CAP_AMBIENT_RAISE, and their locks */
 
 struct j_open_how { uint64_t flags, mode, resolve; };
@@ -85,42 +56,8 @@ struct j_ruleset_attr { uint64_t handled_fs, handled_net, scoped; };
 struct j_path_beneath { uint64_t allowed; int32_t parent_fd; } __attribute__((packed));
 struct j_net_port { uint64_t allowed, port; };
 
-// Operations of the plan, in the order the supervisor writes them.
-enum {
-	OP_END = 0,
-	OP_DUMPABLE = 1,
-	OP_HOSTNAME = 2,
-	OP_LOOPBACK = 3,
-	OP_SOCKETS = 4,
-	OP_PRIVATE = 5,
-	OP_SOURCE = 6,
-	OP_NEWROOT = 7,
-	OP_BIND = 8,
-	OP_TMPFS = 9,
-	OP_HIDE = 10,
-	OP_PROTECT = 11,
-	OP_SYMLINK = 12,
-	OP_PROC = 13,
-	OP_DEV = 14,
-	OP_PIVOT = 15,
-	OP_NNP = 16,
-	OP_LANDLOCK = 17,
-	OP_CLOEXEC = 18,
-	OP_CAPS = 19,
-	OP_SECCOMP = 20,
-	OP_EXEC = 21,
-	OP_UNSHARE = 22,
-	OP_LOCK = 23,
-	OP_HOLD = 24,
-	OP_PIN = 25,
-	OP_DNS = 26,
-	OP_OVERLAY = 27,
-	OP_FILE = 28,
-	OP_MORE = 29,
-};
 
 #define MAX_SOURCES 256
-#define CHILD_ARG0 "jail-init" // childArg0 in init_linux.go
 #define NEWROOT "/tmp"
 #define EMPTY_FILE ".jail-empty"
 
@@ -142,12 +79,24 @@ struct child {
 
 #define CHECK(c, expr, msg) do { if ((expr) < 0) fail((c), errno, (msg), 125); } while (0)
 
-#define PLAN_HEADER_SIZE (8 + 4 + 8 + 4 * 4) // planHeaderSize in plan_linux.go
 
 // ---- plan_linux.c ---------------------------------------------------------
 
-// report_line writes one JSON line to the supervisor on fd 4.
-void report_line(const char *line, size_t n);
+// A report of the init to its supervisor (JAIL_STAGE_*), written by
+// report: the kind says which of the fields it carries.
+enum report_kind { REPORT_PID1, REPORT_HELD, REPORT_STARTED, REPORT_NOTICE, REPORT_STOPPED, REPORT_EXIT, REPORT_ERROR };
+struct report {
+	enum report_kind kind;
+	int pid;                      // REPORT_PID1: pid 1's host pid
+	const char *text;             // REPORT_NOTICE: printable, for a person
+	int status, signal;           // REPORT_EXIT (status, signal); REPORT_STOPPED (signal)
+	long max_rss_kb;              // REPORT_EXIT
+	const char *layer, *stage;    // REPORT_ERROR: where it failed
+	int err;                      // REPORT_ERROR: errno
+	const char *msg;              // REPORT_ERROR: what failed (may be NULL)
+};
+// report writes r as one JSON line on JAIL_FD_REPORT.
+void report(const struct report *r);
 // fail reports the stage that failed and ends the process (pid 1, and with
 // it the namespace). code 127/126 mark a command that could not be executed.
 void __attribute__((noreturn)) fail(struct child *c, int err, const char *msg, int code);

@@ -159,9 +159,9 @@ func (c *Cmd) Start() error {
 		c.sockets = socks
 	}
 
-	want := "started"
+	want := stageStarted
 	if s.Hold {
-		want = "held"
+		want = stageHeld
 	}
 	if r, err := c.next(); err != nil || r.Stage != want {
 		proc.wait()
@@ -244,7 +244,7 @@ func (c *Cmd) Exec(argv, env []string, dir string, files []*os.File) error {
 		c.Abort()
 		return fmt.Errorf("send the command: %w", err)
 	}
-	if r, err := c.next(); err != nil || r.Stage != "started" {
+	if r, err := c.next(); err != nil || r.Stage != stageStarted {
 		c.Abort()
 		return startFailure(r, err)
 	}
@@ -369,7 +369,9 @@ func (c *Cmd) Prestart() error {
 		attr.CgroupFD = c.cg.fd
 	}
 	stdio := []*os.File{c.Stdin, c.Stdout, c.Stderr}
-	files := []*os.File{orNull(c.Stdin), orNull(c.Stdout), orNull(c.Stderr), planR, statusW, sockChild}
+	files := make([]*os.File, fdSockets+1)
+	files[0], files[1], files[2] = orNull(c.Stdin), orNull(c.Stdout), orNull(c.Stderr)
+	files[fdPlan], files[fdReport], files[fdSockets] = planR, statusW, sockChild
 	c.start = time.Now()
 	// A zygote (jail serve, jail mcp) forks the init without an exec, but
 	// cannot start it in a cgroup.
@@ -500,13 +502,13 @@ func (c *Cmd) next() (report, error) {
 		if err := json.Unmarshal(line, &r); err != nil {
 			return r, fmt.Errorf("read sandbox status %q: %w", line, err)
 		}
-		if r.Stage == "pid1" {
+		if r.Stage == stagePID1 {
 			c.mu.Lock()
 			c.pid1 = r.Pid
 			c.mu.Unlock()
 			continue
 		}
-		if r.Stage == "notice" {
+		if r.Stage == stageNotice {
 			if c.Notice != nil {
 				c.Notice(r.Text)
 			}
@@ -616,14 +618,14 @@ func (c *Cmd) wait() (*Result, error) {
 	// The exit report arrives before init exits; EOF means init died
 	// without one (killed by the timeout or from outside).
 	r, _ := c.next()
-	for r.Stage == "stopped" {
+	for r.Stage == stageStopped {
 		c.suspend()
 		r, _ = c.next()
 	}
 	var ws syscall.WaitStatus
 	var err error
 	reaped := false
-	if r.Stage == "exit" && c.cg.method != LimitCgroup1 && c.cg.method != LimitCgroup2 {
+	if r.Stage == stageExit && c.cg.method != LimitCgroup1 && c.cg.method != LimitCgroup2 {
 		// pid 1 reports only after every process of the sandbox is gone;
 		// what is left is the kernel taking the namespaces down, which the
 		// caller need not wait for. The process outside is still reaped,
@@ -664,7 +666,7 @@ func (c *Cmd) wait() (*Result, error) {
 		MaxRSSKB:    r.MaxRSSKB,
 		Limits:      c.cg.method,
 		LimitsNote:  c.cg.why,
-		Killed:      r.Stage != "exit",
+		Killed:      r.Stage != stageExit,
 	}
 	switch {
 	case timedOut:
@@ -674,7 +676,7 @@ func (c *Cmd) wait() (*Result, error) {
 		// Ended by jail, as a timeout is: the status of a kill.
 		res.ExitCode = 128 + int(unix.SIGKILL)
 		res.Signal = unix.SignalName(unix.SIGKILL)
-	case r.Stage == "exit":
+	case r.Stage == stageExit:
 		res.ExitCode = r.Status
 		if r.Signal != 0 {
 			res.Signal = unix.SignalName(syscall.Signal(r.Signal))

@@ -50,24 +50,12 @@
 #include <unistd.h>
 
 #include "early_linux.h"
+#include "jail_linux.h"
 #include "gitguard_linux.h"
 
-#define CACHE_MAGIC "JAILFST3"
-#define MAX_ENTRY (1 << 20) // maxCacheEntry in fast_linux.go
-#define FACT_REALPATH 1
-#define FACT_TYPE 2
-#define FACT_LINK 3
-#define FACT_FILE 4
-#define FACT_DIR 5
-#define FACT_DIRS 6
-#define FACT_GLOB 7
-#define FACT_TREE 8
-#define MAX_TREE 100001 // maxUnreadableWalk in rootonly_linux.go, and the root
-#define OP_EXEC 21
-#define OP_MORE 29 // opMore in plan_linux.go
 #define MAX_PLACEHOLDERS 64
-#define MAX_LOCKS 64
 #define REPLAN_ARG0 "jail-replan" // a fallback's argv[0]: plan afresh
+#define MAX_LOCKS 64
 
 // ---- the entry ----------------------------------------------------------
 
@@ -120,7 +108,6 @@ static const uint8_t *cur_bytes(struct cursor *c, uint32_t *n) {
 // can read the key (seccomp refuses keyctl, add_key and request_key), so
 // no sandbox can make an entry, whatever it can write in the file system.
 
-#define CACHE_KEY_NAME "jail:plan-cache" // cacheKeyName in fast_linux.go
 
 // cache_key reads the user's plan cache key from the user keyring.
 static int cache_key(uint8_t key[32]) {
@@ -561,7 +548,6 @@ static void put(struct buf *b, const void *p, size_t n);
 
 // ---- the git view's fresh directory (gitview, docs/git.md) ---------------
 
-#define ADOPT_COMMAND "__git-adopt" // AdoptCommand in fast_linux.go
 
 static int is_run_name(const char *n) {
 	if (strlen(n) != 16) return 0;
@@ -661,7 +647,7 @@ static void git_after(struct fast *f, int adopt) {
 			fcntl(f->gkey, F_SETFD, 0);
 			fcntl(f->grun, F_SETFD, 0);
 		}
-		char *argv[] = {"jail", ADOPT_COMMAND, (char *)f->ws, key, run, adopt ? f->fresh_run : "-", f->t0, NULL};
+		char *argv[] = {"jail", JAIL_ADOPT_COMMAND, (char *)f->ws, key, run, adopt ? f->fresh_run : "-", f->t0, NULL};
 		if (f->mask) sigprocmask(SIG_SETMASK, f->mask, NULL);
 		execve("/proc/self/exe", argv, f->envp);
 		say("jail: git: cannot execute /proc/self/exe to adopt the sandbox's git changes; the next run in this workspace adopts them\n");
@@ -1150,7 +1136,7 @@ static void print_notice(const char *line) {
 	jail_write_all(2, out, n + 1);
 }
 
-static const int forwarded_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGUSR1, SIGUSR2};
+static const int forwarded_sigs[] = {JAIL_FORWARDED_SIGNALS};
 
 // The saved state a fallback restores before it executes the binary again.
 struct saved {
@@ -1195,10 +1181,6 @@ static void __attribute__((noreturn)) fall_back(struct fast *f, char **argv, cha
 
 static uint64_t now_ns(void);
 
-#define LIMIT_NONE 0
-#define LIMIT_CGROUP2 1
-#define LIMIT_CGROUP1 2
-#define LIMIT_RLIMIT 3
 
 struct limits {
 	uint32_t method;
@@ -1481,8 +1463,6 @@ static void lim_events(struct limits *l, int *oom, int *pids) {
 // The fork bomb watch (watch_linux.go): a sandbox full, checked once a
 // second, for PIDS_BOMB_TICKS checks in a row (and, with a cgroup, a fork
 // refused meanwhile) is ended, the way a timeout ends it.
-#define WATCH_INTERVAL_MS 1000 // watchInterval in watch_linux.go
-#define PIDS_BOMB_TICKS 10     // pidsBombTicks in watch_linux.go
 
 struct watch {
 	uint64_t next_ns; // the next check; 0 before the command started
@@ -1798,13 +1778,13 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 			int v;
 			// The outer process reports pid 1 as pid 1 starts; the two
 			// reports may come in either order.
-			if (strstr(line, "\"stage\":\"pid1\"") && json_int(line, "pid", &v) && v > 0) {
+			if (strstr(line, "\"stage\":\"" JAIL_STAGE_PID1 "\"") && json_int(line, "pid", &v) && v > 0) {
 				pid1 = v;
 				// From now on a kill -9 of this process would leave what
 				// the sandbox does to git unfinished: a guardian in its own
 				// session finishes it then (docs/git.md).
 				if (f->grun >= 0 && f->guard < 0) f->guard = jail_git_guard_fork(f->gkey, f->grun, f->ws, f->fresh_run, f->t0, pid1, f->envp);
-			} else if (strstr(line, "\"stage\":\"started\"")) {
+			} else if (strstr(line, "\"stage\":\"" JAIL_STAGE_STARTED "\"")) {
 				started = 1;
 				if (res->timeout_ns) deadline = now_ns() + res->timeout_ns;
 				if (res->lim->pids) w.next_ns = now_ns() + WATCH_INTERVAL_MS * 1000000ULL;
@@ -1813,7 +1793,7 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 				for (int i = 0; i < nheld; i++) kill(pid1, held[i]);
 				nheld = 0;
 			}
-			if (strstr(line, "\"stage\":\"error\"") && !started) {
+			if (strstr(line, "\"stage\":\"" JAIL_STAGE_ERROR "\"") && !started) {
 				// The command did not run: the Go supervisor plans
 				// afresh and reports the error, if it is one. Unless the
 				// caller asked to stop meanwhile.
@@ -1825,19 +1805,19 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 					finish(f, foreground, 128 + held[0]);
 				}
 				fall_back(f, argv, envp, sv, !strstr(line, "\"layer\":\"exec\""));
-			} else if (strstr(line, "\"stage\":\"notice\"")) {
+			} else if (strstr(line, "\"stage\":\"" JAIL_STAGE_NOTICE "\"")) {
 				print_notice(line);
-			} else if (strstr(line, "\"stage\":\"stopped\"") && rly.on) {
+			} else if (strstr(line, "\"stage\":\"" JAIL_STAGE_STOPPED "\"") && rly.on) {
 				// The leader of the pty's session stopped itself (a
 				// SIGSTOP: the kernel drops ^Z's SIGTSTP for it, its group
 				// being orphaned). Nothing inside can continue it and jail
 				// does not stop for it (Cmd.suspend): it continues.
 				if (pid1 > 0) kill(pid1, SIGCONT);
-			} else if (strstr(line, "\"stage\":\"stopped\"") && foreground) {
+			} else if (strstr(line, "\"stage\":\"" JAIL_STAGE_STOPPED "\"") && foreground) {
 				reclaim_terminal();
 				kill(0, SIGSTOP);
 				if (pid1 > 0) kill(pid1, SIGCONT);
-			} else if (strstr(line, "\"stage\":\"exit\"") && json_int(line, "status", &v)) {
+			} else if (strstr(line, "\"stage\":\"" JAIL_STAGE_EXIT "\"") && json_int(line, "status", &v)) {
 				code = v;
 				int sig = 0, rss = 0;
 				if (json_int(line, "signal", &sig)) res->signal = sig;

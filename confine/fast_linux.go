@@ -31,7 +31,7 @@ import (
 // it does not understand, sends the run down the Go path, which plans
 // afresh and replaces the entry. docs/plan-cache.md has the rules.
 
-// Fact kinds, shared with fast_linux.c (FACT_*).
+// Fact kinds, shared with fast_linux.c (FACT_* in jail_linux.h).
 const (
 	factRealpath = 1 // realpath(path) is value
 	factType     = 2 // lstat(path) has file type typ (0: does not exist)
@@ -354,7 +354,7 @@ const AdoptCommand = "__git-adopt"
 const GuardCommand = "__git-guard"
 
 // limitCode is a LimitMethod as the cached run reads it (LIMIT_* in
-// fast_linux.c).
+// jail_linux.h).
 func limitCode(m LimitMethod) uint32 {
 	switch m {
 	case LimitCgroup2:
@@ -604,7 +604,7 @@ func PlanCacheReady() error {
 }
 
 // cacheKeyName is the user keyring key that authenticates the user's plan
-// cache entries (CACHE_KEY_NAME in fast_linux.c).
+// cache entries (CACHE_KEY_NAME in jail_linux.h).
 const cacheKeyName = "jail:plan-cache"
 
 // cacheKey returns the user's plan cache key, creating it in the kernel's

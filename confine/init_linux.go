@@ -11,9 +11,34 @@ import (
 )
 
 // The child is the jail binary re-executed with this whole argv. The
-// supervisor passes the plan on fd 3, reads reports on fd 4 and receives
-// Spec.Sockets on fd 5.
+// supervisor passes the plan on fdPlan, reads reports on fdReport and
+// receives Spec.Sockets on fdSockets. These and the report stages are
+// shared with the C init (jail_linux.h; TestSharedHeader ties them).
 const childArg0 = "jail-init"
+
+// The init's descriptors beside stdio (JAIL_FD_*).
+const (
+	fdPlan    = 3
+	fdReport  = 4
+	fdSockets = 5
+)
+
+// The stages of the init's reports (JAIL_STAGE_*; report.Stage).
+const (
+	stagePID1    = "pid1"    // outside the pid namespace, with pid 1's host pid
+	stageHeld    = "held"    // confined, waiting for its command (Spec.Hold)
+	stageStarted = "started" // the command was executed
+	stageNotice  = "notice"  // a line for the person (Cmd.Notice)
+	stageStopped = "stopped" // the command stopped (^Z)
+	stageExit    = "exit"    // the command's status; nothing of the sandbox is left
+	stageError   = "error"   // a failure: report.Err
+)
+
+// ForwardedSignals are the signals a supervisor passes on to its sandbox
+// (JAIL_FORWARDED_SIGNALS: the plan cache's run forwards the same).
+func ForwardedSignals() []os.Signal {
+	return []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGWINCH, unix.SIGUSR1, unix.SIGUSR2}
+}
 
 // IsChild reports whether this process is a sandbox's init. In a cgo build
 // the constructor in child_linux.c has already taken such a process over
@@ -24,13 +49,13 @@ func IsChild() bool {
 		return false
 	}
 	var st unix.Stat_t
-	return unix.Fstat(3, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO
+	return unix.Fstat(fdPlan, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO
 }
 
 // ChildMain reports that this build cannot be a sandbox's init and exits.
 // It never returns.
 func ChildMain() {
-	fmt.Fprintf(os.NewFile(4, "status"), `{"stage":"error","err":{"layer":"mount","stage":"start","msg":"this jail binary was built without cgo; the sandbox's init is C code run before the Go runtime"}}`+"\n")
+	fmt.Fprintf(os.NewFile(fdReport, "status"), `{"stage":"error","err":{"layer":"mount","stage":"start","msg":"this jail binary was built without cgo; the sandbox's init is C code run before the Go runtime"}}`+"\n")
 	os.Exit(125)
 }
 

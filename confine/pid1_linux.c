@@ -11,26 +11,23 @@
 
 // dns_notice reports the notice for name once: the supervisor prints it.
 // name holds only [a-z0-9._-] and the template no '"' or '\' (both
-// checked), so the line needs no escaping on either side.
+// checked), so the text reads the same on either side.
 static void dns_notice(struct child *c, const char *name) {
-	char line[2048];
-	size_t n = 0;
-	const char *t = c->dns_notice, *pre = "{\"stage\":\"notice\",\"text\":\"";
+	char text[2048];
+	size_t n = 0, lname = strlen(name);
+	const char *t = c->dns_notice;
 	c->dns_notice = NULL;
-	size_t lname = strlen(name);
-	memcpy(line, pre, strlen(pre));
-	n = strlen(pre);
-	for (const char *p = t; *p && n + lname + 8 < sizeof(line); p++) {
+	for (const char *p = t; *p && n + lname + 1 < sizeof(text); p++) {
 		if (!strncmp(p, "{name}", 6)) {
-			memcpy(line + n, name, lname);
+			memcpy(text + n, name, lname);
 			n += lname;
 			p += 5;
 		} else {
-			line[n++] = *p;
+			text[n++] = *p;
 		}
 	}
-	memcpy(line + n, "\"}\n", 3);
-	report_line(line, n + 3);
+	text[n] = 0;
+	report(&(struct report){.kind = REPORT_NOTICE, .text = text});
 	free((void *)t);
 }
 
@@ -105,8 +102,7 @@ static void answer_notify(struct child *c) {
 		(void)ioctl(c->notify, SECCOMP_IOCTL_NOTIF_SEND, resp);
 		if (!c->hinted) {
 			c->hinted = 1;
-			static const char notice[] = "{\"stage\":\"notice\",\"text\":\"" JAIL_HINT_PTRACE "\"}\n";
-			report_line(notice, sizeof(notice) - 1);
+			report(&(struct report){.kind = REPORT_NOTICE, .text = JAIL_HINT_PTRACE});
 		}
 	}
 	free(req);
@@ -142,7 +138,8 @@ static int lookup(const char *argv0, char *const envp[], char *out, size_t outn)
 	return -err;
 }
 
-static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGUSR1, SIGUSR2, SIGCONT};
+// SIGCONT too: pid 1 gives the terminal back to a resumed command.
+static const int forwarded[] = {JAIL_FORWARDED_SIGNALS, SIGCONT};
 
 // op_exec starts the command and serves as pid 1 until it exits: it
 // forwards signals to the command, reaps every zombie, and exits with the
@@ -266,7 +263,7 @@ void __attribute__((noreturn)) op_exec(struct child *c) {
 		waitpid(pid, NULL, 0);
 		fail(c, err, path, err == ENOENT ? 127 : 126);
 	}
-	report_line("{\"stage\":\"started\"}\n", 20);
+	report(&(struct report){.kind = REPORT_STARTED});
 
 	// With a name server socket or a seccomp listener, signals are read
 	// from a signalfd so that one poll waits for all; without either (or
@@ -299,15 +296,11 @@ void __attribute__((noreturn)) op_exec(struct child *c) {
 				// ^Z or SIGSTOP stopped the command: the supervisor
 				// stops itself too, so the caller's shell gets its
 				// terminal back, and sends SIGCONT when resumed.
-				char sb[80];
-				int sn = snprintf(sb, sizeof(sb), "{\"stage\":\"stopped\",\"signal\":%d}\n", WSTOPSIG(status));
-				report_line(sb, sn);
+				report(&(struct report){.kind = REPORT_STOPPED, .signal = WSTOPSIG(status)});
 				continue;
 			}
-			char buf[160];
 			int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
-			int n = snprintf(buf, sizeof(buf), "{\"stage\":\"exit\",\"status\":%d,\"signal\":%d,\"max_rss_kb\":%ld}\n",
-					 code, WIFSIGNALED(status) ? WTERMSIG(status) : 0, ru.ru_maxrss);
+			struct report exit = {.kind = REPORT_EXIT, .status = code, .signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0, .max_rss_kb = ru.ru_maxrss};
 			// Everything else in the sandbox ends before the supervisor
 			// hears the result, so a caller that acts on the exit status
 			// never races a leftover process. kill(-1) from pid 1 reaches
@@ -317,7 +310,7 @@ void __attribute__((noreturn)) op_exec(struct child *c) {
 			kill(-1, SIGKILL);
 			while (wait4(-1, NULL, 0, NULL) > 0 || errno == EINTR)
 				;
-			report_line(buf, n);
+			report(&exit);
 			_exit(code);
 		}
 		int sig;
@@ -397,9 +390,7 @@ void fork_pid1(struct child *c) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 		return;
 	}
-	char buf[64];
-	int n = snprintf(buf, sizeof(buf), "{\"stage\":\"pid1\",\"pid\":%d}\n", (int)pid);
-	report_line(buf, n);
+	report(&(struct report){.kind = REPORT_PID1, .pid = (int)pid});
 	close(3);
 	close(4);
 	close(5);

@@ -16,6 +16,8 @@
 
 //go:build linux && cgo
 
+#include <stdarg.h>
+
 #include "child_linux.h"
 
 // ---- reporting ----------------------------------------------------------
@@ -45,20 +47,64 @@ int jail_write_all(int fd, const void *p, size_t n) {
 	return 0;
 }
 
-void report_line(const char *line, size_t n) { jail_write_all(4, line, n); }
+// put_fmt appends a formatted string at *w, never past end: what does not
+// fit is cut.
+static void put_fmt(char **w, char *end, const char *fmt, ...) {
+	va_list ap;
+	va_start(ap, fmt);
+	int n = *w < end ? vsnprintf(*w, end - *w, fmt, ap) : 0;
+	va_end(ap);
+	if (n > 0) *w += (size_t)n < (size_t)(end - *w) ? (size_t)n : (size_t)(end - *w) - 1;
+}
+
+// report writes one report line on JAIL_FD_REPORT, the only writer of
+// them: {"stage":...} and the fields of its kind, in a fixed order, every
+// string escaped, so no line is counted or quoted by hand. What Go reads
+// is init_linux.go's report; the plan cache's run reads the same lines.
+void report(const struct report *r) {
+	char buf[2560], *w = buf, *end = buf + sizeof(buf) - 8;
+	static const char *const stages[] = {
+		[REPORT_PID1] = JAIL_STAGE_PID1, [REPORT_HELD] = JAIL_STAGE_HELD, [REPORT_STARTED] = JAIL_STAGE_STARTED,
+		[REPORT_NOTICE] = JAIL_STAGE_NOTICE, [REPORT_STOPPED] = JAIL_STAGE_STOPPED, [REPORT_EXIT] = JAIL_STAGE_EXIT,
+		[REPORT_ERROR] = JAIL_STAGE_ERROR,
+	};
+	put_fmt(&w, end, "{\"stage\":");
+	put_json_string(&w, end, stages[r->kind]);
+	switch (r->kind) {
+	case REPORT_PID1:
+		put_fmt(&w, end, ",\"pid\":%d", r->pid);
+		break;
+	case REPORT_NOTICE:
+		put_fmt(&w, end, ",\"text\":");
+		put_json_string(&w, end, r->text);
+		break;
+	case REPORT_STOPPED:
+		put_fmt(&w, end, ",\"signal\":%d", r->signal);
+		break;
+	case REPORT_EXIT:
+		put_fmt(&w, end, ",\"status\":%d,\"signal\":%d,\"max_rss_kb\":%ld", r->status, r->signal, r->max_rss_kb);
+		break;
+	case REPORT_ERROR:
+		put_fmt(&w, end, ",\"err\":{\"layer\":");
+		put_json_string(&w, end, r->layer);
+		put_fmt(&w, end, ",\"stage\":");
+		put_json_string(&w, end, r->stage);
+		put_fmt(&w, end, ",\"errno\":%d,\"msg\":", r->err);
+		put_json_string(&w, end, r->msg ? r->msg : "");
+		put_fmt(&w, end, "}");
+		break;
+	case REPORT_HELD:
+	case REPORT_STARTED:
+		break;
+	}
+	put_fmt(&w, end + 8, "}\n");
+	jail_write_all(JAIL_FD_REPORT, buf, w - buf);
+}
 
 // fail reports the stage that failed and ends pid 1 (and with it the
 // namespace). code 127/126 mark a command that could not be executed.
 void __attribute__((noreturn)) fail(struct child *c, int err, const char *msg, int code) {
-	char buf[2048], *w = buf, *end = buf + sizeof(buf) - 4;
-	w += snprintf(w, end - w, "{\"stage\":\"error\",\"err\":{\"layer\":");
-	put_json_string(&w, end, c->layer);
-	w += snprintf(w, end - w, ",\"stage\":");
-	put_json_string(&w, end, c->stage);
-	w += snprintf(w, end - w, ",\"errno\":%d,\"msg\":", err);
-	put_json_string(&w, end, msg ? msg : "");
-	w += snprintf(w, end - w, "}}\n");
-	report_line(buf, w - buf);
+	report(&(struct report){.kind = REPORT_ERROR, .layer = c->layer, .stage = c->stage, .err = err, .msg = msg});
 	_exit(code);
 }
 
@@ -809,7 +855,7 @@ static void op_more(struct child *c) {
 static void op_hold(struct child *c) {
 	c->layer = "exec";
 	c->stage = "hold";
-	report_line("{\"stage\":\"held\"}\n", 17);
+	report(&(struct report){.kind = REPORT_HELD});
 	uint32_t len;
 	int fds[4], nfd, truncated;
 	ssize_t n = recv_fds(5, &len, sizeof(len), fds, 4, &nfd, &truncated);
@@ -936,7 +982,7 @@ void init_child(struct child *c) {
 // positioned after the OP_UNSHARE opcode.
 void read_header(struct child *c, uint8_t header[PLAN_HEADER_SIZE]) {
 	read_full(c, header, PLAN_HEADER_SIZE);
-	if (memcmp(header, "JAILPLN1", 8)) fail(c, EINVAL, "not a jail plan (binary and child differ?)", 125);
+	if (memcmp(header, JAIL_PLAN_MAGIC, 8)) fail(c, EINVAL, "not a jail plan (binary and child differ?)", 125);
 	c->p = header + 8;
 	c->end = header + PLAN_HEADER_SIZE;
 	if (get_u32(c) != OP_UNSHARE) fail(c, EINVAL, "plan does not start with the namespaces", 125);

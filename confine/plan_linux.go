@@ -13,7 +13,7 @@ import (
 )
 
 // Operations of the plan; plan_linux.c carries them out in order. The
-// numbers are shared with the C enum and must not change meaning.
+// numbers are shared with the C enum (jail_linux.h) and must not change meaning.
 const (
 	opEnd      = 0
 	opDumpable = 1
@@ -106,7 +106,7 @@ func planHeader(s *Spec, hostUID, hostGID int) []byte {
 }
 
 // planHeaderSize is len(planHeader(...)): PLAN_HEADER_SIZE in
-// child_linux.h, which the init reads exactly that much of first.
+// jail_linux.h, which the init reads exactly that much of first.
 const planHeaderSize = 8 + 4 + 8 + 4*4
 
 // compilePlanBody is the rest of the plan, which pid 1 carries out.

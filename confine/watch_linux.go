@@ -29,8 +29,8 @@ import (
 // threads too, so there a bomb of threads is held by the limit but not
 // ended.
 const (
-	watchInterval = time.Second // WATCH_INTERVAL_MS in fast_linux.c
-	pidsBombTicks = 10          // PIDS_BOMB_TICKS in fast_linux.c
+	watchInterval = time.Second // WATCH_INTERVAL_MS in jail_linux.h
+	pidsBombTicks = 10          // PIDS_BOMB_TICKS in jail_linux.h
 )
 
 // bombWatch follows one sandbox's process limit, one check a second.

@@ -10,23 +10,14 @@ import (
 	"time"
 )
 
-// TestWatchValuesMatchC ties the fork bomb watch's values to the cached
-// run's twins, and its message to the one fast_linux.c prints.
+// TestWatchValuesMatchC ties the fork bomb watch's message to the one
+// fast_linux.c prints.
 func TestWatchValuesMatchC(t *testing.T) {
 	src, err := os.ReadFile("fast_linux.c")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, v := range map[string]int{"WATCH_INTERVAL_MS": int(watchInterval / time.Millisecond), "PIDS_BOMB_TICKS": pidsBombTicks} {
-		m := regexp.MustCompile(`#define ` + name + ` ([0-9]+)`).FindSubmatch(src)
-		if m == nil {
-			t.Errorf("%s missing from fast_linux.c", name)
-			continue
-		}
-		if n, _ := strconv.Atoi(string(m[1])); n != v {
-			t.Errorf("%s is %d in C and %d in Go", name, n, v)
-		}
-	}
+	// The values themselves are tied by TestSharedHeader (jail_linux.h).
 	c := regexp.MustCompile(`"(jail: the sandbox stayed at its process limit \(%llu\) for %ds[^"]*)\\n"`).FindSubmatch(src)
 	if c == nil {
 		t.Fatal("the cached run's message is missing from fast_linux.c")

@@ -175,7 +175,7 @@ func (o *Run) launch(layout *confine.Layout, pass []string, sc confine.SeccompOp
 	}
 
 	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGWINCH, unix.SIGUSR1, unix.SIGUSR2)
+	signal.Notify(sigs, confine.ForwardedSignals()...)
 	defer signal.Stop(sigs)
 
 	ph, err := Start(cmd, layout, pass, o.Env, func() ([]confine.Program, error) { return confine.CompileSeccomp(sc) }, nr.Sockets(), stderr)
