@@ -1,6 +1,7 @@
 // The C twins of Go functions: what the plan cache's run (fast_linux.c)
 // must compute exactly as the Go supervisor does, each named after its
-// twin in its doc comment.
+// twin in its doc comment; twins_test.go holds each against its twin
+// (through twins_cgo_linux.go).
 
 //go:build linux && cgo
 
