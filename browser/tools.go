@@ -752,7 +752,7 @@ func (bs *Browsers) screenshot(ctx context.Context, s *session, raw json.RawMess
 		return tools.Result{}, fmt.Errorf("capture: %w", err)
 	}
 	png := shot.Data
-	art, err := saveArtifact(bs.cfg.Workspace, ScreenshotDir, ".png", png)
+	art, err := container.SaveArtifact(bs.cfg.Workspace, ScreenshotDir, ".png", png)
 	if err != nil {
 		return tools.Result{}, err
 	}
