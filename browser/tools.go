@@ -177,7 +177,10 @@ func (bs *Browsers) call(ctx context.Context, c tools.HostCall, f func(ctx conte
 	m := bs.turn(c.Context.Agent)
 	m.Lock()
 	defer m.Unlock()
-	ids := container.Correlation{Agent: c.Context.Agent, Session: bs.cfg.Session, Task: c.Context.TaskID, Request: c.Context.TraceID}
+	ids := container.Correlation{Agent: c.Context.Agent, Session: bs.cfg.Session, Task: c.Context.TaskID, Request: c.Request}
+	if c.Context.TraceID != "" {
+		ids.Request = c.Context.TraceID
+	}
 	start := time.Now()
 	s, release, fresh, err := bs.pool.Acquire(ctx, ids, func(ctx context.Context) (*session, error) { return bs.start(ctx, ids) })
 	if err != nil {
