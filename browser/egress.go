@@ -52,7 +52,9 @@ type Egress struct {
 
 // Defaults of an Egress.
 const (
-	DefaultMaxBody = 32 << 20
+	// DefaultMaxBody holds a large bundle or image; with maxInFlight requests at once, it
+	// bounds what one browser makes the supervisor hold (256 MiB).
+	DefaultMaxBody = 16 << 20
 	DefaultTimeout = 30 * time.Second
 )
 

@@ -21,6 +21,7 @@ const maxKept = 500
 // tools read since their last call.
 type session struct {
 	b     *Browser
+	eg    *Egress
 	agent string
 	authn *authn // the virtual authenticator, once browser_webauthn_create made it
 
@@ -66,7 +67,9 @@ func (s *session) Close() error {
 	if s.authn != nil && s.Alive() {
 		s.authn.save(context.Background())
 	}
-	return s.b.Close()
+	err := s.b.Close()
+	s.eg.Close()
+	return err
 }
 
 func (s *session) Alive() bool {

@@ -82,7 +82,8 @@ type Browsers struct {
 	pool *container.Pool[*session]
 
 	mu     sync.Mutex
-	agents map[string]*sync.Mutex // one call of an agent at a time: its profile has one user
+	agents map[string]*sync.Mutex           // one call of an agent at a time: its profile has one user
+	tasks  map[string]container.Correlation // the task whose browser an agent kept last ("task")
 }
 
 // New makes the category; no container starts before a call.
@@ -91,7 +92,7 @@ func New(cfg Config) (*Browsers, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Browsers{cfg: cfg, pool: pool, agents: map[string]*sync.Mutex{}}, nil
+	return &Browsers{cfg: cfg, pool: pool, agents: map[string]*sync.Mutex{}, tasks: map[string]container.Correlation{}}, nil
 }
 
 // Close ends every browser.
@@ -151,6 +152,7 @@ func (bs *Browsers) start(ctx context.Context, ids container.Correlation) (*sess
 	s := &session{start: time.Now(), agent: ids.Agent}
 	eg := bs.cfg.Egress(ids.Agent)
 	eg.Record = s.record
+	s.eg = eg
 	b, err := Launch(ctx, bs.cfg.Engine, Options{Image: bs.cfg.Image, Limits: bs.cfg.Limits, Profile: profile, IDs: ids, Egress: eg, Workspace: bs.cfg.Workspace})
 	if err != nil {
 		return nil, err
@@ -180,6 +182,17 @@ func (bs *Browsers) call(ctx context.Context, c tools.HostCall, f func(ctx conte
 	ids := container.Correlation{Agent: c.Context.Agent, Session: bs.cfg.Session, Task: c.Context.TaskID, Request: c.Request}
 	if c.Context.TraceID != "" {
 		ids.Request = c.Context.TraceID
+	}
+	if bs.cfg.Lifecycle == "task" && bs.cfg.StateDir != "" {
+		// One Chromium per profile: the agent's browser of another task ends before this
+		// task's starts on the same profile.
+		bs.mu.Lock()
+		prev, ok := bs.tasks[ids.Agent]
+		bs.tasks[ids.Agent] = ids
+		bs.mu.Unlock()
+		if ok && prev.Task != ids.Task {
+			bs.pool.Drop(prev)
+		}
 	}
 	start := time.Now()
 	s, release, fresh, err := bs.pool.Acquire(ctx, ids, func(ctx context.Context) (*session, error) { return bs.start(ctx, ids) })

@@ -192,6 +192,27 @@ func TestTools(t *testing.T) {
 		t.Fatalf("wait_for: %s", r.Content)
 	}
 
+	tl.ok("a", "browser_hover", fmt.Sprintf(`{"ref":%q}`, greet))
+	tl.ok("a", "browser_type", fmt.Sprintf(`{"ref":%q,"text":"Bo"}`, name))
+	if r := tl.ok("a", "browser_press_key", `{"key":"Backspace"}`); !strings.Contains(r.Content, "pressed Backspace") {
+		t.Fatalf("press_key: %s", r.Content)
+	}
+	if v := tl.ok("a", "browser_evaluate", `{"expression":"document.getElementById('name').value"}`).Content; v != `"B"` {
+		t.Fatalf("after Backspace the input holds %s", v)
+	}
+	// Tabs: open one on the second page, list, go back to the first, close the second.
+	tl.ok("a", "browser_tabs", fmt.Sprintf(`{"action":"open","url":%q}`, base+"/next"))
+	if r := tl.ok("a", "browser_tabs", `{"action":"list"}`); strings.Count(r.Content, "\n") != 2 || !strings.Contains(r.Content, `* 1 `+base+`/next "Next"`) {
+		t.Fatalf("tabs after open: %s", r.Content)
+	}
+	tl.ok("a", "browser_tabs", `{"action":"select","index":0}`)
+	if r := tl.ok("a", "browser_tabs", `{"action":"close","index":1}`); strings.Count(r.Content, "\n") != 1 || !strings.Contains(r.Content, `* 0 `+base+`/ "Greeter"`) {
+		t.Fatalf("tabs after close: %s", r.Content)
+	}
+	if r := tl.ok("a", "browser_wait_for", `{"time":0.1}`); !strings.Contains(r.Content, "waited") {
+		t.Fatalf("wait_for time: %s", r.Content)
+	}
+
 	r = tl.ok("a", "browser_click", fmt.Sprintf(`{"ref":%q}`, link))
 	if r.Meta["navigated"] != true || !strings.Contains(r.Content, "Second page") && !strings.Contains(r.Content, `"Next"`) {
 		t.Fatalf("following the link: %+v", r)
