@@ -1,0 +1,459 @@
+package policy
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// The guard's rules: what one command the walk found (guard_walk.go) is,
+// by program and arguments: destructive removals, secrets read, services,
+// permissions, git's history rewrites, downloads run as code, destructive
+// SQL. Each hit names its rule (GuardIDs) and why.
+
+// command checks one simple command.
+func (s *scan) command(args []arg, depth int) {
+	args = s.stripWrappers(args, depth)
+	if len(args) == 0 {
+		return
+	}
+	why := "command name is not known until run time"
+	text := joinArgs(args)
+	if !args[0].dyn {
+		switch name := path.Base(args[0].v); name {
+		case "alias", "hash", "enable", "source", ".":
+			s.act(ActProcRun) // a rebinding runs, or makes run, code of its own
+		case "trap":
+			// The action is shell code run later; check it as such.
+			if rest := skipOptions(args[1:], ""); len(rest) > 0 && rest[0].v != "-" {
+				s.reparse(rest[:1], depth)
+			}
+		}
+		if r, ok := s.rebound(path.Base(args[0].v)); ok {
+			// A rebound name runs whatever it was bound to: unknown,
+			// and a literal alias is checked as expanded.
+			s.expandAlias(path.Base(args[0].v), args, depth)
+			args = slices.Clone(args)
+			args[0].dyn = true
+			why = "command name may be rebound: " + r
+		}
+	}
+	s.classify(args)
+	if args[0].dyn {
+		// An unknown command name might be anything; if reading it as rm would be a hard block,
+		// it is one.
+		probe := &scan{g: s.g, vars: s.vars}
+		probe.rm(append([]arg{{v: "rm"}}, args[1:]...), text)
+		for _, h := range probe.hits {
+			if h.Level == GuardHard {
+				s.hit(h.ID, text, h.Reason+" (through a command name not known until run time)")
+			}
+		}
+		s.hit(GuardDynamic, text, why)
+		return
+	}
+	name := path.Base(args[0].v)
+	var sources []arg
+	if slices.Contains(treeReaders(), name) {
+		sources = treeSources(name, args)
+	}
+	for _, a := range args[1:] {
+		if a.dyn {
+			continue
+		}
+		v := a.v
+		if _, after, ok := strings.Cut(v, "="); ok && strings.HasPrefix(v, "-") {
+			v = after // --directory=~/.ssh
+		}
+		if s.isSecret(v) {
+			s.hit(GuardReadSecrets, text, "touches "+v+", a secret jail never lets a tool read")
+		} else if slices.ContainsFunc(sources, func(b arg) bool { return b.v == a.v }) && s.holdsSecret(v) {
+			s.hit(GuardReadSecrets, text, name+" reads "+v+", which holds a secret jail never lets a tool read")
+			break
+		}
+	}
+	switch scriptName(name) {
+	case "sed", "awk":
+		si := sedInfo(args)
+		if scriptName(name) == "awk" {
+			si = awkInfo(args)
+		}
+		if si.execs || si.unknown && !si.inPlace {
+			s.hit(GuardInline, text, name+" runs commands, or a script the guard cannot fully read")
+		}
+		// The commands the script runs are checked as command lines of their own, so rm -rf ~
+		// inside sed's e or awk's system() meets the same hard guards.
+		for _, c := range si.cmds {
+			s.script(c, depth+1)
+		}
+	}
+	switch {
+	case name == "rm":
+		s.rm(args, text)
+	case name == "find":
+		s.find(args, text, depth)
+	case name == "dd":
+		for _, a := range args[1:] {
+			if t, ok := strings.CutPrefix(a.v, "of="); ok && isBlockDevice(t) {
+				s.hit(GuardBlockDevice, text, "writes to block device "+t)
+			}
+			if t, ok := strings.CutPrefix(a.v, "of="); ok && s.isCredential(t) {
+				s.hit(GuardCredWrite, text, "writes to credential file "+t)
+			}
+		}
+	case name == "shred" || name == "wipefs" || name == "blkdiscard":
+		for _, a := range args[1:] {
+			if isBlockDevice(a.v) || name != "shred" {
+				s.hit(GuardBlockDevice, text, name+" destroys data on a device")
+				break
+			}
+		}
+	case strings.HasPrefix(name, "mkfs") || name == "mke2fs" || name == "mkswap" || name == "mkntfs" || name == "mkdosfs":
+		s.hit(GuardMkfs, text, "formats a filesystem")
+	case slices.Contains([]string{"shutdown", "reboot", "halt", "poweroff", "kexec"}, name):
+		s.hit(GuardShutdown, text, "stops or restarts the machine")
+	case name == "init" || name == "telinit":
+		if len(args) > 1 && (args[1].v == "0" || args[1].v == "6") {
+			s.hit(GuardShutdown, text, "changes runlevel to halt or reboot")
+		}
+	case name == "systemctl" || name == "service":
+		s.services(name, args, text)
+	case name == "chmod":
+		s.chmod(args, text)
+	case name == "git":
+		s.git(args, text)
+	case name == "eval" || name == "source" || name == ".":
+		if name == "eval" {
+			s.reparse(args[1:], depth)
+		}
+		s.substitutedDownload(args, text)
+	case isInterpreter(name):
+		s.interpreter(name, args, text, depth)
+	case slices.Contains([]string{"psql", "mysql", "mariadb", "sqlite3", "sqlcmd", "clickhouse-client", "duckdb", "cockroach"}, name):
+		sql := s.pending
+		for _, a := range args[1:] {
+			sql += " " + a.v
+		}
+		if destructiveSQL(sql) {
+			s.hit(GuardSQL, text, "runs destructive SQL (DROP, TRUNCATE or DELETE without WHERE)")
+		}
+	}
+	if slices.Contains([]string{"cp", "mv", "install", "ln", "rsync", "scp"}, name) && len(args) > 2 {
+		if t := args[len(args)-1]; s.isCredential(t.v) {
+			s.hit(GuardCredWrite, text, "writes to credential file "+t.v)
+		}
+	}
+	if name == "tee" || name == "truncate" || (scriptName(name) == "sed" && slices.ContainsFunc(args, func(a arg) bool { return strings.HasPrefix(a.v, "-i") })) {
+		for _, a := range args[1:] {
+			if s.isCredential(a.v) {
+				s.hit(GuardCredWrite, text, "writes to credential file "+a.v)
+			}
+			if isBlockDevice(a.v) && name == "tee" {
+				s.hit(GuardBlockDevice, text, "writes to block device "+a.v)
+			}
+		}
+	}
+	for _, re := range s.g.hard {
+		if re.MatchString(text) {
+			s.hit("hard:"+re.String(), text, "matches the policy's hard pattern")
+		}
+	}
+	for _, re := range s.g.soft {
+		if re.MatchString(text) {
+			s.hit("soft:"+re.String(), text, "matches the policy's soft pattern")
+		}
+	}
+}
+
+func (s *scan) rm(args []arg, text string) {
+	recursive, endOpts := false, false
+	var targets []arg
+	for _, a := range args[1:] {
+		switch {
+		case endOpts || !strings.HasPrefix(a.v, "-") || a.v == "-":
+			targets = append(targets, a)
+		case a.v == "--":
+			endOpts = true
+		case a.v == "--no-preserve-root":
+			s.hit(GuardNoPreserveRoot, text, "rm --no-preserve-root exists only to delete /")
+		case a.v == "--recursive":
+			recursive = true
+		case !strings.HasPrefix(a.v, "--") && strings.ContainsAny(a.v, "rR"):
+			recursive = true
+		}
+	}
+	if !recursive {
+		return
+	}
+	for _, t := range targets {
+		if s.criticalRoot(t) {
+			s.hit(GuardRmRoot, text, "recursively deletes "+shown(t)+", a system or home root")
+			return
+		}
+	}
+	s.hit(GuardRmRecursive, text, "deletes recursively")
+}
+
+func shown(a arg) string {
+	if a.dyn {
+		return fmt.Sprintf("%q (with a part unknown until run time)", a.v)
+	}
+	return a.v
+}
+
+func (s *scan) find(args []arg, text string, depth int) {
+	var starts []arg
+	i := 1
+	for ; i < len(args) && !strings.HasPrefix(args[i].v, "-") && args[i].v != "(" && args[i].v != "!"; i++ {
+		starts = append(starts, args[i])
+	}
+	deletes := false
+	for ; i < len(args); i++ {
+		switch args[i].v {
+		case "-delete":
+			deletes = true
+		case "-exec", "-execdir", "-ok", "-okdir":
+			j := i + 1
+			for j < len(args) && args[j].v != ";" && args[j].v != "+" {
+				j++
+			}
+			sub := slices.Clone(args[i+1 : j])
+			for k := range sub {
+				if sub[k].v == "{}" {
+					sub[k] = arg{v: "/found", dyn: true}
+				}
+			}
+			if len(sub) > 0 && path.Base(sub[0].v) == "rm" {
+				deletes = true
+			}
+			s.command(sub, depth)
+			i = j
+		}
+	}
+	if !deletes {
+		return
+	}
+	for _, t := range starts {
+		if s.criticalRoot(t) {
+			s.hit(GuardRmRoot, text, "deletes files under "+t.v+", a system or home root")
+			return
+		}
+	}
+	s.hit(GuardRmRecursive, text, "deletes the files it finds")
+}
+
+// criticalRoot reports whether deleting t recursively would destroy the system or a home.
+func (s *scan) criticalRoot(t arg) bool {
+	p := s.normPath(t.v)
+	if p == "" {
+		return false
+	}
+	// /*, /usr/*, ~/.* : a glob over a root's entries is as bad as the root itself.
+	for strings.ContainsAny(path.Base(p), "*?[") && p != "/" {
+		p = path.Dir(p)
+	}
+	roots := []string{"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32",
+		"/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/usr", "/var", "/snap", "/nix",
+		"/usr/bin", "/usr/lib", "/usr/local", "/usr/sbin", "/usr/share", "/usr/include", "/var/lib", "/var/log", "~"}
+	if s.g.home != "" {
+		roots = append(roots, s.g.home)
+	}
+	return slices.Contains(roots, p) || regexp.MustCompile(`^/home/[^/]+$`).MatchString(p)
+}
+
+// normPath expands ~ and cleans; relative paths stay relative.
+func (s *scan) normPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if s.g.home == "" {
+			return path.Clean(p)
+		}
+		p = s.g.home + strings.TrimPrefix(p, "~")
+	}
+	return path.Clean(p)
+}
+
+// isSecret reports paths no tool may read: shadow files and SSH private keys.
+func (s *scan) isSecret(raw string) bool {
+	p := s.normPath(raw)
+	if !strings.Contains(p, "/") && !strings.HasPrefix(raw, "~") {
+		return false
+	}
+	home := s.g.home
+	if home == "" {
+		home = "~"
+	}
+	candidates := []string{"/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-",
+		home + "/.ssh/id_rsa", home + "/.ssh/id_ed25519", home + "/.ssh/id_ecdsa",
+		"/root/.ssh/id_rsa", "/root/.ssh/id_ed25519", "/etc/ssh/ssh_host_ed25519_key", "/etc/ssh/ssh_host_rsa_key"}
+	if strings.ContainsAny(p, "*?[") {
+		for _, c := range candidates {
+			if ok, _ := path.Match(p, c); ok {
+				return true
+			}
+		}
+		return false
+	}
+	if slices.Contains(candidates[:4], p) {
+		return true
+	}
+	dir, base := path.Dir(p), path.Base(p)
+	if path.Base(dir) == ".ssh" && (strings.HasPrefix(base, "id_") || base == "identity" || strings.HasSuffix(base, ".pem") || strings.HasSuffix(base, ".key")) {
+		return !strings.HasSuffix(base, ".pub")
+	}
+	return dir == "/etc/ssh" && strings.HasPrefix(base, "ssh_host_") && strings.HasSuffix(base, "_key")
+}
+
+// isCredential reports files whose contents log someone in somewhere.
+func (s *scan) isCredential(raw string) bool {
+	p := s.normPath(raw)
+	base := path.Base(p)
+	if slices.Contains([]string{".netrc", ".npmrc", ".pypirc", ".git-credentials", ".pgpass", ".my.cnf", ".env", "authorized_keys"}, base) ||
+		strings.HasPrefix(base, ".env.") {
+		return true
+	}
+	for _, suffix := range []string{".aws/credentials", ".aws/config", ".docker/config.json", ".config/gh/hosts.yml",
+		".kube/config", ".cargo/credentials", ".cargo/credentials.toml", ".gem/credentials", ".config/gcloud/credentials.db"} {
+		if strings.HasSuffix(p, "/"+suffix) || p == suffix {
+			return true
+		}
+	}
+	return path.Base(path.Dir(p)) == ".ssh" && strings.HasPrefix(base, "id_")
+}
+
+// isBlockDevice reports device nodes whose overwrite destroys a disk. Character devices that are
+// harmless to write (null, tty, the standard streams) are excluded by name.
+func isBlockDevice(p string) bool {
+	p = path.Clean(p)
+	rest, ok := strings.CutPrefix(p, "/dev/")
+	if !ok {
+		return false
+	}
+	for _, safe := range []string{"null", "zero", "full", "random", "urandom", "tty", "stdout", "stderr", "stdin", "ptmx", "console", "kmsg"} {
+		if rest == safe {
+			return false
+		}
+	}
+	for _, dir := range []string{"fd/", "pts/", "shm/", "mqueue/", "tty"} {
+		if strings.HasPrefix(rest, dir) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *scan) services(name string, args []arg, text string) {
+	for _, a := range args[1:] {
+		switch a.v {
+		case "poweroff", "reboot", "halt", "kexec", "emergency", "rescue":
+			if name == "systemctl" {
+				s.hit(GuardShutdown, text, "systemctl "+a.v+" stops the machine")
+				return
+			}
+		case "stop", "restart", "disable", "mask", "kill", "isolate":
+			s.hit(GuardServices, text, "controls a system service ("+a.v+")")
+			return
+		}
+	}
+}
+
+func (s *scan) chmod(args []arg, text string) {
+	for _, a := range args[1:] {
+		m := a.v
+		if n, err := strconv.ParseUint(m, 8, 32); err == nil && len(m) >= 3 {
+			if n&0o002 != 0 {
+				s.hit(GuardChmodWorld, text, "makes files world-writable (mode "+m+")")
+			}
+			continue
+		}
+		for _, clause := range strings.Split(m, ",") {
+			who, perm, ok := strings.Cut(clause, "+")
+			if !ok {
+				who, perm, ok = strings.Cut(clause, "=")
+			}
+			if ok && strings.ContainsAny(who, "oa") && strings.Contains(perm, "w") {
+				s.hit(GuardChmodWorld, text, "makes files world-writable ("+clause+")")
+			}
+		}
+	}
+}
+
+func (s *scan) git(args []arg, text string) {
+	i := 1
+	for i < len(args) && strings.HasPrefix(args[i].v, "-") {
+		switch args[i].v {
+		case "-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env":
+			i++
+		}
+		i++
+	}
+	if i >= len(args) || args[i].v != "push" {
+		return
+	}
+	for _, a := range args[i+1:] {
+		if a.v == "-f" || a.v == "--force" || strings.HasPrefix(a.v, "--force-with-lease") || a.v == "--force-if-includes" || a.v == "--mirror" ||
+			(strings.HasPrefix(a.v, "-") && !strings.HasPrefix(a.v, "--") && strings.Contains(a.v, "f")) ||
+			(strings.HasPrefix(a.v, "+") && len(a.v) > 1) {
+			s.hit(GuardForcePush, text, "force-pushes, which can destroy others' commits")
+			return
+		}
+	}
+}
+
+func (s *scan) interpreter(name string, args []arg, text string, depth int) {
+	for i, a := range args[1:] {
+		if !inlineFlag(name, a.v) {
+			continue
+		}
+		s.hit(GuardInline, text, name+" "+a.v+" runs inline code the guard cannot fully read")
+		if isShell(name) {
+			// The script is the first non-option word after the flag.
+			for _, b := range args[i+2:] {
+				if !strings.HasPrefix(b.v, "-") {
+					s.reparse([]arg{b}, depth)
+					break
+				}
+			}
+		}
+		break
+	}
+	s.substitutedDownload(args, text)
+}
+
+// substitutedDownload catches `bash <(curl ...)` and `sh -c "$(wget -O- ...)"`.
+func (s *scan) substitutedDownload(args []arg, text string) {
+	for _, a := range args[1:] {
+		if a.word == nil {
+			continue
+		}
+		found := false
+		syntax.Walk(a.word, func(n syntax.Node) bool {
+			if c, ok := n.(*syntax.CallExpr); ok && len(c.Args) > 0 {
+				if v, _ := s.word(c.Args[0]); isDownloader(path.Base(v)) {
+					found = true
+				}
+			}
+			return !found
+		})
+		if found {
+			s.hit(GuardPipeToShell, text, "runs code downloaded at run time")
+			return
+		}
+	}
+}
+
+func isDownloader(name string) bool {
+	return slices.Contains([]string{"curl", "wget", "fetch", "aria2c", "http", "https", "xh"}, name)
+}
+
+func destructiveSQL(text string) bool {
+	re := regexp.MustCompile(`(?is)\b(drop\s+(table|database|schema|view|index|user|role|owned)\b|truncate\s+\w|delete\s+from\s+[\w."\x60\[\]]+\s*(;|$|"|'))`)
+	return re.MatchString(text)
+}
