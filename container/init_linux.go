@@ -10,6 +10,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // InitCommand is argv[1] of jail's init inside a container (argv[0] is [BinaryPath]).
@@ -29,6 +31,12 @@ func InitMain(args []string) int {
 	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "jail init: usage: "+InitCommand+" -grace D -- COMMAND [ARG...]")
 		return 2
+	}
+	// Whatever runs in the container has this uid: not dumpable, the container's stdin and
+	// stdout held here cannot be opened through /proc/PID/fd, nor this process ptraced.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "jail init: prctl(PR_SET_DUMPABLE):", err)
+		return 1
 	}
 	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr

@@ -83,6 +83,8 @@ type session struct {
 	width, height int
 	lines         chan []byte // the driver's lines; closed when its stdout ends
 	readErr       error
+	closing       chan struct{} // closed by Close: the reader stops waiting for a call
+	closeOnce     sync.Once
 
 	mu     sync.Mutex
 	next   uint64
@@ -107,7 +109,7 @@ func (d *Desktop) start(ctx context.Context, ids container.Correlation) (*sessio
 	if err != nil {
 		return nil, fmt.Errorf("desktop: %w", err)
 	}
-	s := &session{c: c, width: d.cfg.Width, height: d.cfg.Height, lines: make(chan []byte)}
+	s := &session{c: c, width: d.cfg.Width, height: d.cfg.Height, lines: make(chan []byte), closing: make(chan struct{})}
 	// Lifetime: until the container's stdout ends (it exited, or Close ended it).
 	go s.read()
 	select {
@@ -119,15 +121,15 @@ func (d *Desktop) start(ctx context.Context, ids container.Correlation) (*sessio
 			} else {
 				err = fmt.Errorf("no hello (stderr: %q)", lastLines(c.StderrTail(), 600))
 			}
-			c.Close()
+			s.Close()
 			return nil, fmt.Errorf("desktop: the driver did not start: %w", err)
 		}
 		if r.Hello.Width != d.cfg.Width || r.Hello.Height != d.cfg.Height {
-			c.Close()
+			s.Close()
 			return nil, fmt.Errorf("desktop: the driver reports a %dx%d screen, want %dx%d", r.Hello.Width, r.Hello.Height, d.cfg.Width, d.cfg.Height)
 		}
 	case <-ctx.Done():
-		c.Close()
+		s.Close()
 		return nil, fmt.Errorf("desktop: the driver did not start within %v (stderr: %q)", helloTimeout, lastLines(c.StderrTail(), 600))
 	}
 	return s, nil
@@ -139,8 +141,14 @@ func (s *session) read() {
 	for {
 		line, err := readLine(br, maxResponseLine)
 		if len(bytes.TrimSpace(line)) > 0 {
-			s.lines <- line
-		} else if err == nil {
+			// A line nobody asked for (the app wrote into the driver's stdout) waits here
+			// until the next call takes it as out of step, or the session closes.
+			select {
+			case s.lines <- line:
+			case <-s.closing:
+				return
+			}
+		} else if line == nil && err == nil {
 			s.readErr = fmt.Errorf("a line from the driver longer than %d bytes", maxResponseLine)
 			s.c.Close()
 			return
@@ -166,7 +174,10 @@ func (s *session) Alive() bool {
 	}
 }
 
-func (s *session) Close() error { return s.c.Close() }
+func (s *session) Close() error {
+	s.closeOnce.Do(func() { close(s.closing) })
+	return s.c.Close()
+}
 
 // errAppNotRunning marks the driver's "app not running" answer.
 type appNotRunning struct {

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // display is the X display inside the container. Xvfb listens on its unix socket in the
@@ -46,6 +48,12 @@ func DriverMain(args []string) int {
 	if err1 != nil || err2 != nil || w <= 0 || h <= 0 {
 		fmt.Fprintln(os.Stderr, "desktop driver: bad screen size", args)
 		return 2
+	}
+	// The apps run with this uid: not dumpable, this process's descriptors (the protocol's
+	// stdin and stdout) cannot be opened through /proc, nor the process ptraced, by them.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "desktop driver: prctl(PR_SET_DUMPABLE):", err)
+		return 1
 	}
 	d := &driver{width: w, height: h, out: json.NewEncoder(os.Stdout)}
 	if err := d.startX(); err != nil {

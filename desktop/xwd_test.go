@@ -1,6 +1,7 @@
 package desktop
 
 import (
+	"bufio"
 	"encoding/binary"
 	"image/color"
 	"strings"
@@ -70,6 +71,16 @@ func TestDecodeXWDRefuses(t *testing.T) {
 	} {
 		if _, err := decodeXWD(b); err == nil || !strings.HasPrefix(err.Error(), "xwd: ") {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestReadLine(t *testing.T) {
+	br := bufio.NewReaderSize(strings.NewReader("short\n\n"+strings.Repeat("x", 100)+"\nlast"), 16)
+	for _, want := range []string{"short\n", "\n", "", "last"} {
+		line, err := readLine(br, 50)
+		if string(line) != want || (want == "" && line != nil) {
+			t.Fatalf("got %q (%v), want %q", line, err, want)
 		}
 	}
 }

@@ -472,3 +472,44 @@ func TestDesktopMCPImage(t *testing.T) {
 		}
 	})
 }
+
+// TestDesktopForgedDriverLine: the app under test runs with the driver's uid and tries to
+// write a response of its own into the driver's stdout, and to read its stdin, through
+// /proc/PID/fd. The driver and jail's init are not dumpable, so both are refused; the
+// protocol stays intact (and were a line forged anyway, the supervisor would take it as out
+// of step and end that desktop).
+func TestDesktopForgedDriverLine(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		r = needDesktop(t, r)
+		ws := r.dir(t, "jail-it-desktop-forge-")
+		r.writeFile(t, filepath.Join(ws, "forge.sh"), `n=0
+for p in /proc/[0-9]*; do
+  case "$(tr '\0' ' ' < $p/cmdline 2>/dev/null)" in
+  "/run/jail/jail __"*)
+    n=$((n+1))
+    if echo '{"id":2,"result":{"png":"Zm9yZ2Vk","width":1280,"height":800}}' > $p/fd/1 2>/dev/null; then echo "forged-into-$p"; else echo "stdout-refused-$n"; fi
+    if timeout 1 head -c1 $p/fd/0 >/dev/null 2>&1; then echo "read-stdin-$p"; else echo "stdin-refused-$n"; fi ;;
+  esac
+done >/tmp/forge-result
+exec xterm
+`)
+		r.writeFile(t, filepath.Join(ws, "verdict.sh"), "cat /tmp/forge-result; exit 7\n")
+		pol, _ := r.desktopPolicy(t, "")
+		s := r.serve(t, ws, "--policy", pol)
+		if res := s.call(1, "desktop_launch", `{"command":"sh forge.sh"}`); res.Result.IsError {
+			t.Fatalf("launch: %+v", res.Result)
+		}
+		res := s.call(2, "desktop_screenshot", `{}`)
+		shot(t, ws, res)
+		// The verdict, as the last output of an app that prints it and exits.
+		res = s.call(3, "desktop_launch", `{"command":"sh verdict.sh"}`)
+		out := res.Result.Content
+		if !res.Result.IsError || !strings.Contains(out, "exit status 7") {
+			t.Fatalf("the verdict app: %+v", res.Result)
+		}
+		if strings.Contains(out, "forged-into") || strings.Contains(out, "read-stdin") ||
+			!strings.Contains(out, "stdout-refused-2") || !strings.Contains(out, "stdin-refused-2") {
+			t.Errorf("the app reached the driver's or init's stdio (want both refused, for both): %s", out)
+		}
+	})
+}
