@@ -74,6 +74,12 @@ struct child {
 	char *dns_notice;  // its notice template; NULL once reported
 	int notify;        // seccomp listener of the refused ptrace calls, or -1
 	int hinted;        // the ptrace notice was reported
+	uint32_t busy[32]; // hashes of the paths a held-name notice named (busy_hint)
+	int nbusy;
+	uint64_t mounted[16]; // a bit per hash of each mountpoint's last name; all set: unknown
+	int mounted_read;     // mounted is filled
+	int mem_fd;           // /proc/PID/mem of mem_pid, the last caller busy_hint read, or -1
+	uint32_t mem_pid;
 	struct seccomp_notif_sizes sizes;
 };
 

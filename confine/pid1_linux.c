@@ -9,6 +9,9 @@
 
 #include "child_linux.h"
 
+#include <limits.h>
+#include <sys/statvfs.h>
+
 // dns_notice reports the notice for name once: the supervisor prints it.
 // name holds only [a-z0-9._-] and the template no '"' or '\' (both
 // checked), so the text reads the same on either side.
@@ -89,20 +92,201 @@ static void dns_answer(struct child *c) {
 	if (name[0] && c->dns_notice) dns_notice(c, name);
 }
 
-// answer_notify refuses the call the listener holds with EPERM, as a
-// plain errno rule would, and reports the hint the first time. The
-// caller is blocked until this answer, so pid 1 answers at once.
+// name_bit is the bit of mounted for the last name of path (trailing
+// slashes ignored), len bytes long.
+static unsigned name_bit(const char *name, size_t len) {
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)name[i]) * 16777619u;
+	return h % (16 * 64);
+}
+
+// last_name finds the last name of path: its start, and its length.
+static const char *last_name(const char *path, size_t *len) {
+	size_t n = strlen(path);
+	while (n > 1 && path[n - 1] == '/') n--;
+	size_t start = n;
+	while (start > 0 && path[start - 1] != '/') start--;
+	*len = n - start;
+	return path + start;
+}
+
+// maybe_mounted says whether path's last name is the last name of a
+// mountpoint of the sandbox: most renames name none, and need no more
+// look. The mount table is read once, at the first call: nothing inside
+// can mount (seccomp refuses it). Unreadable, every name may be one.
+static int maybe_mounted(struct child *c, const char *path) {
+	if (!c->mounted_read) {
+		c->mounted_read = 1;
+		FILE *f = fopen("/proc/self/mountinfo", "re");
+		if (!f) {
+			memset(c->mounted, 0xff, sizeof(c->mounted));
+		} else {
+			char line[PATH_MAX * 2 + 256];
+			while (fgets(line, sizeof(line), f)) {
+				// Fields: id parent major:minor root mountpoint ...;
+				// the mountpoint's spaces, tabs and newlines are octal
+				// escapes (\040), so a field ends at a space.
+				char *p = line;
+				for (int field = 0; field < 4 && p; field++) p = strchr(p, ' ') ? strchr(p, ' ') + 1 : NULL;
+				if (!p) continue;
+				char *end = strchr(p, ' ');
+				if (!end) continue;
+				*end = 0;
+				char mp[PATH_MAX];
+				size_t m = 0;
+				for (char *q = p; *q && m + 1 < sizeof(mp); q++) {
+					if (q[0] == '\\' && q[1] >= '0' && q[1] <= '3' && q[2] >= '0' && q[2] <= '7' && q[3] >= '0' && q[3] <= '7') {
+						mp[m++] = (char)((q[1] - '0') << 6 | (q[2] - '0') << 3 | (q[3] - '0'));
+						q += 3;
+					} else {
+						mp[m++] = *q;
+					}
+				}
+				mp[m] = 0;
+				size_t len;
+				const char *name = last_name(mp, &len);
+				unsigned b = name_bit(name, len);
+				c->mounted[b / 64] |= 1ull << (b % 64);
+			}
+			fclose(f);
+		}
+	}
+	size_t len;
+	const char *name = last_name(path, &len);
+	if (len == 0 || (len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.')) return 1;
+	unsigned b = name_bit(name, len);
+	return (c->mounted[b / 64] >> (b % 64)) & 1;
+}
+
+// notify_path reads the path argument at addr of the caller req names and
+// makes it absolute against dirfd (AT_FDCWD: the caller's working
+// directory), as the caller sees it: pid 1 shares its root and mounts.
+// Returns 0 when it cannot (the caller went away, a path too long), or
+// when the path's last name is no mountpoint's (maybe_mounted).
+static int notify_path(struct child *c, struct seccomp_notif *req, int dirfd, uint64_t addr, char *out, size_t outn) {
+	char path[PATH_MAX];
+	// Through /proc/PID/mem, not process_vm_readv, which pid 1's own
+	// filter refuses; kept open for the next call of the same process. A
+	// read that runs into an unmapped page stops there.
+	if (c->mem_fd < 0 || c->mem_pid != req->pid) {
+		char mem[64];
+		if (c->mem_fd >= 0) close(c->mem_fd);
+		snprintf(mem, sizeof(mem), "/proc/%u/mem", req->pid);
+		c->mem_fd = open(mem, O_RDONLY | O_CLOEXEC);
+		c->mem_pid = req->pid;
+		if (c->mem_fd < 0) return 0;
+	}
+	ssize_t n = pread(c->mem_fd, path, sizeof(path) - 1, (off_t)addr);
+	if (n <= 0 && (addr & 4095)) n = pread(c->mem_fd, path, 4096 - (addr & 4095), (off_t)addr);
+	if (n <= 0) {
+		// The process is gone (its descriptor reads nothing now): the
+		// next call opens again.
+		close(c->mem_fd);
+		c->mem_fd = -1;
+		return 0;
+	}
+	path[n] = 0;
+	path[sizeof(path) - 1] = 0;
+	if (!path[0] || !maybe_mounted(c, path)) return 0;
+	if (path[0] == '/') {
+		snprintf(out, outn, "%s", path);
+		return 1;
+	}
+	char link[64], base[PATH_MAX];
+	if (dirfd == AT_FDCWD) snprintf(link, sizeof(link), "/proc/%u/cwd", req->pid);
+	else snprintf(link, sizeof(link), "/proc/%u/fd/%d", req->pid, dirfd);
+	ssize_t bl = readlink(link, base, sizeof(base) - 1);
+	if (bl <= 0 || base[0] != '/') return 0;
+	base[bl] = 0;
+	return snprintf(out, outn, "%s/%s", strcmp(base, "/") ? base : "", path) < (int)outn;
+}
+
+// busy_hint looks at a rename, rmdir or directory unlink the filter handed
+// pid 1 before the kernel runs it: when a name it would move or remove is a
+// mountpoint jail made (a protected path, a bound file or directory), the
+// kernel will refuse it with EBUSY, and the program's own message ("Device
+// or resource busy") does not say why. pid 1 reports one line naming the
+// path, how jail holds it and what changes that, once per path. Names
+// inside a .git directory are left to git's own hints (gitview). Only a
+// hint: the call itself always goes on unchanged.
+static void busy_hint(struct child *c, struct seccomp_notif *req) {
+	struct { int dirfd; uint64_t addr; } names[2];
+	int n = 0;
+	const char *op = "rmdir";
+	switch (req->data.nr) {
+#ifdef __NR_rename
+	case __NR_rename:
+		names[n++] = (typeof(names[0])){AT_FDCWD, req->data.args[0]};
+		names[n++] = (typeof(names[0])){AT_FDCWD, req->data.args[1]};
+		break;
+#endif
+	case __NR_renameat:
+	case __NR_renameat2:
+		names[n++] = (typeof(names[0])){(int)req->data.args[0], req->data.args[1]};
+		names[n++] = (typeof(names[0])){(int)req->data.args[2], req->data.args[3]};
+		break;
+#ifdef __NR_rmdir
+	case __NR_rmdir:
+		names[n++] = (typeof(names[0])){AT_FDCWD, req->data.args[0]};
+		break;
+#endif
+	case __NR_unlinkat:
+		names[n++] = (typeof(names[0])){(int)req->data.args[0], req->data.args[1]};
+		break;
+	default:
+		return;
+	}
+	for (int i = 0; i < n && c->nbusy < (int)(sizeof(c->busy) / sizeof(c->busy[0])); i++) {
+		char path[PATH_MAX + 64];
+		if (!notify_path(c, req, names[i].dirfd, names[i].addr, path, sizeof(path))) continue;
+		if (strstr(path, "/.git/") || (strlen(path) >= 5 && !strcmp(path + strlen(path) - 5, "/.git"))) continue;
+		struct statx sx;
+		if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_TYPE, &sx) < 0 || !(sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
+		    !(sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) || !strcmp(path, "/"))
+			continue;
+		uint32_t h = 2166136261u;
+		for (const char *p = path; *p; p++) h = (h ^ (unsigned char)*p) * 16777619u;
+		int seen = 0;
+		for (int j = 0; j < c->nbusy; j++) seen |= c->busy[j] == h;
+		if (seen) continue;
+		c->busy[c->nbusy++] = h;
+		struct statvfs vs;
+		int ro = statvfs(path, &vs) == 0 && (vs.f_flag & ST_RDONLY);
+		int dir = (sx.stx_mode & S_IFMT) == S_IFDIR;
+		char line[PATH_MAX + 1024];
+		const char *why = ro ? (dir ? "mounted read-only (a protected path of the workspace, a bound read-only directory: --ro, [sandbox] ro, an agent profile's files), so it cannot be renamed or removed inside; the protected list cannot be lifted (docs/workspace.md), a bind is changed where it was asked for (docs/agents.md)"
+					     : "mounted read-only (a protected path of the workspace such as .envrc or .vscode/settings.json, or a file bound read-only: --ro, [sandbox] ro, an agent profile's settings), so nothing can be renamed over it or remove it inside; the protected list cannot be lifted (docs/workspace.md), a bind is changed where it was asked for (docs/agents.md)")
+			     : (dir ? "bound from the host (--rw, [sandbox] rw, an agent profile's state), so it cannot be renamed or removed inside, only what is in it changed (docs/agents.md)"
+				    : "bound from the host (--rw, [sandbox] rw, an agent profile's login or history), so it cannot be renamed over or removed inside: write it in place instead (docs/agents.md)");
+		snprintf(line, sizeof(line), "jail: %s %s: Device or resource busy: jail holds it in place, %s", n == 2 ? (i ? "rename onto" : "rename of") : op, path, why);
+		report(&(struct report){.kind = REPORT_NOTICE, .text = line});
+	}
+}
+
+// answer_notify answers the call the listener holds: a ptrace is refused
+// with EPERM, as a plain errno rule would, with the hint reported the
+// first time; a rename, rmdir or directory unlink goes on as the kernel
+// would run it, after busy_hint looked at its names. The caller is blocked
+// until this answer, so pid 1 answers at once.
 static void answer_notify(struct child *c) {
 	struct seccomp_notif *req = calloc(1, c->sizes.seccomp_notif > sizeof(*req) ? c->sizes.seccomp_notif : sizeof(*req));
 	struct seccomp_notif_resp *resp = calloc(1, c->sizes.seccomp_notif_resp > sizeof(*resp) ? c->sizes.seccomp_notif_resp : sizeof(*resp));
 	if (req && resp && ioctl(c->notify, SECCOMP_IOCTL_NOTIF_RECV, req) == 0) {
 		resp->id = req->id;
-		resp->error = -EPERM;
-		// ENOENT: the caller was interrupted or died meanwhile.
-		(void)ioctl(c->notify, SECCOMP_IOCTL_NOTIF_SEND, resp);
-		if (!c->hinted) {
-			c->hinted = 1;
-			report(&(struct report){.kind = REPORT_NOTICE, .text = JAIL_HINT_PTRACE});
+		if (req->data.nr == __NR_ptrace) {
+			resp->error = -EPERM;
+			// ENOENT: the caller was interrupted or died meanwhile.
+			(void)ioctl(c->notify, SECCOMP_IOCTL_NOTIF_SEND, resp);
+			if (!c->hinted) {
+				c->hinted = 1;
+				report(&(struct report){.kind = REPORT_NOTICE, .text = JAIL_HINT_PTRACE});
+			}
+		} else {
+			// Looked at before the answer: the caller's memory and
+			// descriptors are as the call sees them while it waits.
+			if (c->nbusy < (int)(sizeof(c->busy) / sizeof(c->busy[0]))) busy_hint(c, req);
+			resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+			(void)ioctl(c->notify, SECCOMP_IOCTL_NOTIF_SEND, resp);
 		}
 	}
 	free(req);
@@ -279,11 +463,12 @@ void __attribute__((noreturn)) op_exec(struct child *c) {
 			close(fd);
 		}
 		if (sfd < 0) {
-			// A refused ptrace then fails with ENOSYS (no listener), a
-			// lookup at a closed port.
+			// A lookup then meets a closed port. The listener stays: a
+			// rename waits for pid 1's answer (and a closed listener
+			// would fail every rename with ENOSYS), which the loop below
+			// then gives between short waits for signals.
 			if (c->dns >= 0) close(c->dns);
-			if (c->notify >= 0) close(c->notify);
-			c->dns = c->notify = -1;
+			c->dns = -1;
 		}
 	}
 	for (;;) {
@@ -326,6 +511,15 @@ void __attribute__((noreturn)) op_exec(struct child *c) {
 			struct signalfd_siginfo ssi;
 			if (!(pf[0].revents & POLLIN) || read(sfd, &ssi, sizeof(ssi)) != sizeof(ssi)) continue;
 			sig = (int)ssi.ssi_signo;
+		} else if (c->notify >= 0) {
+			struct pollfd pf = {.fd = c->notify, .events = POLLIN};
+			if (poll(&pf, 1, 20) > 0) {
+				if (pf.revents & POLLIN) answer_notify(c);
+				else c->notify = -1;
+			}
+			siginfo_t si;
+			struct timespec now = {0, 0};
+			if ((sig = sigtimedwait(&set, &si, &now)) < 0) continue;
 		} else {
 			siginfo_t si;
 			sig = sigwaitinfo(&set, &si);

@@ -974,7 +974,7 @@ void __attribute__((noreturn)) run_body(struct child *c) {
 }
 
 void init_child(struct child *c) {
-	*c = (struct child){.cmd_fds = 3, .root = -1, .empty = -1, .stage = "read plan", .layer = "mount", .dns = -1, .notify = -1};
+	*c = (struct child){.cmd_fds = 3, .root = -1, .empty = -1, .stage = "read plan", .layer = "mount", .dns = -1, .notify = -1, .mem_fd = -1};
 	for (int i = 0; i < MAX_SOURCES; i++) c->src[i] = -1;
 }
 

@@ -116,11 +116,65 @@ func CompileSeccomp(opts SeccompOptions) ([]Program, error) {
 			}
 		}
 	}
+	ruled := map[string]bool{}
+	for _, r := range rules {
+		for _, n := range r.Names {
+			ruled[n] = !allowed[n]
+		}
+	}
+	if err := addHeldNameNotify(f, ruled); err != nil {
+		return nil, err
+	}
 	prog, err := exportBPF(f)
 	if err != nil {
 		return nil, err
 	}
 	return []Program{prog, argFilter()}, nil
+}
+
+// heldNameCalls move or remove a name: the calls the kernel refuses with
+// EBUSY on a mountpoint jail made (a protected path, a bound file).
+func heldNameCalls() []string { return []string{"rename", "renameat", "renameat2", "rmdir"} }
+
+// addHeldNameNotify hands the calls that can meet a mountpoint jail made to
+// the sandbox's pid 1 (SECCOMP_RET_USER_NOTIF), which lets each go on
+// unchanged after looking whether it names such a mountpoint, and then says
+// on stderr how jail holds it (busy_hint in pid1_linux.c): a program's own
+// "Device or resource busy" does not. unlinkat only when it removes a
+// directory (AT_REMOVEDIR): a file unlink, which builds do by the
+// thousand, stays in the kernel. A rename costs a round trip to pid 1
+// (BenchmarkRenameInside).
+//
+// A call a rule refuses already (ruled: a policy's [seccomp] deny) keeps
+// that rule.
+func addHeldNameNotify(f *seccomp.ScmpFilter, ruled map[string]bool) error {
+	for _, name := range heldNameCalls() {
+		if ruled[name] {
+			continue
+		}
+		call, err := seccomp.GetSyscallFromName(name)
+		if err != nil {
+			continue // rename and rmdir are not in every architecture's table
+		}
+		if err := f.AddRule(call, seccomp.ActNotify); err != nil {
+			return fmt.Errorf("seccomp: notify rule for %s: %w", name, err)
+		}
+	}
+	if ruled["unlinkat"] {
+		return nil
+	}
+	call, err := seccomp.GetSyscallFromName("unlinkat")
+	if err != nil {
+		return fmt.Errorf("seccomp: unlinkat: %w", err)
+	}
+	cond, err := seccomp.MakeCondition(2, seccomp.CompareMaskedEqual, unix.AT_REMOVEDIR, unix.AT_REMOVEDIR)
+	if err == nil {
+		err = f.AddRuleConditional(call, seccomp.ActNotify, []seccomp.ScmpCondition{cond})
+	}
+	if err != nil {
+		return fmt.Errorf("seccomp: notify rule for unlinkat: %w", err)
+	}
+	return nil
 }
 
 // exportBPF reads the compiled program back through a memfd: libseccomp
