@@ -297,6 +297,11 @@ func TestAgentProfiles(t *testing.T) {
 		})
 
 		t.Run("opencode", func(t *testing.T) {
+			// A project without opencode.json meets the protected name's placeholder, an
+			// empty read-only directory, which opencode fails to read as its project config
+			// ("BadResource: FileSystem.readFile"): docs/agents.md, "What that costs". This
+			// project has one.
+			r.writeFile(t, filepath.Join(ws, "opencode.json"), "{}\n")
 			res := run(bin("opencode"), "run", "say pong")
 			mustExit(t, res, 0)
 			if !strings.Contains(res.stdout, fakeReply) || !api.asked("/v1/messages", "sk-fake-opencode") {

@@ -1,3 +1,5 @@
+//go:build linux
+
 package integration
 
 // The hint for a name jail holds (docs/commands.md, "Refusals that say how to allow them"): a
