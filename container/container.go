@@ -274,7 +274,8 @@ func (e *Engine) configs(spec Spec) (*container.Config, *container.HostConfig, e
 			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
 	}
 	pids := l.Pids
-	init := true
+	// No Docker init: jail's own init is pid 1 (InitMain says why).
+	init := false
 	tmpfs := fmt.Sprintf("rw,nosuid,nodev,noexec,size=%d,mode=1777", l.TmpfsMax)
 	host := &container.HostConfig{
 		NetworkMode:    "none",

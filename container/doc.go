@@ -23,7 +23,7 @@
 //   - every capability dropped, no-new-privileges;
 //   - a read-only root, /tmp and /dev/shm as size-capped tmpfs;
 //   - memory (no swap), CPU and pids limits from [docker] policy;
-//   - Docker's init as pid 1, then jail's own init ([InitMain]), then the command;
+//   - jail's own init ([InitMain]) as pid 1, not dumpable, then the command;
 //   - a seccomp profile: Docker's default plus only what Chromium's namespace sandbox
 //     needs (clone with namespace flags, unshare, chroot), embedded in the binary
 //     ([SeccompProfile]); Docker's default alone with [Spec.DefaultSeccomp];
@@ -39,7 +39,7 @@
 //
 //	jail (supervisor) ── attach (one HTTP connection, StdinOnce) ── dockerd
 //	                                                                  │ container stdin
-//	                                         docker-init (pid 1) ── jail __container-init
+//	                                              jail __container-init (pid 1)
 //	                                                                  │ stdin relayed
 //	                                                                  └─ the command
 //

@@ -1,7 +1,6 @@
 package container
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,8 +16,12 @@ import (
 // InitCommand is argv[1] of jail's init inside a container (argv[0] is [BinaryPath]).
 const InitCommand = "__container-init"
 
-// InitMain is jail's init inside a container, the child of Docker's: it runs the command
-// with the container's stdout and stderr and relays the container's stdin to it. When the
+// InitMain is jail's init inside a container, its pid 1: it runs the command with the
+// container's stdout and stderr, relays the container's stdin to it, and reaps whatever is
+// orphaned in the container. It is pid 1 itself, not a child of Docker's init, because pid 1
+// holds the container's stdin and stdout: Docker's init runs with the container's uid and is
+// dumpable, so the app under test could open its /proc/1/fd/0 and /proc/1/fd/1 and read the
+// supervisor's requests or write answers of its own. When the
 // container's stdin ends (the supervisor released the container, or died: the engine closes
 // a StdinOnce container's stdin when its attached client goes away), it closes the command's
 // stdin, gives it the grace period to exit, then kills its whole process group. It exits
@@ -52,6 +55,29 @@ func InitMain(args []string) int {
 		return 127
 	}
 	pgid := cmd.Process.Pid
+	done := make(chan unix.WaitStatus, 1)
+	// Lifetime: until the command exits. As pid 1 this process inherits every orphan of the
+	// container, so it waits for any child (a zombie left unreaped would count against the
+	// pids limit) and reports only the command's status; Cmd.Wait is never called, since it
+	// waits for one pid and this loop may reap it first.
+	go func() {
+		for {
+			var ws unix.WaitStatus
+			pid, err := unix.Wait4(-1, &ws, 0, nil)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "jail init: wait:", err)
+				done <- ws
+				return
+			}
+			if pid == pgid {
+				done <- ws
+				return
+			}
+		}
+	}()
 	stdinEnded := make(chan struct{})
 	// Lifetime: until the container's stdin ends; the process exits soon after either way.
 	go func() {
@@ -61,26 +87,18 @@ func InitMain(args []string) int {
 	}()
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	done := make(chan error, 1)
-	// Lifetime: until the command exits.
-	go func() { done <- cmd.Wait() }()
 	var deadline <-chan time.Time
 	for {
 		select {
-		case err := <-done:
+		case ws := <-done:
 			// Whatever the command left behind goes with it.
 			syscall.Kill(-pgid, syscall.SIGKILL)
-			var ee *exec.ExitError
 			switch {
-			case err == nil:
-				return 0
-			case errors.As(err, &ee):
-				if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
-					return 128 + int(st.Signal())
-				}
-				return ee.ExitCode()
+			case ws.Signaled():
+				return 128 + int(ws.Signal())
+			case ws.Exited():
+				return ws.ExitStatus()
 			default:
-				fmt.Fprintln(os.Stderr, "jail init: wait:", err)
 				return 1
 			}
 		case <-stdinEnded:

@@ -386,3 +386,56 @@ func TestBrowserDockerUnavailable(t *testing.T) {
 		}
 	})
 }
+
+// TestBrowserLocalhostUnderHostMode: under [network] mode = "host" a background process shares
+// the host's network namespace, so its loopback is the host's: the browser's localhost is
+// refused there, with the reason, and a server on the host's loopback gets no connection,
+// neither directly nor through a redirect to 127.0.0.1.
+func TestBrowserLocalhostUnderHostMode(t *testing.T) {
+	h := newTestHosts(t)
+	site := &pageSite{}
+	h.pages = site.handler
+	forEach(t, func(t *testing.T, r runner) {
+		r = needBrowser(t, r)
+		agent := browserAgent()
+		ws := r.dir(t, "jail-it-brhost-")
+		pol, _ := r.browserPolicy(t, h, agent, "host")
+		s := r.serve(t, ws, "--policy", pol)
+		hostLn, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer hostLn.Close()
+		hits := make(chan struct{}, 8)
+		go func() {
+			for {
+				c, err := hostLn.Accept()
+				if err != nil {
+					return
+				}
+				hits <- struct{}{}
+				c.Close()
+			}
+		}()
+		port := hostLn.Addr().(*net.TCPAddr).Port
+		id := 1
+		if res := s.callAs(id, agent, "bash", `{"command":"sleep 300","run_in_background":true}`); res.Result.IsError {
+			t.Fatalf("background: %+v", res.Result)
+		}
+		for _, url := range []string{
+			fmt.Sprintf("http://localhost:%d/direct", port),
+			fmt.Sprintf("http://127.0.0.1:%d/literal", port),
+		} {
+			id++
+			res := s.callAs(id, agent, "browser_navigate", fmt.Sprintf(`{"url":%q}`, url))
+			if !res.Result.IsError || !strings.Contains(res.Result.Content, `mode = \"host\"`) && !strings.Contains(res.Result.Content, `mode = "host"`) {
+				t.Errorf("%s under host mode: %+v", url, res.Result)
+			}
+		}
+		select {
+		case <-hits:
+			t.Fatal("the host's loopback listener got a connection from the browser under host mode")
+		case <-time.After(500 * time.Millisecond):
+		}
+	})
+}

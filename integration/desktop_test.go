@@ -475,17 +475,18 @@ func TestDesktopMCPImage(t *testing.T) {
 
 // TestDesktopForgedDriverLine: the app under test runs with the driver's uid and tries to
 // write a response of its own into the driver's stdout, and to read its stdin, through
-// /proc/PID/fd. The driver and jail's init are not dumpable, so both are refused; the
-// protocol stays intact (and were a line forged anyway, the supervisor would take it as out
-// of step and end that desktop).
+// /proc/PID/fd, of pid 1 (which holds the container's stdio, whatever it is) and of every
+// jail process. The driver and jail's init (pid 1) are not dumpable, so both are refused;
+// the protocol stays intact (and were a line forged anyway, the supervisor would take it as
+// out of step and end that desktop).
 func TestDesktopForgedDriverLine(t *testing.T) {
 	forEach(t, func(t *testing.T, r runner) {
 		r = needDesktop(t, r)
 		ws := r.dir(t, "jail-it-desktop-forge-")
 		r.writeFile(t, filepath.Join(ws, "forge.sh"), `n=0
 for p in /proc/[0-9]*; do
-  case "$(tr '\0' ' ' < $p/cmdline 2>/dev/null)" in
-  "/run/jail/jail __"*)
+  case "$p $(tr '\0' ' ' < $p/cmdline 2>/dev/null)" in
+  "/proc/1 "*|*" /run/jail/jail __"*)
     n=$((n+1))
     if echo '{"id":2,"result":{"png":"Zm9yZ2Vk","width":1280,"height":800}}' > $p/fd/1 2>/dev/null; then echo "forged-into-$p"; else echo "stdout-refused-$n"; fi
     if timeout 1 head -c1 $p/fd/0 >/dev/null 2>&1; then echo "read-stdin-$p"; else echo "stdin-refused-$n"; fi ;;

@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/chromedp/cdproto/network"
+
 	"github.com/jail-sandbox/jail/browser"
 	"github.com/jail-sandbox/jail/container"
 	"github.com/jail-sandbox/jail/netns"
@@ -81,7 +83,15 @@ func newBrowsers(p *policy.Policy, eng *container.Engine, disabled, workspace, h
 		Session: session, Workspace: workspace, StateDir: browserStateDir(home), Disabled: disabled,
 		Egress: func(agent string) *browser.Egress {
 			eg := &browser.Egress{Dial: proxy.Dial}
-			if local != nil {
+			if p.Network.Mode == policy.NetHost {
+				// Under host the background processes share the host's network namespace:
+				// their loopback is the host's, so the relay would reach every server on this
+				// machine's loopback, not only the agent's own.
+				eg.Local = func(context.Context, int) (net.Conn, error) {
+					return nil, &browser.Refusal{Reason: network.ErrorReasonBlockedByClient,
+						Why: `jail: browser: localhost is refused under [network] mode = "host": the session's background processes share the host's loopback there, so it would reach every server on this machine (mode = "proxy" or "none" gives them a loopback of their own that the browser can reach)`}
+				}
+			} else if local != nil {
 				eg.Local = func(ctx context.Context, port int) (net.Conn, error) { return local(ctx, agent, port) }
 			}
 			return eg
