@@ -174,7 +174,8 @@ func TestInspectedConfig(t *testing.T) {
 		{"cap drop ALL", len(h.CapDrop) == 1 && h.CapDrop[0] == "ALL" && len(h.CapAdd) == 0},
 		{"read-only root", h.ReadonlyRootfs},
 		{"not privileged", !h.Privileged},
-		{"init", h.Init != nil && *h.Init},
+		// jail's init is pid 1 itself (InitMain says why Docker's is not used).
+		{"no Docker init", h.Init == nil || !*h.Init},
 		{"memory", h.Memory == 256<<20 && h.MemorySwap == 256<<20},
 		{"cpus", h.NanoCPUs == 1e9},
 		{"pids", h.PidsLimit != nil && *h.PidsLimit == 128},
