@@ -3,8 +3,10 @@
 package confine
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -320,4 +322,46 @@ func (t *Terminal) isGone() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.gone
+}
+
+// relaying reports whether the relay has the caller's terminal in raw mode now (started,
+// no question on the screen, not closed).
+func (t *Terminal) relaying() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.started && !t.paused && !t.closing
+}
+
+// LineWriter carries jail's own lines (network refusals, notices) to the caller's terminal.
+// While a Terminal relays, that terminal is in raw mode, without output processing, so a
+// bare "\n" moves down without going back to the left edge: each line of jail's would start
+// where the last one ended, a staircase drawn across the command's screen. LineWriter then
+// writes every "\n" as "\r\n". Without a terminal, or once it is closed, bytes go through
+// unchanged (a log file or a pipe gets no carriage returns).
+type LineWriter struct {
+	W io.Writer
+
+	mu   sync.Mutex
+	term *Terminal
+}
+
+// SetTerminal tells the writer which relay owns the terminal from now on.
+func (l *LineWriter) SetTerminal(t *Terminal) {
+	l.mu.Lock()
+	l.term = t
+	l.mu.Unlock()
+}
+
+// Write implements io.Writer.
+func (l *LineWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	t := l.term
+	l.mu.Unlock()
+	if t == nil || !t.relaying() || !bytes.Contains(p, []byte("\n")) {
+		return l.W.Write(p)
+	}
+	if _, err := l.W.Write(bytes.ReplaceAll(p, []byte("\n"), []byte("\r\n"))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

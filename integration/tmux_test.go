@@ -199,3 +199,44 @@ func TestInteractiveTerminal(t *testing.T) {
 		p.expect(t, "JAIL-EXIT-7", 1)
 	})
 }
+
+// TestJailLinesStartAtLeftEdge: while jail relays an interactive command's terminal (raw, no
+// output processing), jail's own lines (here the network's refusals) still start at the left
+// edge of the screen, instead of each starting where the last one ended.
+func TestJailLinesStartAtLeftEdge(t *testing.T) {
+	for _, prog := range []string{"bash", "curl", "setpriv"} {
+		if _, err := exec.LookPath(prog); err != nil {
+			t.Skipf("requires %s: not installed (scripts/deps.sh)", prog)
+		}
+	}
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		home := "/root"
+		if u, err := user.LookupId(strconv.Itoa(r.uid)); err == nil {
+			home = u.HomeDir
+		}
+		as := ""
+		if r.uid != 0 {
+			as = fmt.Sprintf("setpriv --reuid=%d --regid=%d --clear-groups ", r.uid, r.gid)
+		}
+		p := newTmux(t, 120, 30, fmt.Sprintf("cd %s && %senv -i PATH=/usr/local/bin:/usr/bin:/bin HOME=%s TERM=xterm %s run --allow allowed.invalid -- bash --norc --noprofile -i; sleep 600",
+			ws, as, home, suite.bin))
+		p.expect(t, "bash-", 1)
+		p.keys(t, "curl -s -m 5 http://one.invalid/; curl -s -m 5 http://two.invalid/; echo CURLS-DONE", "Enter")
+		p.expect(t, "CURLS-DONE", 2)
+		seen := 0
+		for _, line := range strings.Split(p.screen(), "\n") {
+			if i := strings.Index(line, "jail:"); i >= 0 {
+				if strings.Contains(line, "jail: network: refused") {
+					seen++
+				}
+				if i != 0 {
+					t.Errorf("jail's line starts at column %d, not at the left edge: %q", i, line)
+				}
+			}
+		}
+		if seen < 2 {
+			t.Fatalf("want both refusals on the screen, saw %d:\n%s", seen, p.screen())
+		}
+	})
+}

@@ -196,6 +196,9 @@ func allowedSummary(mode string, n policy.Network) string {
 
 // IsTerminal reports whether w is a terminal.
 func IsTerminal(w io.Writer) bool {
+	if l, ok := w.(*confine.LineWriter); ok {
+		w = l.W
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -104,22 +104,25 @@ func (o *Run) Main(args []string, stdin *os.File, stdout, stderr io.Writer) int 
 	}
 	// Network (net.go): the proxy is built, and the policy's network errors surface, before
 	// any sandbox exists.
-	nr, err := PrepareNet(o.Net, p, stderr)
+	// jail's own lines while the command runs go through msgs, which knows when a relay has
+	// the terminal in raw mode (confine.LineWriter).
+	msgs := &confine.LineWriter{W: stderr}
+	nr, err := PrepareNet(o.Net, p, msgs)
 	if err != nil {
 		fmt.Fprintln(stderr, "jail run:", err)
 		return o.Fail(2, StageNetwork, err, stdout, stderr)
 	}
 	defer nr.Close()
 	nr.ApplyTo(&o.Options, layout)
-	return o.launch(layout, pass, sc, nr, cache, stdin, stdout, stderr)
+	return o.launch(layout, pass, sc, nr, cache, stdin, stdout, stderr, msgs)
 }
 
 // launch builds the Spec from the layout and options, runs it and reports.
-func (o *Run) launch(layout *confine.Layout, pass []string, sc confine.SeccompOptions, nr *Net, cache *PlanCache, stdin *os.File, stdout, stderr io.Writer) int {
+func (o *Run) launch(layout *confine.Layout, pass []string, sc confine.SeccompOptions, nr *Net, cache *PlanCache, stdin *os.File, stdout, stderr io.Writer, msgs *confine.LineWriter) int {
 	spec := NewSpec(&o.Options, o.Argv, stderr)
 	spec.Foreground = isForeground(stdin)
 	cmd := &confine.Cmd{Spec: spec, Stdin: stdin, Timeout: o.Timeout, Limits: confine.Limits{MemoryBytes: o.Memory, Pids: o.Pids, MemoryCgroupOnly: o.MemoryDefault},
-		Notice: func(line string) { fmt.Fprintln(stderr, line) }}
+		Notice: func(line string) { fmt.Fprintln(msgs, line) }}
 	cmd.Stdout, cmd.Stderr = asFile(stdout), asFile(stderr)
 
 	var outCap, errCap *confine.Capture
@@ -136,6 +139,7 @@ func (o *Run) launch(layout *confine.Layout, pass []string, sc confine.SeccompOp
 			spec.Foreground = false
 		} else {
 			defer term.Close()
+			msgs.SetTerminal(term)
 			cmd.Terminal = term
 			if nr != nil {
 				nr.Terminal = term
@@ -206,7 +210,7 @@ func (o *Run) launch(layout *confine.Layout, pass []string, sc confine.SeccompOp
 		jsonPolicy = o.policyHash()
 	}
 	cache.Store(&o.Options, jsonPolicy, cmd, layout, pass, append(slices.Clone(ph.ViewEnv()), o.Env...), ph, stderr)
-	stopNet := nr.Serve(cmd.Sockets(), stderr)
+	stopNet := nr.Serve(cmd.Sockets(), msgs)
 	if o.Capture {
 		cmd.Stdout.Close()
 		cmd.Stderr.Close()
