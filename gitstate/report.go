@@ -39,13 +39,16 @@ func (r *Report) Summary() string {
 		return "git: nothing to adopt"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "git: adopted %d", len(r.Applied))
+	b.WriteString("git:")
 	list := func(label string, items []string) {
 		if len(items) == 0 {
 			return
 		}
 		const show = 3
-		fmt.Fprintf(&b, "; %s %d (", label, len(items))
+		if b.Len() > len("git:") {
+			b.WriteString(";")
+		}
+		fmt.Fprintf(&b, " %s %d (", label, len(items))
 		for i, s := range items {
 			if i == show {
 				fmt.Fprintf(&b, "; %d more", len(items)-show)
@@ -58,6 +61,9 @@ func (r *Report) Summary() string {
 		}
 		b.WriteString(")")
 	}
+	// What was applied is named too: a bare count ("adopted 1") told nobody that it was the
+	// index a git status refreshed, or which refs moved.
+	list("adopted", r.Applied)
 	list("dropped", r.Dropped)
 	list("conflicts", r.Conflicts)
 	// Entries are escaped when made; this is the last line of defence for

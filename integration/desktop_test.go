@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -418,10 +419,10 @@ func TestDesktopDockerUnavailable(t *testing.T) {
 		r.writeFile(t, filepath.Join(cfg, "jail", "policy.toml"), "[docker]\nenabled = true\n")
 		r.own(t, cfg)
 		out := r.jail(t, call{args: []string{"check"}, dir: ws, env: append(env, "XDG_CONFIG_HOME="+cfg)})
-		if !strings.Contains(out.stdout, "tool desktop_screenshot unready") || !strings.Contains(out.stdout, "Docker is not reachable at unix:///nonexistent/docker.sock") {
+		if !regexp.MustCompile(`(?m)^tool .*\bdesktop_screenshot\b.* unready `).MatchString(out.stdout) || !strings.Contains(out.stdout, "Docker is not reachable at unix:///nonexistent/docker.sock") {
 			t.Errorf("jail check without Docker:\n%s", out.stdout)
 		}
-		if !strings.Contains(out.stdout, "tool read    ready") {
+		if !regexp.MustCompile(`(?m)^tool read +ready`).MatchString(out.stdout) {
 			t.Errorf("jail check: read is not ready:\n%s", out.stdout)
 		}
 	})

@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/jail-sandbox/jail/confine"
 	"github.com/jail-sandbox/jail/launch"
@@ -46,12 +47,30 @@ func checkMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "jail check:", err)
 		return 1
 	}
+	// Tools that are unready for one reason (every browser tool when Docker is off) share
+	// one line, their names listed, instead of the same reason thirty times.
+	type group struct {
+		names []string
+		why   string
+	}
+	var groups []group
 	for _, r := range reg.Readiness() {
-		state, why := "ready", ""
-		if !r.Ready {
-			state, why = "unready", r.Why
+		if !r.Ready && len(groups) > 0 && groups[len(groups)-1].why == r.Why && r.Why != "" {
+			groups[len(groups)-1].names = append(groups[len(groups)-1].names, r.Tool)
+			continue
 		}
-		fmt.Fprintf(stdout, "tool %-7s %-8s %s\n", r.Tool, state, why)
+		why := ""
+		if !r.Ready {
+			why = r.Why
+		}
+		groups = append(groups, group{[]string{r.Tool}, why})
+	}
+	for _, g := range groups {
+		if g.why == "" {
+			fmt.Fprintf(stdout, "tool %-11s ready\n", g.names[0])
+			continue
+		}
+		fmt.Fprintf(stdout, "tool %-11s %-8s %s\n", strings.Join(g.names, ", "), "unready", g.why)
 	}
 	if !ok {
 		fmt.Fprintln(stdout, "jail run refuses to start while a layer is missing, unless it is named in --allow-degraded")
