@@ -3,6 +3,7 @@
 package gitview
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -1245,7 +1246,7 @@ func scanNew(w io.Writer, wsfd, scratch int, f *found, launch *found, run string
 		// of): only its HEAD goes aside, which is enough for git not
 		// to take it for a repository.
 		dfd, err := openGitDir(wsfd, b)
-		if err == nil && unix.Renameat2(dfd, "HEAD", dfd, "HEAD.jail-"+run, unix.RENAME_NOREPLACE) == nil {
+		if err == nil && func() error { _, err := moveAside(dfd, "HEAD", run); return err }() == nil {
 			unheaded = append(unheaded, b)
 		} else {
 			kept = append(kept, b)
@@ -1254,9 +1255,12 @@ func scanNew(w io.Writer, wsfd, scratch int, f *found, launch *found, run string
 			unix.Close(dfd)
 		}
 	}
-	moved := movedAside(wsfd, f, launch, run)
+	moved, notMoved := movedAside(wsfd, f, launch, run)
 	if len(moved) > 0 {
-		fmt.Fprintf(w, "jail: files that editors, agent CLIs and hooks managers run code from, which the sandbox made below the workspace's root, were moved aside (renamed NAME.jail-%s; look at them before you rename them back): %s\n", run, strings.Join(moved, ", "))
+		fmt.Fprintf(w, "jail: files that editors, agent CLIs and hooks managers run code from, which the sandbox made, were moved aside (renamed NAME.jail-%s...; look at them before you rename them back): %s\n", run, strings.Join(moved, ", "))
+	}
+	if len(notMoved) > 0 {
+		fmt.Fprintf(w, "jail: WARNING: the sandbox made these files that editors, agent CLIs and hooks managers run code from, and jail could not move them aside; look at them before any tool opens this workspace: %s\n", strings.Join(notMoved, ", "))
 	}
 	if len(reduced) > 0 {
 		fmt.Fprintf(w, "jail: git: repositories the sandbox made were reduced to what runs nothing (hooks and config keys that run programs dropped): %s\n", strings.Join(reduced, ", "))
@@ -1280,13 +1284,12 @@ func scanNew(w io.Writer, wsfd, scratch int, f *found, launch *found, run string
 // protected path there, held whether or not it exists); for the others a
 // cached plan was made where there were none (deepProtected). It returns
 // the workspace-relative paths moved.
-func movedAside(wsfd int, f, launch *found, run string) []string {
-	var out []string
+func movedAside(wsfd int, f, launch *found, run string) (out, failed []string) {
 	for dir, names := range f.prot {
 		var had []string
 		if launch != nil {
 			if launch.prot == nil {
-				return nil // a launch that did not record them: nothing is known to be new
+				return nil, nil // a launch that did not record them: nothing is known to be new
 			}
 			had = launch.prot[dir]
 		}
@@ -1299,11 +1302,16 @@ func movedAside(wsfd int, f, launch *found, run string) []string {
 			if dfd < 0 {
 				var err error
 				if dfd, err = openGitDir(wsfd, dir); err != nil {
+					for _, n := range names {
+						failed = append(failed, filepath.Join(dir, n))
+					}
 					break
 				}
 			}
-			if unix.Renameat2(dfd, n, dfd, n+".jail-"+run, unix.RENAME_NOREPLACE) == nil {
+			if _, err := moveAside(dfd, n, run); err == nil {
 				out = append(out, filepath.Join(dir, n))
+			} else if err != unix.ENOENT {
+				failed = append(failed, filepath.Join(dir, n))
 			}
 		}
 		if dfd >= 0 {
@@ -1311,7 +1319,27 @@ func movedAside(wsfd int, f, launch *found, run string) []string {
 		}
 	}
 	slices.Sort(out)
-	return out
+	slices.Sort(failed)
+	return out, failed
+}
+
+// moveAside renames name beneath dfd out of every tool's view, by descriptor and without
+// overwriting anything: NAME.jail-RUN, or, when that name is taken (a sandbox can read its
+// run id from its own mounts and make it first, to have the rename fail and its file stay
+// live), NAME.jail-RUN-RANDOM, a suffix no sandbox can know in advance. It returns the name
+// used.
+func moveAside(dfd int, name, run string) (string, error) {
+	aside := name + ".jail-" + run
+	err := unix.Renameat2(dfd, name, dfd, aside, unix.RENAME_NOREPLACE)
+	for i := 0; i < 4 && err == unix.EEXIST; i++ {
+		var b [8]byte
+		if _, rerr := rand.Read(b[:]); rerr != nil {
+			return "", rerr
+		}
+		aside = fmt.Sprintf("%s.jail-%s-%x", name, run, b)
+		err = unix.Renameat2(dfd, name, dfd, aside, unix.RENAME_NOREPLACE)
+	}
+	return aside, err
 }
 
 // idsOf is the identities of the directories a walk visited (none for
@@ -1328,8 +1356,8 @@ func (f *found) idsOf() map[string]dirID {
 // directory of that name; what cannot be adopted stays aside, out of
 // git's view, under NAME.jail-RUN.
 func reduce(w io.Writer, dfd, scratch int, name, rel, run string) bool {
-	aside := name + ".jail-" + run
-	if err := unix.Renameat2(dfd, name, dfd, aside, unix.RENAME_NOREPLACE); err != nil {
+	aside, err := moveAside(dfd, name, run)
+	if err != nil {
 		return false
 	}
 	src, err := openDir(dfd, aside)
@@ -1351,7 +1379,7 @@ func reduce(w io.Writer, dfd, scratch int, name, rel, run string) bool {
 		// without the HEAD that would make git inside it take it for a
 		// repository.
 		fmt.Fprintf(w, "jail: %s (%s)\njail: git: %s: objects the sandbox wrote were refused; the repository as it made it stays in %s, out of git's view\n", rep.Summary(), rel, rel, filepath.Join(filepath.Dir(rel), aside))
-		unix.Renameat2(src, "HEAD", src, "HEAD.jail-"+run, unix.RENAME_NOREPLACE)
+		moveAside(src, "HEAD", run)
 		return true
 	}
 	if err != nil || rep == nil {
@@ -1359,7 +1387,7 @@ func reduce(w io.Writer, dfd, scratch int, name, rel, run string) bool {
 		unix.Unlinkat(dfd, name, unix.AT_REMOVEDIR)
 		// Out of git's view by its name, but git run inside it would
 		// take it for a repository still.
-		unix.Renameat2(src, "HEAD", src, "HEAD.jail-"+run, unix.RENAME_NOREPLACE)
+		moveAside(src, "HEAD", run)
 		return false
 	}
 	if err := removeAll(dfd, aside); err != nil {

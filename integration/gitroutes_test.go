@@ -269,3 +269,34 @@ git init -q && git remote add origin $URL && git fetch -q origin && git remote s
 		}
 	})
 }
+
+// TestMoveAsideNameTaken: the sandbox reads its run id from its own mounts and makes
+// NAME.jail-RUN before jail's move-aside, so that a plain rename would fail and its files
+// stay live: a .envrc and a .vscode below the root, and a repository with core.fsmonitor
+// set. Each is still moved aside (under a name the sandbox could not guess) and the
+// repository reduced: the host's git status in it runs nothing.
+func TestMoveAsideNameTaken(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		r.gitRepo(t, ws)
+		marker, _ := r.marker(t, ws)
+		res := r.sh(t, ws, `
+RUN=$(grep -o '/git/[0-9a-f]*/[0-9a-f]*/' /proc/self/mountinfo | head -1 | cut -d/ -f4)
+[ -n "$RUN" ] || { echo NO-RUN-ID; exit 3; }
+mkdir -p pkg/.vscode
+echo 'echo evil' > pkg/.envrc && mkdir pkg/.envrc.jail-$RUN
+echo '{}' > pkg/.vscode/tasks.json && mkdir pkg/.vscode.jail-$RUN
+git init -q pkg/evil && git -C pkg/evil config core.fsmonitor 'echo ran >>`+marker+`; false' && mkdir pkg/evil/.git.jail-$RUN
+echo SANDBOX-DONE`)
+		mustExit(t, res, 0)
+		for _, p := range []string{"pkg/.envrc", "pkg/.vscode"} {
+			if _, err := os.Lstat(filepath.Join(ws, p)); err == nil {
+				t.Errorf("%s the sandbox made stays live after the run (its move-aside name was taken)\n%s", p, res.stderr)
+			}
+		}
+		r.hostStatusIn(t, marker, filepath.Join(ws, "pkg", "evil"))
+		if out, err := r.hostGit(t, filepath.Join(ws, "pkg", "evil"), "config", "--get", "core.fsmonitor"); err == nil {
+			t.Errorf("the repository the sandbox made keeps core.fsmonitor %q\n%s", out, res.stderr)
+		}
+	})
+}
