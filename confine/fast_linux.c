@@ -1091,9 +1091,24 @@ static int send_stdio(int sock, int foreground, const int *join, int njoin) {
 		if (null < 0) return -1;
 		fds[0] = null;
 	}
+	// A terminal as stdout or stderr of a command that does not get the pty: the caller's
+	// descriptor is open for reading too, and a process may read a terminal that is not its
+	// controlling one (what the person types would be its input). The terminal is opened
+	// again write-only for it (TerminalWriteOnly in terminal_linux.go); where that open is
+	// refused, the caller's descriptor is passed as before.
+	int wo[2] = {-1, -1};
+	for (int i = 1; i <= 2; i++) {
+		if (fds[i] != i || !isatty(i)) continue;
+		char p[32];
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", i);
+		wo[i - 1] = open(p, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+		if (wo[i - 1] >= 0) fds[i] = wo[i - 1];
+	}
 	for (int i = 0; i < njoin && i < 2; i++) fds[3 + i] = join[i];
 	int r = jail_send_fds(sock, fds, 3 + (njoin < 2 ? njoin : 2));
 	if (null >= 0) close(null);
+	for (int i = 0; i < 2; i++)
+		if (wo[i] >= 0) close(wo[i]);
 	return r;
 }
 

@@ -365,3 +365,23 @@ func (l *LineWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// TerminalWriteOnly returns f opened again write-only when it is a terminal, for a command
+// that does not get jail's pty: the caller's descriptor for a terminal is open for reading
+// too, and a process may read a terminal that is not its controlling one, so the command
+// would read what the person types. It returns f itself when f is no terminal or the open
+// is refused (a terminal of another user's, say); close the result when it is not f. The
+// plan cache's twin is send_stdio in fast_linux.c.
+func TerminalWriteOnly(f *os.File) *os.File {
+	if f == nil {
+		return nil
+	}
+	if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err != nil {
+		return f
+	}
+	w, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), os.O_WRONLY|unix.O_NOCTTY, 0)
+	if err != nil {
+		return f
+	}
+	return w
+}

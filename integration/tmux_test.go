@@ -240,3 +240,45 @@ func TestJailLinesStartAtLeftEdge(t *testing.T) {
 		}
 	})
 }
+
+// TestNonInteractiveCannotReadTerminal: a command that is not interactive (its stdin is not
+// the terminal) but whose stdout and stderr are, tries to read what the person types from
+// them; jail gave it the terminal write-only, so the keys reach the person's shell, and the
+// command's output still reaches the screen. Both launch paths.
+func TestNonInteractiveCannotReadTerminal(t *testing.T) {
+	for _, prog := range []string{"bash", "setpriv", "timeout"} {
+		if _, err := exec.LookPath(prog); err != nil {
+			t.Skipf("requires %s: not installed (scripts/deps.sh)", prog)
+		}
+	}
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		home := "/root"
+		if u, err := user.LookupId(strconv.Itoa(r.uid)); err == nil {
+			home = u.HomeDir
+		}
+		args := []string{"run", "--", "sh", "-c", "'timeout 4 dd bs=1 count=6 <&2 2>/dev/null; timeout 4 dd bs=1 count=6 <&1 2>/dev/null; echo READER-DONE'"}
+		if r.cached && !r.warm(t, call{dir: ws, args: []string{"run", "--", "sh", "-c", "timeout 4 dd bs=1 count=6 <&2 2>/dev/null; timeout 4 dd bs=1 count=6 <&1 2>/dev/null; echo READER-DONE"}}) {
+			t.Fatal("the warm-up run stored no plan")
+		}
+		as := ""
+		if r.uid != 0 {
+			as = fmt.Sprintf("setpriv --reuid=%d --regid=%d --clear-groups ", r.uid, r.gid)
+		}
+		p := newTmux(t, 120, 30, "bash --norc --noprofile")
+		// The pane's terminal is the user's own, as a real user's is.
+		tty := strings.TrimSpace(p.value(t, "#{pane_tty}"))
+		if err := os.Chown(tty, r.uid, r.gid); err != nil {
+			t.Fatal(err)
+		}
+		p.keys(t, fmt.Sprintf("cd %s && %senv -i PATH=/usr/local/bin:/usr/bin:/bin HOME=%s %s %s </dev/null &", ws, as, home, suite.bin, strings.Join(args, " ")), "Enter")
+		time.Sleep(700 * time.Millisecond)
+		p.keys(t, "echo TYPED-BY-PERSON", "Enter")
+		p.expect(t, "READER-DONE", 1)
+		// The shell got every key: it ran the echo whole (the line as typed, echoed by the
+		// terminal whoever reads it, and the echo's output).
+		if !testutil.Eventually(5*time.Second, func() bool { return strings.Count(p.screen(), "TYPED-BY-PERSON") >= 2 }) {
+			t.Fatalf("the person's keys did not all reach their shell (the sandbox read them):\n%s", p.screen())
+		}
+	})
+}

@@ -153,6 +153,15 @@ func (o *Run) launch(layout *confine.Layout, pass []string, sc confine.SeccompOp
 		// terminal (docs/terminal.md).
 		cmd.Stdin = nil
 	}
+	if cmd.Terminal == nil {
+		// Its stdout and stderr on the terminal: written, never read (TerminalWriteOnly).
+		for _, f := range []**os.File{&cmd.Stdout, &cmd.Stderr} {
+			if w := confine.TerminalWriteOnly(*f); w != *f {
+				defer w.Close()
+				*f = w
+			}
+		}
+	}
 	if nr != nil {
 		nr.CommandOnTTY = !o.Capture && cmd.Terminal == nil && (IsTerminal(cmd.Stdout) || IsTerminal(cmd.Stderr))
 	}
