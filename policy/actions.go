@@ -224,6 +224,9 @@ func (s *scan) classify(args []arg) {
 		s.act(sedInfo(args).actions()...)
 	case scriptName(name) == "awk":
 		s.act(awkInfo(args).actions()...)
+	case name == "tar" && tarRunsPrograms(args[1:]):
+		// -I PROG, --to-command=PROG, --checkpoint-action=exec=...: tar runs what they name.
+		s.act(ActCodeWrite, ActProcRun)
 	case slices.Contains([]string{"cp", "mv", "mkdir", "touch", "ln", "install", "tee", "truncate", "chmod", "chown", "patch", "tar", "unzip", "gzip", "gunzip"}, name):
 		s.act(ActCodeWrite)
 	case isShell(name) && has("-c") || name == "eval":
@@ -483,4 +486,32 @@ func (v *validator) toolsOrActions(key string, names []string) {
 		v.add(key, "unknown tool or action type %q (accepted: a tool (%s), a category (%s) or a type such as vcs:push; see README \"Policy vocabulary\")",
 			n, strings.Join(catalogueNames(), ", "), strings.Join(ActionCategories(), ", "))
 	}
+}
+
+// tarRunsPrograms reports whether tar's arguments name a program for it to run: a compressor
+// (-I, --use-compress-program), a command to pipe members to (--to-command), a checkpoint or
+// volume script, a remote shell. Short options may be bundled (-xIf), and the first word may
+// be the old dashless bundle (tar xIf ...): I or F anywhere in a bundle counts.
+func tarRunsPrograms(args []arg) bool {
+	for i, a := range args {
+		v := a.v
+		switch {
+		case a.dyn:
+			return true
+		case v == "--":
+			return false
+		case strings.HasPrefix(v, "--"):
+			for _, o := range []string{"--use-compress-program", "--to-command", "--checkpoint-action", "--info-script",
+				"--new-volume-script", "--rsh-command", "--rmt-command", "--compress-program"} {
+				if strings.HasPrefix(v, o) {
+					return true
+				}
+			}
+		case strings.HasPrefix(v, "-") || i == 0:
+			if strings.ContainsAny(strings.TrimPrefix(v, "-"), "IF") {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -95,6 +95,15 @@ func TestClassifyCommands(t *testing.T) {
 		{"if true; then git push; fi", []Action{ActVCSPush}},
 		{"true", []Action{ActProcRun}},
 		{"this does not parse ((", []Action{ActProcRun}},
+		// Options and variables that make a known program run another one (tar -I, LESSOPEN).
+		{"tar -cf /tmp/x.tar README", []Action{ActCodeWrite}},
+		{"tar -cf /tmp/x.tar -I ./p.sh README", []Action{ActCodeWrite, ActProcRun}},
+		{"tar -xf /tmp/y.tar --to-command=./p.sh", []Action{ActCodeWrite, ActProcRun}},
+		{"tar cIf x.tar ./p.sh README", []Action{ActCodeWrite, ActProcRun}},
+		{"tar cf x.tar --checkpoint=1 --checkpoint-action=exec=./p.sh README", []Action{ActCodeWrite, ActProcRun}},
+		{"LESSOPEN='|./p.sh %s' less README", []Action{ActProcRun}},
+		{"TAR_OPTIONS=-I./p.sh tar cf /tmp/q.tar README", []Action{ActProcRun}},
+		{"export GIT_EXTERNAL_DIFF=./p.sh; git diff", []Action{ActProcRun}},
 	}
 	for _, c := range cases {
 		got := g.Check(c.cmd).Actions

@@ -38,7 +38,18 @@ type rebinds struct {
 // rebindingVars are variables whose assignment changes which program a
 // name runs, or makes a later shell run code first.
 func rebindingVar(name string) bool {
-	return name == "PATH" || name == "BASH_ENV" || name == "ENV" || strings.HasPrefix(name, "BASH_FUNC_")
+	return name == "PATH" || name == "BASH_ENV" || name == "ENV" || strings.HasPrefix(name, "BASH_FUNC_") ||
+		slices.Contains(programVars(), name) || strings.HasPrefix(name, "GIT_CONFIG_")
+}
+
+// programVars are variables that make a program the line names run another program it does
+// not name: `LESSOPEN='|./x %s' less f` runs ./x, `TAR_OPTIONS=-I./x tar cf a f` too. A line
+// that sets one is read as one whose every command is of unknown name.
+func programVars() []string {
+	return []string{"LESSOPEN", "LESSCLOSE", "TAR_OPTIONS", "PAGER", "MANPAGER", "GIT_PAGER", "EDITOR", "VISUAL",
+		"GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_EXTERNAL_DIFF", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS",
+		"SSH_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT",
+		"PYTHONSTARTUP", "PYTHONPATH", "PERL5OPT", "PERL5LIB", "NODE_OPTIONS", "RUBYOPT", "PROMPT_COMMAND", "BROWSER"}
 }
 
 // collectRebinds records the rebindings of f (see rebinds).
