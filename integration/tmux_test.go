@@ -84,17 +84,10 @@ func descendants(pid int) []int {
 // stops nothing; and no process of the sandbox holds the caller's terminal
 // (host side: the pane's tty), which is jail's alone.
 func TestInteractiveTerminal(t *testing.T) {
-	for _, prog := range []string{"bash", "vim", "less", "setpriv"} {
-		if _, err := exec.LookPath(prog); err != nil {
-			t.Skipf("requires %s: not installed (scripts/deps.sh)", prog)
-		}
-	}
+	needPrograms(t, "bash", "vim", "less", "setpriv")
 	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
-		home := "/root"
-		if u, err := user.LookupId(strconv.Itoa(r.uid)); err == nil {
-			home = u.HomeDir
-		}
+		home := r.paneHome()
 		mode := "off"
 		if r.cached {
 			mode = "trace"
@@ -104,10 +97,7 @@ func TestInteractiveTerminal(t *testing.T) {
 			t.Fatal("the warm-up run stored no plan")
 		}
 		env := fmt.Sprintf("env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=%s LANG=C.UTF-8 TERM=xterm JAIL_PLAN_CACHE=%s", home, mode)
-		as := ""
-		if r.uid != 0 {
-			as = fmt.Sprintf("setpriv --reuid=%d --regid=%d --clear-groups ", r.uid, r.gid)
-		}
+		as := r.paneAs()
 		p := newTmux(t, 100, 30, fmt.Sprintf("cd %s && %s%s %s %s; echo JAIL-EXIT-$?; sleep 600", ws, as, env, suite.bin, strings.Join(args, " ")))
 		p.expect(t, "bash-", 1)
 		if r.cached && !strings.Contains(p.screen(), "jail: plan cache: used") {
@@ -204,21 +194,11 @@ func TestInteractiveTerminal(t *testing.T) {
 // output processing), jail's own lines (here the network's refusals) still start at the left
 // edge of the screen, instead of each starting where the last one ended.
 func TestJailLinesStartAtLeftEdge(t *testing.T) {
-	for _, prog := range []string{"bash", "curl", "setpriv"} {
-		if _, err := exec.LookPath(prog); err != nil {
-			t.Skipf("requires %s: not installed (scripts/deps.sh)", prog)
-		}
-	}
+	needPrograms(t, "bash", "curl", "setpriv")
 	forEach(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
-		home := "/root"
-		if u, err := user.LookupId(strconv.Itoa(r.uid)); err == nil {
-			home = u.HomeDir
-		}
-		as := ""
-		if r.uid != 0 {
-			as = fmt.Sprintf("setpriv --reuid=%d --regid=%d --clear-groups ", r.uid, r.gid)
-		}
+		home := r.paneHome()
+		as := r.paneAs()
 		p := newTmux(t, 120, 30, fmt.Sprintf("cd %s && %senv -i PATH=/usr/local/bin:/usr/bin:/bin HOME=%s TERM=xterm %s run --allow allowed.invalid -- bash --norc --noprofile -i; sleep 600",
 			ws, as, home, suite.bin))
 		p.expect(t, "bash-", 1)
@@ -246,25 +226,15 @@ func TestJailLinesStartAtLeftEdge(t *testing.T) {
 // them; jail gave it the terminal write-only, so the keys reach the person's shell, and the
 // command's output still reaches the screen. Both launch paths.
 func TestNonInteractiveCannotReadTerminal(t *testing.T) {
-	for _, prog := range []string{"bash", "setpriv", "timeout"} {
-		if _, err := exec.LookPath(prog); err != nil {
-			t.Skipf("requires %s: not installed (scripts/deps.sh)", prog)
-		}
-	}
+	needPrograms(t, "bash", "setpriv", "timeout")
 	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
-		home := "/root"
-		if u, err := user.LookupId(strconv.Itoa(r.uid)); err == nil {
-			home = u.HomeDir
-		}
+		home := r.paneHome()
 		args := []string{"run", "--", "sh", "-c", "'timeout 4 dd bs=1 count=6 <&2 2>/dev/null; timeout 4 dd bs=1 count=6 <&1 2>/dev/null; echo READER-DONE'"}
 		if r.cached && !r.warm(t, call{dir: ws, args: []string{"run", "--", "sh", "-c", "timeout 4 dd bs=1 count=6 <&2 2>/dev/null; timeout 4 dd bs=1 count=6 <&1 2>/dev/null; echo READER-DONE"}}) {
 			t.Fatal("the warm-up run stored no plan")
 		}
-		as := ""
-		if r.uid != 0 {
-			as = fmt.Sprintf("setpriv --reuid=%d --regid=%d --clear-groups ", r.uid, r.gid)
-		}
+		as := r.paneAs()
 		p := newTmux(t, 120, 30, "bash --norc --noprofile")
 		// The pane's terminal is the user's own, as a real user's is.
 		tty := strings.TrimSpace(p.value(t, "#{pane_tty}"))
@@ -281,4 +251,30 @@ func TestNonInteractiveCannotReadTerminal(t *testing.T) {
 			t.Fatalf("the person's keys did not all reach their shell (the sandbox read them):\n%s", p.screen())
 		}
 	})
+}
+
+// needPrograms skips the test, naming the program, when one it drives is not installed.
+func needPrograms(t *testing.T, progs ...string) {
+	t.Helper()
+	for _, prog := range progs {
+		if _, err := exec.LookPath(prog); err != nil {
+			t.Skipf("requires %s: not installed (scripts/deps.sh)", prog)
+		}
+	}
+}
+
+// paneHome is r's home directory, for the environment of a command typed into a pane.
+func (r runner) paneHome() string {
+	if u, err := user.LookupId(strconv.Itoa(r.uid)); err == nil {
+		return u.HomeDir
+	}
+	return "/root"
+}
+
+// paneAs is the prefix that runs a command typed into a pane as r.
+func (r runner) paneAs() string {
+	if r.uid == 0 {
+		return ""
+	}
+	return fmt.Sprintf("setpriv --reuid=%d --regid=%d --clear-groups ", r.uid, r.gid)
 }
