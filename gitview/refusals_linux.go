@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/jail-sandbox/jail/gitcmd"
 )
 
 // CloneHere refuses a command that is `git clone URL .` (or names the
@@ -44,22 +46,17 @@ func (r *Run) freshRoot() bool {
 }
 
 // cloneDest finds the destination of a git command line (argv after
-// "git") that is a clone with one: git's global options, then "clone",
-// its options (those that take a value skip it), the repository and the
-// directory.
-func cloneDest(args []string) (string, bool) {
-	i := 0
-	for ; i < len(args) && strings.HasPrefix(args[i], "-"); i++ {
-		switch args[i] {
-		case "-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env":
-			i++
-		}
-	}
-	if i >= len(args) || args[i] != "clone" {
+// "git") that is a clone with one: git's global options and an alias the
+// line defines (gitcmd), then "clone", its options (those that take a
+// value skip it), the repository and the directory.
+func cloneDest(argv []string) (string, bool) {
+	l := gitcmd.Parse(argv)
+	if l.Sub != "clone" {
 		return "", false
 	}
+	args := l.Args
 	var pos []string
-	for i++; i < len(args); i++ {
+	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
 		case a == "--":

@@ -265,6 +265,8 @@ func TestCloneDest(t *testing.T) {
 		{[]string{"clone", "URL"}, "", false},
 		{[]string{"status"}, "", false},
 		{[]string{"-c", "clone", "status", "x", "y"}, "", false},
+		{[]string{"-c", "alias.c=clone -q", "c", "URL", "."}, ".", true},
+		{[]string{"--git-dir=/g", "--exec-path", "clone", "URL", "."}, ".", true},
 	} {
 		dest, ok := cloneDest(c.args)
 		if dest != c.dest || ok != c.ok {

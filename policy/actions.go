@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/jail-sandbox/jail/gitcmd"
 )
 
 // Action is what a tool call does, as "category:action" (code:write, vcs:push). Operators write
@@ -232,7 +234,7 @@ func (s *scan) classify(args []arg) {
 	case isShell(name) && has("-c") || name == "eval":
 		// The script was re-parsed by the guard and classified command by command.
 	case name == "git":
-		s.act(gitAction(args))
+		s.act(gitActions(args)...)
 	case name == "go":
 		switch sub {
 		case "test":
@@ -353,26 +355,35 @@ func readers() []string {
 		"dirname", "md5sum", "sha256sum", "sha1sum", "jq", "yq", "xxd", "od", "hexdump", "strings", "nl", "column", "fd", "locate", "bat", "comm", "join", "paste", "fold", "tac", "rev"}
 }
 
-// gitAction reads git's subcommand after its global options.
-func gitAction(args []arg) Action {
-	i := 1
-	for i < len(args) && strings.HasPrefix(args[i].v, "-") {
-		switch args[i].v {
-		case "-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env":
-			i++
-		}
-		i++
+// gitActions classifies a git command by its sub-command (gitcmd reads
+// the global options and the line's aliases). A line that makes git run
+// a program it does not name (--exec-path=DIR, an alias that is a shell
+// command or comes from the environment) also runs a process.
+func gitActions(args []arg) []Action {
+	l := gitLine(args)
+	var acts []Action
+	if l.ExecPath != "" || l.Shell != "" || l.Dynamic {
+		acts = append(acts, ActProcRun)
 	}
-	if i >= len(args) {
+	if l.Shell != "" || l.Dynamic {
+		// The shell command's own commands are classified by the walk.
+		return acts
+	}
+	return append(acts, gitAction(l))
+}
+
+// gitAction is the action of git's sub-command.
+func gitAction(l gitcmd.Line) Action {
+	if l.Sub == "" {
 		return ActVCSRead
 	}
 	next := ""
-	if i+1 < len(args) {
-		next = args[i+1].v
+	if len(l.Args) > 0 {
+		next = l.Args[0]
 	}
-	switch args[i].v {
+	switch l.Sub {
 	case "status", "log", "diff", "show", "blame", "shortlog", "describe", "rev-parse", "rev-list", "ls-files", "ls-tree", "grep", "cat-file", "reflog", "whatchanged", "help", "version", "show-ref", "for-each-ref", "name-rev", "count-objects", "fsck", "ls-remote":
-		if args[i].v == "ls-remote" {
+		if l.Sub == "ls-remote" {
 			return ActVCSFetch
 		}
 		return ActVCSRead
@@ -381,7 +392,7 @@ func gitAction(args []arg) Action {
 	case "push":
 		return ActVCSPush
 	case "branch", "checkout", "switch", "worktree":
-		if args[i].v == "branch" && (next == "" || next == "-a" || next == "-r" || next == "--list" || next == "-v" || next == "-vv" || next == "--show-current") {
+		if l.Sub == "branch" && (next == "" || next == "-a" || next == "-r" || next == "--list" || next == "-v" || next == "-vv" || next == "--show-current") {
 			return ActVCSRead
 		}
 		return ActVCSBranch

@@ -17,6 +17,12 @@ func TestClassifyCommands(t *testing.T) {
 		want []Action
 	}{
 		{"git push origin main", []Action{ActVCSPush}},
+		{"git -c alias.p=push p", []Action{ActVCSPush}},
+		{"git -c alias.st=status st", []Action{ActVCSRead}},
+		{"git --git-dir /g --work-tree /w -c core.quotepath=off log", []Action{ActVCSRead}},
+		{"git --exec-path=./bin status", []Action{ActProcRun, ActVCSRead}},
+		{"git -c 'alias.x=!go test ./...' x", []Action{ActProcRun, ActTestRun}},
+		{"git --config-env alias.x=CMD x", []Action{ActProcRun}},
 		{"git push --force", []Action{ActVCSPush}},
 		{"git -C sub commit -m 'x'", []Action{ActVCSCommit}},
 		{"git commit -am wip", []Action{ActVCSCommit}},

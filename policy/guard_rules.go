@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jail-sandbox/jail/gitcmd"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -126,7 +127,7 @@ func (s *scan) command(args []arg, depth int) {
 	case name == "chmod":
 		s.chmod(args, text)
 	case name == "git":
-		s.git(args, text)
+		s.git(args, text, depth)
 	case name == "eval" || name == "source" || name == ".":
 		if name == "eval" {
 			s.reparse(args[1:], depth)
@@ -385,26 +386,53 @@ func (s *scan) chmod(args []arg, text string) {
 	}
 }
 
-func (s *scan) git(args []arg, text string) {
-	i := 1
-	for i < len(args) && strings.HasPrefix(args[i].v, "-") {
-		switch args[i].v {
-		case "-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env":
-			i++
-		}
-		i++
+// git checks what a git command runs: a force push, an alias of the
+// line's that is a shell command (checked as one) or comes from the
+// environment.
+func (s *scan) git(args []arg, text string, depth int) {
+	l := gitLine(args)
+	switch {
+	case l.Shell != "":
+		s.hit(GuardInline, text, "the git alias "+l.Alias+" runs a shell command")
+		s.shellAlias(l, depth)
+	case l.Dynamic:
+		s.hit(GuardDynamic, text, "the git alias "+l.Alias+" is read from the environment at run time")
 	}
-	if i >= len(args) || args[i].v != "push" {
+	if l.Sub != "push" {
 		return
 	}
-	for _, a := range args[i+1:] {
-		if a.v == "-f" || a.v == "--force" || strings.HasPrefix(a.v, "--force-with-lease") || a.v == "--force-if-includes" || a.v == "--mirror" ||
-			(strings.HasPrefix(a.v, "-") && !strings.HasPrefix(a.v, "--") && strings.Contains(a.v, "f")) ||
-			(strings.HasPrefix(a.v, "+") && len(a.v) > 1) {
+	for _, a := range l.Args {
+		if a == "-f" || a == "--force" || strings.HasPrefix(a, "--force-with-lease") || a == "--force-if-includes" || a == "--mirror" ||
+			(strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "f")) ||
+			(strings.HasPrefix(a, "+") && len(a) > 1) {
 			s.hit(GuardForcePush, text, "force-pushes, which can destroy others' commits")
 			return
 		}
 	}
+}
+
+// gitLine reads a git command (args[0] is git) as git does (gitcmd).
+func gitLine(args []arg) gitcmd.Line {
+	words := make([]string, 0, len(args)-1)
+	for _, a := range args[1:] {
+		words = append(words, a.v)
+	}
+	return gitcmd.Parse(words)
+}
+
+// shellAlias checks the shell command of a git alias (`-c alias.x='!...'`)
+// as a command line: git runs it with sh, the line's arguments after it.
+func (s *scan) shellAlias(l gitcmd.Line, depth int) {
+	text := l.Shell
+	for _, a := range l.Args {
+		q, err := syntax.Quote(a, syntax.LangBash)
+		if err != nil {
+			s.hit(GuardDynamic, l.Shell, "an argument of the git alias "+l.Alias+" cannot be quoted to check it")
+			return
+		}
+		text += " " + q
+	}
+	s.script(text, depth+1)
 }
 
 func (s *scan) interpreter(name string, args []arg, text string, depth int) {
