@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jail-sandbox/jail/gitcmd"
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // Action is what a tool call does, as "category:action" (code:write, vcs:push). Operators write
@@ -170,7 +171,14 @@ func ToolActions(t ToolInfo) []Action {
 	return acts
 }
 
-func (s *scan) act(as ...Action) {
+// classifier is the action classifier's visitor of the guard's walk
+// (guard_walk.go): the actions of every command of a line, in the order
+// first met.
+type classifier struct {
+	actions []Action
+}
+
+func (s *classifier) act(as ...Action) {
 	for _, a := range as {
 		if !slices.Contains(s.actions, a) {
 			s.actions = append(s.actions, a)
@@ -178,13 +186,43 @@ func (s *scan) act(as ...Action) {
 	}
 }
 
-// classify adds the actions of one simple command (wrappers already stripped). It errs towards
-// the more consequential reading: a command it does not know is process:run, a database client
-// whose SQL it cannot see is db:mutate.
-func (s *scan) classify(args []arg) {
-	if len(args) == 0 {
-		return
+// result is the line's actions; a line with nothing classifiable runs a
+// process.
+func (s *classifier) result() []Action {
+	if len(s.actions) == 0 {
+		s.act(ActProcRun)
 	}
+	return s.actions
+}
+
+// redirect: output to a file (not a device, not a descriptor) writes it.
+func (s *classifier) redirect(op syntax.RedirOperator, target string) {
+	switch op {
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob, syntax.RdrInOut:
+		if !strings.HasPrefix(path.Clean(target), "/dev/") {
+			s.act(ActCodeWrite)
+		}
+	}
+}
+
+func (s *classifier) pipeline([][]arg) {}
+
+func (s *classifier) unreadable(unreadableKind, string, string) {}
+
+// wrapper: running a command as another user is system administration.
+func (s *classifier) wrapper(args []arg) {
+	switch path.Base(args[0].v) {
+	case "sudo", "doas", "su":
+		s.act(ActSysAdmin)
+	}
+}
+
+// command adds the actions of one simple command (wrappers already
+// stripped). It errs towards the more consequential reading: a command it
+// does not know is process:run, a database client whose SQL it cannot see
+// is db:mutate.
+func (s *classifier) command(c *call) {
+	args := c.args
 	if args[0].dyn {
 		s.act(ActProcRun)
 		return
@@ -222,19 +260,17 @@ func (s *scan) classify(args []arg) {
 		}
 	case slices.Contains([]string{"rm", "rmdir", "unlink", "shred"}, name):
 		s.act(ActCodeDelete)
-	case scriptName(name) == "sed":
-		s.act(sedInfo(args).actions()...)
-	case scriptName(name) == "awk":
-		s.act(awkInfo(args).actions()...)
+	case c.script != nil:
+		s.act(c.script.actions()...)
 	case name == "tar" && tarRunsPrograms(args[1:]):
 		// -I PROG, --to-command=PROG, --checkpoint-action=exec=...: tar runs what they name.
 		s.act(ActCodeWrite, ActProcRun)
 	case slices.Contains([]string{"cp", "mv", "mkdir", "touch", "ln", "install", "tee", "truncate", "chmod", "chown", "patch", "tar", "unzip", "gzip", "gunzip"}, name):
 		s.act(ActCodeWrite)
 	case isShell(name) && has("-c") || name == "eval":
-		// The script was re-parsed by the guard and classified command by command.
+		// The walk walks the script, and its commands are classified one by one.
 	case name == "git":
-		s.act(gitActions(args)...)
+		s.act(gitActions(*c.git)...)
 	case name == "go":
 		switch sub {
 		case "test":
@@ -316,7 +352,7 @@ func (s *scan) classify(args []arg) {
 			s.act(ActCodeWrite)
 		}
 	case slices.Contains([]string{"psql", "mysql", "mariadb", "sqlite3", "sqlcmd", "clickhouse-client", "duckdb", "cockroach", "mongosh", "redis-cli"}, name):
-		sql := s.pending
+		sql := c.heredoc
 		for _, a := range args[1:] {
 			sql += " " + a.v
 		}
@@ -359,8 +395,7 @@ func readers() []string {
 // the global options and the line's aliases). A line that makes git run
 // a program it does not name (--exec-path=DIR, an alias that is a shell
 // command or comes from the environment) also runs a process.
-func gitActions(args []arg) []Action {
-	l := gitLine(args)
+func gitActions(l gitcmd.Line) []Action {
 	var acts []Action
 	if l.ExecPath != "" || l.Shell != "" || l.Dynamic {
 		acts = append(acts, ActProcRun)
@@ -437,7 +472,7 @@ func jsAction(tool, sub, sub2 string) Action {
 }
 
 // interpreterAction classifies python -m MODULE and friends by the module they run.
-func (s *scan) interpreterAction(args []arg) {
+func (s *classifier) interpreterAction(args []arg) {
 	for i, a := range args[1:] {
 		if a.v != "-m" || i+2 >= len(args) {
 			continue

@@ -133,8 +133,8 @@ const maxDepth = 8
 
 // Check returns the verdict on one command line.
 func (g *Guard) Check(command string) GuardResult {
-	s := &scan{g: g, vars: map[string]string{}}
-	s.script(command, 0)
+	s, acts := &rules{g: g}, &classifier{}
+	newWalk(g.home, s, acts).script(command, 0)
 	for _, re := range g.hard {
 		if re.MatchString(command) {
 			s.hit("hard:"+re.String(), command, "matches the policy's hard pattern")
@@ -145,10 +145,7 @@ func (g *Guard) Check(command string) GuardResult {
 			s.hit("soft:"+re.String(), command, "matches the policy's soft pattern")
 		}
 	}
-	if len(s.actions) == 0 {
-		s.act(ActProcRun)
-	}
-	r := GuardResult{Hits: s.hits, Actions: s.actions}
+	r := GuardResult{Hits: s.hits, Actions: acts.result()}
 	for _, h := range s.hits {
 		r.Level = max(r.Level, h.Level)
 	}

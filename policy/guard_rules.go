@@ -15,50 +15,62 @@ import (
 // The guard's rules: what one command the walk found (guard_walk.go) is,
 // by program and arguments: destructive removals, secrets read, services,
 // permissions, git's history rewrites, downloads run as code, destructive
-// SQL. Each hit names its rule (GuardIDs) and why.
+// SQL. Each hit names its rule (GuardIDs) and why. rules is the guard's
+// visitor of the walk.
 
-// command checks one simple command.
-func (s *scan) command(args []arg, depth int) {
-	args = s.stripWrappers(args, depth)
-	if len(args) == 0 {
+type rules struct {
+	g    *Guard
+	hits []GuardHit
+}
+
+func (s *rules) hit(id, cmd, reason string) {
+	if slices.Contains(s.g.disabled, id) {
 		return
 	}
-	why := "command name is not known until run time"
-	text := joinArgs(args)
-	if !args[0].dyn {
-		switch name := path.Base(args[0].v); name {
-		case "alias", "hash", "enable", "source", ".":
-			s.act(ActProcRun) // a rebinding runs, or makes run, code of its own
-		case "trap":
-			// The action is shell code run later; check it as such.
-			if rest := skipOptions(args[1:], ""); len(rest) > 0 && rest[0].v != "-" {
-				s.reparse(rest[:1], depth)
-			}
-		}
-		if r, ok := s.rebound(path.Base(args[0].v)); ok {
-			// A rebound name runs whatever it was bound to: unknown,
-			// and a literal alias is checked as expanded.
-			s.expandAlias(path.Base(args[0].v), args, depth)
-			args = slices.Clone(args)
-			args[0].dyn = true
-			why = "command name may be rebound: " + r
+	for _, h := range s.hits {
+		if h.ID == id && h.Command == cmd {
+			return
 		}
 	}
-	s.classify(args)
+	s.hits = append(s.hits, GuardHit{ID: id, Level: guardLevelOf(id), Reason: reason, Command: cmd})
+}
+
+func (s *rules) unreadable(kind unreadableKind, text, why string) {
+	id := GuardDynamic
+	if kind == notParsed {
+		id = GuardUnparseable
+	}
+	s.hit(id, text, why)
+}
+
+func (s *rules) wrapper(args []arg) {
+	if path.Base(args[0].v) != "su" {
+		return
+	}
+	for i := 1; i+1 < len(args); i++ {
+		if args[i].v == "-c" || args[i].v == "--command" {
+			s.hit(GuardInline, joinArgs(args), "su -c runs an inline shell script")
+		}
+	}
+}
+
+// command checks one simple command.
+func (s *rules) command(c *call) {
+	args, text := c.args, c.text
 	if args[0].dyn {
 		// An unknown command name might be anything; if reading it as rm would be a hard block,
 		// it is one.
-		probe := &scan{g: s.g, vars: s.vars}
+		probe := &rules{g: s.g}
 		probe.rm(append([]arg{{v: "rm"}}, args[1:]...), text)
 		for _, h := range probe.hits {
 			if h.Level == GuardHard {
 				s.hit(h.ID, text, h.Reason+" (through a command name not known until run time)")
 			}
 		}
-		s.hit(GuardDynamic, text, why)
+		s.hit(GuardDynamic, text, c.why)
 		return
 	}
-	name := path.Base(args[0].v)
+	name := c.name()
 	var sources []arg
 	if slices.Contains(treeReaders(), name) {
 		sources = treeSources(name, args)
@@ -78,26 +90,14 @@ func (s *scan) command(args []arg, depth int) {
 			break
 		}
 	}
-	switch scriptName(name) {
-	case "sed", "awk":
-		si := sedInfo(args)
-		if scriptName(name) == "awk" {
-			si = awkInfo(args)
-		}
-		if si.execs || si.unknown && !si.inPlace {
-			s.hit(GuardInline, text, name+" runs commands, or a script the guard cannot fully read")
-		}
-		// The commands the script runs are checked as command lines of their own, so rm -rf ~
-		// inside sed's e or awk's system() meets the same hard guards.
-		for _, c := range si.cmds {
-			s.script(c, depth+1)
-		}
+	if si := c.script; si != nil && (si.execs || si.unknown && !si.inPlace) {
+		s.hit(GuardInline, text, name+" runs commands, or a script the guard cannot fully read")
 	}
 	switch {
 	case name == "rm":
 		s.rm(args, text)
 	case name == "find":
-		s.find(args, text, depth)
+		s.find(args, text)
 	case name == "dd":
 		for _, a := range args[1:] {
 			if t, ok := strings.CutPrefix(a.v, "of="); ok && isBlockDevice(t) {
@@ -127,16 +127,13 @@ func (s *scan) command(args []arg, depth int) {
 	case name == "chmod":
 		s.chmod(args, text)
 	case name == "git":
-		s.git(args, text, depth)
+		s.git(*c.git, text)
 	case name == "eval" || name == "source" || name == ".":
-		if name == "eval" {
-			s.reparse(args[1:], depth)
-		}
-		s.substitutedDownload(args, text)
+		s.substitutedDownload(c, text)
 	case isInterpreter(name):
-		s.interpreter(name, args, text, depth)
+		s.interpreter(name, c, text)
 	case slices.Contains([]string{"psql", "mysql", "mariadb", "sqlite3", "sqlcmd", "clickhouse-client", "duckdb", "cockroach"}, name):
-		sql := s.pending
+		sql := c.heredoc
 		for _, a := range args[1:] {
 			sql += " " + a.v
 		}
@@ -171,7 +168,44 @@ func (s *scan) command(args []arg, depth int) {
 	}
 }
 
-func (s *scan) rm(args []arg, text string) {
+// pipeline checks what flows between the commands of a pipeline: a
+// download into an interpreter, or destructive SQL into a database client.
+func (s *rules) pipeline(stages [][]arg) {
+	downloaded, sqlText := false, ""
+	for _, args := range stages {
+		name := path.Base(args[0].v)
+		switch {
+		case args[0].dyn:
+		case isDownloader(name):
+			downloaded = true
+		case isInterpreter(name) && downloaded:
+			s.hit(GuardPipeToShell, joinArgs(args), "pipes a download into "+name)
+		case slices.Contains([]string{"psql", "mysql", "mariadb", "sqlite3", "sqlcmd", "clickhouse-client", "duckdb"}, name) && destructiveSQL(sqlText):
+			s.hit(GuardSQL, joinArgs(args), "pipes destructive SQL into "+name)
+		default:
+			sqlText += " " + joinArgs(args)
+		}
+	}
+}
+
+// redirect checks where a statement's output goes and what it reads.
+func (s *rules) redirect(op syntax.RedirOperator, target string) {
+	switch op {
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob, syntax.RdrInOut, syntax.DplOut:
+		if isBlockDevice(target) {
+			s.hit(GuardBlockDevice, "> "+target, "redirects output to block device "+target)
+		}
+		if s.isCredential(target) {
+			s.hit(GuardCredWrite, "> "+target, "writes to credential file "+target)
+		}
+	case syntax.RdrIn:
+		if s.isSecret(target) {
+			s.hit(GuardReadSecrets, "< "+target, "reads "+target+", a secret jail never lets a tool read")
+		}
+	}
+}
+
+func (s *rules) rm(args []arg, text string) {
 	recursive, endOpts := false, false
 	var targets []arg
 	for _, a := range args[1:] {
@@ -207,34 +241,14 @@ func shown(a arg) string {
 	return a.v
 }
 
-func (s *scan) find(args []arg, text string, depth int) {
+func (s *rules) find(args []arg, text string) {
 	var starts []arg
-	i := 1
-	for ; i < len(args) && !strings.HasPrefix(args[i].v, "-") && args[i].v != "(" && args[i].v != "!"; i++ {
+	for i := 1; i < len(args) && !strings.HasPrefix(args[i].v, "-") && args[i].v != "(" && args[i].v != "!"; i++ {
 		starts = append(starts, args[i])
 	}
-	deletes := false
-	for ; i < len(args); i++ {
-		switch args[i].v {
-		case "-delete":
-			deletes = true
-		case "-exec", "-execdir", "-ok", "-okdir":
-			j := i + 1
-			for j < len(args) && args[j].v != ";" && args[j].v != "+" {
-				j++
-			}
-			sub := slices.Clone(args[i+1 : j])
-			for k := range sub {
-				if sub[k].v == "{}" {
-					sub[k] = arg{v: "/found", dyn: true}
-				}
-			}
-			if len(sub) > 0 && path.Base(sub[0].v) == "rm" {
-				deletes = true
-			}
-			s.command(sub, depth)
-			i = j
-		}
+	subs, deletes := findExecs(args[len(starts):])
+	for _, sub := range subs {
+		deletes = deletes || len(sub) > 0 && path.Base(sub[0].v) == "rm"
 	}
 	if !deletes {
 		return
@@ -249,7 +263,7 @@ func (s *scan) find(args []arg, text string, depth int) {
 }
 
 // criticalRoot reports whether deleting t recursively would destroy the system or a home.
-func (s *scan) criticalRoot(t arg) bool {
+func (s *rules) criticalRoot(t arg) bool {
 	p := s.normPath(t.v)
 	if p == "" {
 		return false
@@ -268,7 +282,7 @@ func (s *scan) criticalRoot(t arg) bool {
 }
 
 // normPath expands ~ and cleans; relative paths stay relative.
-func (s *scan) normPath(p string) string {
+func (s *rules) normPath(p string) string {
 	if p == "" {
 		return ""
 	}
@@ -282,7 +296,7 @@ func (s *scan) normPath(p string) string {
 }
 
 // isSecret reports paths no tool may read: shadow files and SSH private keys.
-func (s *scan) isSecret(raw string) bool {
+func (s *rules) isSecret(raw string) bool {
 	p := s.normPath(raw)
 	if !strings.Contains(p, "/") && !strings.HasPrefix(raw, "~") {
 		return false
@@ -313,7 +327,7 @@ func (s *scan) isSecret(raw string) bool {
 }
 
 // isCredential reports files whose contents log someone in somewhere.
-func (s *scan) isCredential(raw string) bool {
+func (s *rules) isCredential(raw string) bool {
 	p := s.normPath(raw)
 	base := path.Base(p)
 	if slices.Contains([]string{".netrc", ".npmrc", ".pypirc", ".git-credentials", ".pgpass", ".my.cnf", ".env", "authorized_keys"}, base) ||
@@ -350,7 +364,7 @@ func isBlockDevice(p string) bool {
 	return true
 }
 
-func (s *scan) services(name string, args []arg, text string) {
+func (s *rules) services(name string, args []arg, text string) {
 	for _, a := range args[1:] {
 		switch a.v {
 		case "poweroff", "reboot", "halt", "kexec", "emergency", "rescue":
@@ -365,7 +379,7 @@ func (s *scan) services(name string, args []arg, text string) {
 	}
 }
 
-func (s *scan) chmod(args []arg, text string) {
+func (s *rules) chmod(args []arg, text string) {
 	for _, a := range args[1:] {
 		m := a.v
 		if n, err := strconv.ParseUint(m, 8, 32); err == nil && len(m) >= 3 {
@@ -387,14 +401,12 @@ func (s *scan) chmod(args []arg, text string) {
 }
 
 // git checks what a git command runs: a force push, an alias of the
-// line's that is a shell command (checked as one) or comes from the
+// line's that is a shell command (walked as one) or comes from the
 // environment.
-func (s *scan) git(args []arg, text string, depth int) {
-	l := gitLine(args)
+func (s *rules) git(l gitcmd.Line, text string) {
 	switch {
 	case l.Shell != "":
 		s.hit(GuardInline, text, "the git alias "+l.Alias+" runs a shell command")
-		s.shellAlias(l, depth)
 	case l.Dynamic:
 		s.hit(GuardDynamic, text, "the git alias "+l.Alias+" is read from the environment at run time")
 	}
@@ -411,60 +423,27 @@ func (s *scan) git(args []arg, text string, depth int) {
 	}
 }
 
-// gitLine reads a git command (args[0] is git) as git does (gitcmd).
-func gitLine(args []arg) gitcmd.Line {
-	words := make([]string, 0, len(args)-1)
-	for _, a := range args[1:] {
-		words = append(words, a.v)
-	}
-	return gitcmd.Parse(words)
-}
-
-// shellAlias checks the shell command of a git alias (`-c alias.x='!...'`)
-// as a command line: git runs it with sh, the line's arguments after it.
-func (s *scan) shellAlias(l gitcmd.Line, depth int) {
-	text := l.Shell
-	for _, a := range l.Args {
-		q, err := syntax.Quote(a, syntax.LangBash)
-		if err != nil {
-			s.hit(GuardDynamic, l.Shell, "an argument of the git alias "+l.Alias+" cannot be quoted to check it")
-			return
+func (s *rules) interpreter(name string, c *call, text string) {
+	for _, a := range c.args[1:] {
+		if inlineFlag(name, a.v) {
+			// A shell's script is walked as a command line of its own.
+			s.hit(GuardInline, text, name+" "+a.v+" runs inline code the guard cannot fully read")
+			break
 		}
-		text += " " + q
 	}
-	s.script(text, depth+1)
-}
-
-func (s *scan) interpreter(name string, args []arg, text string, depth int) {
-	for i, a := range args[1:] {
-		if !inlineFlag(name, a.v) {
-			continue
-		}
-		s.hit(GuardInline, text, name+" "+a.v+" runs inline code the guard cannot fully read")
-		if isShell(name) {
-			// The script is the first non-option word after the flag.
-			for _, b := range args[i+2:] {
-				if !strings.HasPrefix(b.v, "-") {
-					s.reparse([]arg{b}, depth)
-					break
-				}
-			}
-		}
-		break
-	}
-	s.substitutedDownload(args, text)
+	s.substitutedDownload(c, text)
 }
 
 // substitutedDownload catches `bash <(curl ...)` and `sh -c "$(wget -O- ...)"`.
-func (s *scan) substitutedDownload(args []arg, text string) {
-	for _, a := range args[1:] {
+func (s *rules) substitutedDownload(c *call, text string) {
+	for _, a := range c.args[1:] {
 		if a.word == nil {
 			continue
 		}
 		found := false
 		syntax.Walk(a.word, func(n syntax.Node) bool {
-			if c, ok := n.(*syntax.CallExpr); ok && len(c.Args) > 0 {
-				if v, _ := s.word(c.Args[0]); isDownloader(path.Base(v)) {
+			if n, ok := n.(*syntax.CallExpr); ok && len(n.Args) > 0 {
+				if v, _ := c.w.word(n.Args[0]); isDownloader(path.Base(v)) {
 					found = true
 				}
 			}

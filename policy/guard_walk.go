@@ -7,80 +7,269 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jail-sandbox/jail/gitcmd"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// The guard's walk of a shell command (Guard.Check): the syntax tree of
-// mvdan.cc/sh, every word resolved as far as it can be without running
-// anything, wrappers (env, sudo, nice, xargs, sh -c) stripped and their
-// scripts parsed again, pipelines and redirections seen; each command it
-// finds goes to the rules (guard_rules.go).
+// The walk of a shell command: the syntax tree of mvdan.cc/sh, every word
+// resolved as far as it can be without running anything, wrappers (env,
+// sudo, nice, xargs, su -c) stripped, and every text the line hands to a
+// shell (sh -c, eval, trap, find -exec, sed's e, a git alias, an alias of
+// the line's) parsed and walked again. What it finds goes to its
+// visitors: the guard's rules (guard_rules.go: what a command risks) and
+// the action classifier (actions.go: what a command does). One walk for
+// both, so the guard and the approval rules cannot read a line two ways.
 
-type scan struct {
-	g       *Guard
-	hits    []GuardHit
+// visitor is a user of the walk. Each is told, in the order the shell
+// would meet them, every redirection, pipeline, wrapper and simple
+// command of the line, nested ones included.
+type visitor interface {
+	// redirect is one redirection of a statement (quotes removed from
+	// its target), before the statement's command.
+	redirect(op syntax.RedirOperator, target string)
+	// pipeline is the stages of a pipeline that are simple commands,
+	// wrappers stripped, before the commands of the stages are visited.
+	pipeline(stages [][]arg)
+	// wrapper is a command that only runs another (sudo, su, env, nice,
+	// ...), as the walk strips it: args[0] is the wrapper.
+	wrapper(args []arg)
+	// command is one simple command as it runs (see call).
+	command(c *call)
+	// unreadable is text the walk cannot vouch for.
+	unreadable(kind unreadableKind, text, why string)
+}
+
+// unreadableKind says why the walk cannot read a text.
+type unreadableKind int
+
+const (
+	notParsed unreadableKind = iota // it does not parse as shell, or nests too deeply
+	notKnown                        // it is known only at run time
+)
+
+// call is one simple command as the walk found it.
+type call struct {
+	// args are its words, wrappers stripped. args[0].dyn says its name is
+	// not known until run time, or may be rebound by the line (why).
+	args []arg
+	// text is the command as a hit shows it.
+	text string
+	// why is the reason args[0] is unknown.
+	why string
+	// heredoc is the here-document text the command reads.
+	heredoc string
+	// script is what a sed or awk program does; nil for other commands.
+	script *scriptInfo
+	// git is how git reads a git command line; nil for other commands.
+	git *gitcmd.Line
+	// w resolves the words inside args' substitutions.
+	w *walk
+}
+
+// name is the command's base name, "" when it is not known.
+func (c *call) name() string {
+	if c.args[0].dyn {
+		return ""
+	}
+	return path.Base(c.args[0].v)
+}
+
+// walk is the state of one walk of a command line.
+type walk struct {
+	home    string // lets "~" and $HOME be read
 	vars    map[string]string
 	pending string // here-document text for the next simple command
-	actions []Action
-	rb      rebinds // names the command may rebind (rebind.go)
+	rb      rebinds
+	vs      []visitor
 }
 
-func (s *scan) hit(id, cmd, reason string) {
-	if slices.Contains(s.g.disabled, id) {
-		return
-	}
-	for _, h := range s.hits {
-		if h.ID == id && h.Command == cmd {
-			return
-		}
-	}
-	s.hits = append(s.hits, GuardHit{ID: id, Level: guardLevelOf(id), Reason: reason, Command: cmd})
+func newWalk(home string, vs ...visitor) *walk {
+	return &walk{home: home, vars: map[string]string{}, vs: vs}
 }
 
-func (s *scan) script(src string, depth int) {
+// quiet is a walk that tells no one: a look ahead at what a command is.
+func (w *walk) quiet() *walk { return &walk{home: w.home, vars: w.vars} }
+
+func (w *walk) unreadable(kind unreadableKind, text, why string) {
+	for _, v := range w.vs {
+		v.unreadable(kind, text, why)
+	}
+}
+
+// script walks one command line; depth counts the re-parses that led here.
+func (w *walk) script(src string, depth int) {
 	if depth > maxDepth {
-		s.hit(GuardUnparseable, src, "command nests eval or sh -c too deeply to check")
+		w.unreadable(notParsed, src, "command nests eval or sh -c too deeply to check")
 		return
 	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
 	if err != nil {
-		s.hit(GuardUnparseable, src, "command does not parse as shell: "+err.Error())
+		w.unreadable(notParsed, src, "command does not parse as shell: "+err.Error())
 		return
 	}
-	s.collectRebinds(f)
+	w.collectRebinds(f)
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.Stmt:
-			s.redirects(n)
+			w.redirects(n)
 		case *syntax.BinaryCmd:
 			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
-				s.pipeline(n, depth)
+				w.pipeline(n, depth)
 			}
 		case *syntax.CallExpr:
 			if len(n.Args) == 0 {
-				s.assign(n.Assigns)
+				w.assign(n.Assigns)
 				return true
 			}
-			s.command(s.argv(n.Args), depth)
-			s.pending = ""
+			w.command(w.argv(n.Args), depth)
+			w.pending = ""
 		case *syntax.DeclClause:
-			s.assign(n.Args)
+			w.assign(n.Args)
 		}
 		return true
 	})
 }
 
+// command walks one simple command: its wrappers are stripped, what it
+// runs before it (a trap's action, a literal alias) is walked, the
+// visitors are told, then what it runs inside (sh -c, eval, find -exec,
+// sed's e, a git alias) is walked.
+func (w *walk) command(args []arg, depth int) {
+	args = w.stripWrappers(args, depth)
+	if len(args) == 0 {
+		return
+	}
+	c := &call{args: args, text: joinArgs(args), why: "command name is not known until run time", heredoc: w.pending, w: w}
+	if !args[0].dyn {
+		name := path.Base(args[0].v)
+		if name == "trap" {
+			// The action is shell code run later; walk it as such.
+			if rest := skipOptions(args[1:], ""); len(rest) > 0 && rest[0].v != "-" {
+				w.reparse(rest[:1], depth)
+			}
+		}
+		if r, ok := w.rebound(name); ok {
+			// A rebound name runs whatever it was bound to: unknown,
+			// and a literal alias is walked as expanded.
+			w.expandAlias(name, args, depth)
+			c.args = slices.Clone(args)
+			c.args[0].dyn = true
+			c.why = "command name may be rebound: " + r
+		}
+	}
+	name := c.name()
+	switch {
+	case scriptName(name) == "sed":
+		si := sedInfo(c.args)
+		c.script = &si
+	case scriptName(name) == "awk":
+		si := awkInfo(c.args)
+		c.script = &si
+	case name == "git":
+		l := gitLine(c.args)
+		c.git = &l
+	}
+	for _, v := range w.vs {
+		v.command(c)
+	}
+	if name == "" {
+		return
+	}
+	if c.script != nil {
+		// The commands a sed or awk script runs are command lines of their
+		// own, so rm -rf ~ inside sed's e or awk's system() is read as such.
+		for _, cmd := range c.script.cmds {
+			w.script(cmd, depth+1)
+		}
+	}
+	switch {
+	case name == "find":
+		subs, _ := findExecs(c.args)
+		for _, sub := range subs {
+			w.command(sub, depth)
+		}
+	case name == "git" && c.git.Shell != "":
+		w.shellAlias(*c.git, depth)
+	case name == "eval":
+		w.reparse(c.args[1:], depth)
+	case isShell(name):
+		// The script is the first non-option word after the inline flag.
+		for i, a := range c.args[1:] {
+			if !inlineFlag(name, a.v) {
+				continue
+			}
+			for _, b := range c.args[i+2:] {
+				if !strings.HasPrefix(b.v, "-") {
+					w.reparse([]arg{b}, depth)
+					break
+				}
+			}
+			break
+		}
+	}
+}
+
+// findExecs returns the commands find's -exec, -execdir, -ok and -okdir
+// run, each found file ({}) a word unknown until run time, and whether
+// find deletes what it finds itself (-delete).
+func findExecs(args []arg) (subs [][]arg, deletes bool) {
+	for i := 1; i < len(args); i++ {
+		switch args[i].v {
+		case "-delete":
+			deletes = true
+		case "-exec", "-execdir", "-ok", "-okdir":
+			j := i + 1
+			for j < len(args) && args[j].v != ";" && args[j].v != "+" {
+				j++
+			}
+			sub := slices.Clone(args[i+1 : j])
+			for k := range sub {
+				if sub[k].v == "{}" {
+					sub[k] = arg{v: "/found", dyn: true}
+				}
+			}
+			subs = append(subs, sub)
+			i = j
+		}
+	}
+	return subs, deletes
+}
+
+// gitLine reads a git command (args[0] is git) as git does (gitcmd).
+func gitLine(args []arg) gitcmd.Line {
+	words := make([]string, 0, len(args)-1)
+	for _, a := range args[1:] {
+		words = append(words, a.v)
+	}
+	return gitcmd.Parse(words)
+}
+
+// shellAlias walks the shell command of a git alias (`-c alias.x='!...'`)
+// as a command line: git runs it with sh, the line's arguments after it.
+func (w *walk) shellAlias(l gitcmd.Line, depth int) {
+	text := l.Shell
+	for _, a := range l.Args {
+		q, err := syntax.Quote(a, syntax.LangBash)
+		if err != nil {
+			w.unreadable(notKnown, l.Shell, "an argument of the git alias "+l.Alias+" cannot be quoted to check it")
+			return
+		}
+		text += " " + q
+	}
+	w.script(text, depth+1)
+}
+
 // assign remembers literal assignments so `a=rm; $a -rf /` is read as rm.
-func (s *scan) assign(as []*syntax.Assign) {
+func (w *walk) assign(as []*syntax.Assign) {
 	for _, a := range as {
 		if a.Name == nil || a.Value == nil {
 			continue
 		}
-		if v, dyn := s.word(a.Value); !dyn {
-			s.vars[a.Name.Value] = v
+		if v, dyn := w.word(a.Value); !dyn {
+			w.vars[a.Name.Value] = v
 		} else {
-			delete(s.vars, a.Name.Value)
+			delete(w.vars, a.Name.Value)
 		}
 	}
 }
@@ -93,32 +282,32 @@ type arg struct {
 }
 
 // argv expands braces and IFS tricks, then removes quotes.
-func (s *scan) argv(words []*syntax.Word) []arg {
+func (w *walk) argv(words []*syntax.Word) []arg {
 	var out []arg
-	for _, w := range words {
-		ws := []*syntax.Word{w}
+	for _, word := range words {
+		ws := []*syntax.Word{word}
 		// SplitBraces rewrites the word it is given; work on a copy so the tree being walked
 		// keeps only node types syntax.Walk knows.
-		if cp := (&syntax.Word{Parts: slices.Clone(w.Parts)}); syntax.SplitBraces(cp) {
+		if cp := (&syntax.Word{Parts: slices.Clone(word.Parts)}); syntax.SplitBraces(cp) {
 			ws = nil
 			// BracesSeq stops with an error on huge sequences ({1..99999999}); a word that
 			// expands that far is checked as written.
 			for bw, err := range expand.BracesSeq(nil, cp) {
 				if err != nil || len(ws) > 1000 {
-					ws = []*syntax.Word{w}
+					ws = []*syntax.Word{word}
 					break
 				}
 				ws = append(ws, bw)
 			}
 		}
-		for _, w := range ws {
-			v, dyn := s.word(w)
+		for _, bw := range ws {
+			v, dyn := w.word(bw)
 			// ${IFS} became \x00: split there, as the shell would split the expansion.
 			for _, piece := range strings.Split(v, "\x00") {
 				if piece == "" && strings.Contains(v, "\x00") {
 					continue
 				}
-				out = append(out, arg{v: piece, dyn: dyn, word: w})
+				out = append(out, arg{v: piece, dyn: dyn, word: bw})
 			}
 		}
 	}
@@ -127,7 +316,7 @@ func (s *scan) argv(words []*syntax.Word) []arg {
 
 // word removes quotes and escapes. Unknown expansions contribute nothing to the text and mark
 // the word dynamic, so "$X/" reads as "/" — what it becomes when X is empty.
-func (s *scan) word(w *syntax.Word) (string, bool) {
+func (w *walk) word(word *syntax.Word) (string, bool) {
 	var b strings.Builder
 	dyn := false
 	var part func(p syntax.WordPart, quoted bool)
@@ -151,11 +340,11 @@ func (s *scan) word(w *syntax.Word) (string, bool) {
 				name = p.Param.Value
 			}
 			simple := p.Exp == nil && p.Index == nil && p.Slice == nil && p.Repl == nil && !p.Length && !p.Excl && p.Names == 0
-			switch v, ok := s.vars[name]; {
+			switch v, ok := w.vars[name]; {
 			case simple && ok:
 				b.WriteString(v)
-			case simple && name == "HOME" && s.g.home != "":
-				b.WriteString(s.g.home)
+			case simple && name == "HOME" && w.home != "":
+				b.WriteString(w.home)
 			case simple && name == "HOME":
 				b.WriteString("~")
 			case simple && name == "IFS" && !quoted:
@@ -167,7 +356,7 @@ func (s *scan) word(w *syntax.Word) (string, bool) {
 			dyn = true
 		}
 	}
-	for _, p := range w.Parts {
+	for _, p := range word.Parts {
 		part(p, false)
 	}
 	return b.String(), dyn
@@ -251,10 +440,15 @@ func literal(args []arg) bool {
 
 // stripWrappers removes commands that only run another command, returning what actually runs.
 // It re-parses strings that wrappers hand to a shell (env -S, watch, su -c).
-func (s *scan) stripWrappers(args []arg, depth int) []arg {
+func (w *walk) stripWrappers(args []arg, depth int) []arg {
 	for len(args) > 0 && !args[0].dyn {
 		name := path.Base(args[0].v)
 		rest := args[1:]
+		if wrapperNames[name] {
+			for _, v := range w.vs {
+				v.wrapper(args)
+			}
+		}
 		switch name {
 		case "env":
 			for len(rest) > 0 && (strings.HasPrefix(rest[0].v, "-") || strings.Contains(rest[0].v, "=")) {
@@ -264,14 +458,13 @@ func (s *scan) stripWrappers(args []arg, depth int) []arg {
 					continue
 				case "-S", "--split-string":
 					if len(rest) > 1 {
-						s.reparse(rest[1:], depth)
+						w.reparse(rest[1:], depth)
 					}
 					return nil
 				}
 				rest = rest[1:]
 			}
 		case "sudo", "doas":
-			s.act(ActSysAdmin)
 			rest = skipOptions(rest, "ughpCDrtUT")
 		case "nice":
 			rest = skipOptions(rest, "n")
@@ -301,14 +494,12 @@ func (s *scan) stripWrappers(args []arg, depth int) []arg {
 		case "busybox", "toybox":
 		case "watch":
 			rest = skipOptions(rest, "nd")
-			s.reparse(rest, depth)
+			w.reparse(rest, depth)
 			return nil
 		case "su":
-			s.act(ActSysAdmin)
 			for i := 0; i+1 < len(rest); i++ {
 				if rest[i].v == "-c" || rest[i].v == "--command" {
-					s.hit(GuardInline, joinArgs(args), "su -c runs an inline shell script")
-					s.reparse(rest[i+1:i+2], depth)
+					w.reparse(rest[i+1:i+2], depth)
 				}
 			}
 			return nil
@@ -319,6 +510,12 @@ func (s *scan) stripWrappers(args []arg, depth int) []arg {
 	}
 	return args
 }
+
+// wrapperNames are the commands stripWrappers strips.
+var wrapperNames = map[string]bool{"env": true, "sudo": true, "doas": true, "nice": true, "ionice": true, "timeout": true,
+	"nohup": true, "builtin": true, "unbuffer": true, "setsid": true, "time": true, "stdbuf": true, "exec": true, "flock": true,
+	"chroot": true, "nsenter": true, "caffeinate": true, "command": true, "xargs": true, "busybox": true, "toybox": true,
+	"watch": true, "su": true}
 
 // skipOptions drops leading options; letters in withValue take the following word.
 func skipOptions(args []arg, withValue string) []arg {
@@ -335,16 +532,17 @@ func skipOptions(args []arg, withValue string) []arg {
 	return args
 }
 
-func (s *scan) reparse(args []arg, depth int) {
+// reparse walks words a command hands to a shell as a command line.
+func (w *walk) reparse(args []arg, depth int) {
 	if !literal(args) {
-		s.hit(GuardDynamic, joinArgs(args), "runs a command text not known until run time")
+		w.unreadable(notKnown, joinArgs(args), "runs a command text not known until run time")
 		return
 	}
 	var vs []string
 	for _, a := range args {
 		vs = append(vs, a.v)
 	}
-	s.script(strings.Join(vs, " "), depth+1)
+	w.script(strings.Join(vs, " "), depth+1)
 }
 
 func isShell(name string) bool {
@@ -378,9 +576,9 @@ func inlineFlag(name, a string) bool {
 	return a == "-e" || a == "--eval" || a == "-p" || a == "--print" // node, bun
 }
 
-// pipeline checks what flows between the commands of a pipeline: a download into an
-// interpreter, or destructive SQL into a database client.
-func (s *scan) pipeline(n *syntax.BinaryCmd, depth int) {
+// pipeline tells the visitors the stages of a pipeline, so they can judge
+// what flows between them (a download into an interpreter).
+func (w *walk) pipeline(n *syntax.BinaryCmd, depth int) {
 	var leaves []*syntax.Stmt
 	var flat func(st *syntax.Stmt)
 	flat = func(st *syntax.Stmt) {
@@ -393,62 +591,41 @@ func (s *scan) pipeline(n *syntax.BinaryCmd, depth int) {
 	}
 	flat(n.X)
 	flat(n.Y)
-	downloaded, sqlText := false, ""
+	var stages [][]arg
 	for _, st := range leaves {
 		c, ok := st.Cmd.(*syntax.CallExpr)
 		if !ok || len(c.Args) == 0 {
 			continue
 		}
-		probe := &scan{g: s.g, vars: s.vars}
-		args := probe.stripWrappers(s.argv(c.Args), depth)
-		if len(args) == 0 {
-			continue
+		// The stages are walked as commands after this; here they are
+		// only looked at.
+		if args := w.quiet().stripWrappers(w.argv(c.Args), depth); len(args) > 0 {
+			stages = append(stages, args)
 		}
-		name := path.Base(args[0].v)
-		switch {
-		case args[0].dyn:
-		case isDownloader(name):
-			downloaded = true
-		case isInterpreter(name) && downloaded:
-			s.hit(GuardPipeToShell, joinArgs(args), "pipes a download into "+name)
-		case slices.Contains([]string{"psql", "mysql", "mariadb", "sqlite3", "sqlcmd", "clickhouse-client", "duckdb"}, name) && destructiveSQL(sqlText):
-			s.hit(GuardSQL, joinArgs(args), "pipes destructive SQL into "+name)
-		default:
-			sqlText += " " + joinArgs(args)
-		}
+	}
+	for _, v := range w.vs {
+		v.pipeline(stages)
 	}
 }
 
-// redirects checks where a statement's output goes, and remembers here-documents for the SQL
-// check of the command they feed.
-func (s *scan) redirects(st *syntax.Stmt) {
-	s.pending = ""
+// redirects tells the visitors where a statement's input and output go,
+// and remembers here-documents for the command they feed.
+func (w *walk) redirects(st *syntax.Stmt) {
+	w.pending = ""
 	for _, r := range st.Redirs {
 		if r.Hdoc != nil {
-			v, _ := s.word(r.Hdoc)
-			s.pending += v
+			v, _ := w.word(r.Hdoc)
+			w.pending += v
 		}
 		if r.Word == nil {
 			continue
 		}
-		target, _ := s.word(r.Word)
-		switch r.Op {
-		case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob, syntax.RdrInOut, syntax.DplOut:
-			if r.Op != syntax.DplOut && !strings.HasPrefix(path.Clean(target), "/dev/") {
-				s.act(ActCodeWrite)
-			}
-			if isBlockDevice(target) {
-				s.hit(GuardBlockDevice, "> "+target, "redirects output to block device "+target)
-			}
-			if s.isCredential(target) {
-				s.hit(GuardCredWrite, "> "+target, "writes to credential file "+target)
-			}
-		case syntax.RdrIn:
-			if s.isSecret(target) {
-				s.hit(GuardReadSecrets, "< "+target, "reads "+target+", a secret jail never lets a tool read")
-			}
-		case syntax.WordHdoc:
-			s.pending += target
+		target, _ := w.word(r.Word)
+		if r.Op == syntax.WordHdoc {
+			w.pending += target
+		}
+		for _, v := range w.vs {
+			v.redirect(r.Op, target)
 		}
 	}
 }

@@ -53,8 +53,8 @@ func programVars() []string {
 }
 
 // collectRebinds records the rebindings of f (see rebinds).
-func (s *scan) collectRebinds(f *syntax.File) {
-	r := &s.rb
+func (w *walk) collectRebinds(f *syntax.File) {
+	r := &w.rb
 	if r.names == nil {
 		r.names, r.aliases, r.active = map[string]bool{}, map[string]string{}, map[string]bool{}
 	}
@@ -84,7 +84,7 @@ func (s *scan) collectRebinds(f *syntax.File) {
 			funcs := false
 			for _, a := range n.Args {
 				if a.Naked && a.Name == nil && a.Value != nil {
-					if v, _ := s.word(a.Value); strings.HasPrefix(v, "-") && strings.Contains(v, "f") {
+					if v, _ := w.word(a.Value); strings.HasPrefix(v, "-") && strings.Contains(v, "f") {
 						funcs = true
 					}
 				}
@@ -97,7 +97,7 @@ func (s *scan) collectRebinds(f *syntax.File) {
 			if len(n.Args) == 0 {
 				return true
 			}
-			args := s.argv(n.Args)
+			args := w.argv(n.Args)
 			for len(args) > 0 && !args[0].dyn && path.Base(args[0].v) == "env" {
 				args = args[1:]
 				for len(args) > 0 && (strings.HasPrefix(args[0].v, "-") || strings.Contains(args[0].v, "=")) {
@@ -157,11 +157,11 @@ func (s *scan) collectRebinds(f *syntax.File) {
 
 // rebound reports whether the command name is one the script may have
 // rebound, and why.
-func (s *scan) rebound(name string) (string, bool) {
-	if s.rb.all != "" {
-		return s.rb.all, true
+func (w *walk) rebound(name string) (string, bool) {
+	if w.rb.all != "" {
+		return w.rb.all, true
 	}
-	if s.rb.names[name] {
+	if w.rb.names[name] {
 		return name + " is redefined in the line (alias, function, hash or enable)", true
 	}
 	return "", false
@@ -169,21 +169,21 @@ func (s *scan) rebound(name string) (string, bool) {
 
 // expandAlias checks what a literal alias makes of a command: its value
 // followed by the command's arguments, parsed again.
-func (s *scan) expandAlias(name string, args []arg, depth int) {
-	v, ok := s.rb.aliases[name]
-	if !ok || s.rb.active[name] || !literal(args[1:]) {
+func (w *walk) expandAlias(name string, args []arg, depth int) {
+	v, ok := w.rb.aliases[name]
+	if !ok || w.rb.active[name] || !literal(args[1:]) {
 		return
 	}
-	s.rb.active[name] = true
-	defer delete(s.rb.active, name)
+	w.rb.active[name] = true
+	defer delete(w.rb.active, name)
 	text := v
 	for _, a := range args[1:] {
 		q, err := syntax.Quote(a.v, syntax.LangBash)
 		if err != nil {
-			s.hit(GuardDynamic, joinArgs(args), "an argument of the alias "+name+" cannot be quoted to check it")
+			w.unreadable(notKnown, joinArgs(args), "an argument of the alias "+name+" cannot be quoted to check it")
 			return
 		}
 		text += " " + q
 	}
-	s.script(text, depth+1)
+	w.script(text, depth+1)
 }

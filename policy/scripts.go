@@ -390,9 +390,9 @@ func scriptName(name string) string {
 	return ""
 }
 
-// holdsSecret reports whether raw names a directory that contains a secret of [scan.isSecret]
+// holdsSecret reports whether raw names a directory that contains a secret of [rules.isSecret]
 // (~/.ssh, /etc/ssh, /etc, the home, /): what a tree reader given it would read.
-func (s *scan) holdsSecret(raw string) bool {
+func (s *rules) holdsSecret(raw string) bool {
 	p := s.normPath(raw)
 	if !strings.HasPrefix(p, "/") {
 		return false
