@@ -98,6 +98,7 @@ type resp struct {
 	ID     json.RawMessage `json:"id"`
 	Type   string          `json:"type"`
 	Error  string          `json:"error"`
+	Reason string          `json:"reason"` // of an approval_request
 	Tools  []struct{ Name string }
 	Result *struct {
 		Content string         `json:"content"`

@@ -200,8 +200,11 @@ func NewToolServer(o *Options, maxConc int, stderr io.Writer) (s *tools.Server, 
 			release()
 			return nil, err
 		}
+		// What this sandbox can write, for judging the PATH its session
+		// leaves to the next call (policy.Shell).
+		mounts := spec.Mounts
 		return &tools.Shell{Cmd: cmd, Env: spec.Env, Script: ends[0][1], Out: [3]*os.File{ends[1][0], ends[2][0], ends[3][0]}, Release: release,
-			Jail: WorkerPath}, nil
+			Jail: WorkerPath, Writable: func(dir string) bool { return confine.CanWrite(mounts, dir) }}, nil
 	}
 	dk, docker, err := NewDocker(p, layout.Workspace, audit, true, stderr)
 	if err != nil {

@@ -44,6 +44,10 @@ type Call struct {
 	Declared Risk
 	// Unattended is true when no person watches this session (CI, daemon, cron).
 	Unattended bool
+	// Shell is the session an exec tool's command runs in (its directory
+	// and variables, left by earlier calls); nil when it has none. The
+	// guard judges the command against it.
+	Shell *Shell
 }
 
 // Command returns the shell command an exec tool will run, if any.
@@ -251,7 +255,7 @@ func (g *Gate) check(ctx context.Context, c Call) Decision {
 		if !isString {
 			return deny(OutcomeDenied, "guard", "exec call without a string \"command\" argument")
 		}
-		gr = g.Guard.Check(cmd)
+		gr = g.Guard.CheckIn(cmd, c.Shell)
 		acts = gr.Actions
 		if gr.Level == GuardHard {
 			d := deny(OutcomeDenied, "guard", "hard block: "+gr.Reason())
@@ -315,7 +319,7 @@ func (g *Gate) check(ctx context.Context, c Call) Decision {
 		grants = append(slices.Clone(grants), g.remembered.list()...)
 	}
 	for _, gt := range grants {
-		if gt.Tool == c.Tool && (gt.Command == c.Command() || gt.Command == "" && gr.Level == GuardAllow && risk != Dangerous) {
+		if gt.Tool == c.Tool && (gt.Command == c.Command() && gr.Session == "" || gt.Command == "" && gr.Level == GuardAllow && risk != Dangerous) {
 			d := allow("grant", "persistent grant for "+c.Tool)
 			d.Outcome = OutcomeApproved
 			return finish(d)

@@ -80,6 +80,10 @@ type GuardResult struct {
 	// Actions is the set of action types of every simple command in the line, in the order
 	// first met; never empty (a line with nothing classifiable runs a process).
 	Actions []Action `json:"actions,omitempty"`
+	// Session, when not empty, is why the session's state (not the line's text) made a
+	// command of the line one of unknown name: the same text may have been approved in
+	// another state, so a grant of the exact command does not apply.
+	Session string `json:"session,omitempty"`
 }
 
 // Reason joins the reasons of the hits at the verdict's level.
@@ -131,10 +135,21 @@ func NewGuard(cfg GuardConfig, home string) (*Guard, error) {
 // maxDepth bounds re-parsing of eval and sh -c strings; deeper nesting is refused.
 const maxDepth = 8
 
-// Check returns the verdict on one command line.
+// Check returns the verdict on one command line, run with no session
+// state of its own.
 func (g *Guard) Check(command string) GuardResult {
+	return g.CheckIn(command, nil)
+}
+
+// CheckIn returns the verdict on one command line run in the session sh
+// (nil: none), judged against the variables and directory it will really
+// start with ([Shell]).
+func (g *Guard) CheckIn(command string, sh *Shell) GuardResult {
 	s, acts := &rules{g: g}, &classifier{}
-	newWalk(g.home, s, acts).script(command, 0)
+	w := newWalk(g.home, s, acts)
+	s.w = w
+	w.setup(sh)
+	w.script(command, 0)
 	for _, re := range g.hard {
 		if re.MatchString(command) {
 			s.hit("hard:"+re.String(), command, "matches the policy's hard pattern")
@@ -145,7 +160,7 @@ func (g *Guard) Check(command string) GuardResult {
 			s.hit("soft:"+re.String(), command, "matches the policy's soft pattern")
 		}
 	}
-	r := GuardResult{Hits: s.hits, Actions: acts.result()}
+	r := GuardResult{Hits: s.hits, Actions: acts.result(), Session: w.bySession}
 	for _, h := range s.hits {
 		r.Level = max(r.Level, h.Level)
 	}

@@ -21,6 +21,17 @@ import (
 type rules struct {
 	g    *Guard
 	hits []GuardHit
+	// w is the walk that tells these rules, for what the session makes
+	// of ~ and of relative paths; nil reads them as the guard's.
+	w *walk
+}
+
+// home is what ~ and $HOME mean: the session's HOME, or the guard's.
+func (s *rules) home() string {
+	if s.w != nil {
+		return s.w.home
+	}
+	return s.g.home
 }
 
 func (s *rules) hit(id, cmd, reason string) {
@@ -60,7 +71,7 @@ func (s *rules) command(c *call) {
 	if args[0].dyn {
 		// An unknown command name might be anything; if reading it as rm would be a hard block,
 		// it is one.
-		probe := &rules{g: s.g}
+		probe := &rules{g: s.g, w: s.w}
 		probe.rm(append([]arg{{v: "rm"}}, args[1:]...), text)
 		for _, h := range probe.hits {
 			if h.Level == GuardHard {
@@ -268,6 +279,9 @@ func (s *rules) criticalRoot(t arg) bool {
 	if p == "" {
 		return false
 	}
+	if !path.IsAbs(p) && p != "~" && !strings.HasPrefix(p, "~/") && s.w != nil && s.w.cwd != "" {
+		p = path.Join(s.w.cwd, p) // rm -rf * in a session whose directory is the home
+	}
 	// /*, /usr/*, ~/.* : a glob over a root's entries is as bad as the root itself.
 	for strings.ContainsAny(path.Base(p), "*?[") && p != "/" {
 		p = path.Dir(p)
@@ -275,8 +289,8 @@ func (s *rules) criticalRoot(t arg) bool {
 	roots := []string{"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32",
 		"/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/usr", "/var", "/snap", "/nix",
 		"/usr/bin", "/usr/lib", "/usr/local", "/usr/sbin", "/usr/share", "/usr/include", "/var/lib", "/var/log", "~"}
-	if s.g.home != "" {
-		roots = append(roots, s.g.home)
+	if s.home() != "" {
+		roots = append(roots, s.home())
 	}
 	return slices.Contains(roots, p) || regexp.MustCompile(`^/home/[^/]+$`).MatchString(p)
 }
@@ -287,10 +301,10 @@ func (s *rules) normPath(p string) string {
 		return ""
 	}
 	if p == "~" || strings.HasPrefix(p, "~/") {
-		if s.g.home == "" {
+		if s.home() == "" {
 			return path.Clean(p)
 		}
-		p = s.g.home + strings.TrimPrefix(p, "~")
+		p = s.home() + strings.TrimPrefix(p, "~")
 	}
 	return path.Clean(p)
 }
@@ -301,7 +315,7 @@ func (s *rules) isSecret(raw string) bool {
 	if !strings.Contains(p, "/") && !strings.HasPrefix(raw, "~") {
 		return false
 	}
-	home := s.g.home
+	home := s.home()
 	if home == "" {
 		home = "~"
 	}

@@ -82,6 +82,19 @@ type walk struct {
 	pending string // here-document text for the next simple command
 	rb      rebinds
 	vs      []visitor
+	// cwd is the directory the command starts in when the session says
+	// so and the line never changes directory (cd, pushd, popd); "" when
+	// unknown. Relative targets of a recursive delete are judged there.
+	cwd string
+	// foreign, when not "", says why a command name looked up in PATH
+	// may be a program the sandbox wrote (session.go).
+	foreign string
+	// sh is the session the line runs in, nil when none is known.
+	sh *Shell
+	// rbSession: rb.all is the session's doing. bySession is the reason
+	// a command was read as of unknown name because of the session.
+	rbSession bool
+	bySession string
 }
 
 func newWalk(home string, vs ...visitor) *walk {
@@ -89,7 +102,9 @@ func newWalk(home string, vs ...visitor) *walk {
 }
 
 // quiet is a walk that tells no one: a look ahead at what a command is.
-func (w *walk) quiet() *walk { return &walk{home: w.home, vars: w.vars} }
+func (w *walk) quiet() *walk {
+	return &walk{home: w.home, vars: w.vars, cwd: w.cwd, foreign: w.foreign, sh: w.sh}
+}
 
 func (w *walk) unreadable(kind unreadableKind, text, why string) {
 	for _, v := range w.vs {
@@ -109,6 +124,9 @@ func (w *walk) script(src string, depth int) {
 		return
 	}
 	w.collectRebinds(f)
+	if w.cwd != "" && changesDir(f) {
+		w.cwd = ""
+	}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.Stmt:
@@ -136,10 +154,17 @@ func (w *walk) script(src string, depth int) {
 // visitors are told, then what it runs inside (sh -c, eval, find -exec,
 // sed's e, a git alias) is walked.
 func (w *walk) command(args []arg, depth int) {
+	if len(args) == 0 {
+		return
+	}
+	first := args[0]
 	args = w.stripWrappers(args, depth)
 	if len(args) == 0 {
 		return
 	}
+	// A name a wrapper runs (env, xargs, nice) is looked up in PATH even
+	// when the shell has a builtin of that name.
+	wrapped := args[0].word != first.word || args[0].v != first.v
 	c := &call{args: args, text: joinArgs(args), why: "command name is not known until run time", heredoc: w.pending, w: w}
 	if !args[0].dyn {
 		name := path.Base(args[0].v)
@@ -156,6 +181,12 @@ func (w *walk) command(args []arg, depth int) {
 			c.args = slices.Clone(args)
 			c.args[0].dyn = true
 			c.why = "command name may be rebound: " + r
+		} else if r, ok := w.foreignProgram(args, wrapped); ok {
+			// The name is not the program everyone knows by it: read as one
+			// of unknown name, unless what the name says runs code anyway.
+			c.args = slices.Clone(args)
+			c.args[0].dyn = true
+			c.why = r
 		}
 	}
 	name := c.name()
@@ -341,6 +372,15 @@ func (w *walk) word(word *syntax.Word) (string, bool) {
 			}
 			simple := p.Exp == nil && p.Index == nil && p.Slice == nil && p.Repl == nil && !p.Length && !p.Excl && p.Names == 0
 			switch v, ok := w.vars[name]; {
+			case simple && ok && !quoted:
+				// Unquoted, the value is split into words as the shell
+				// splits it (default IFS): a="rm -rf /"; $a is rm.
+				b.WriteString(strings.Map(func(r rune) rune {
+					if r == ' ' || r == '\t' || r == '\n' {
+						return 0
+					}
+					return r
+				}, v))
 			case simple && ok:
 				b.WriteString(v)
 			case simple && name == "HOME" && w.home != "":

@@ -39,7 +39,8 @@ type rebinds struct {
 // name runs, or makes a later shell run code first.
 func rebindingVar(name string) bool {
 	return name == "PATH" || name == "BASH_ENV" || name == "ENV" || strings.HasPrefix(name, "BASH_FUNC_") ||
-		slices.Contains(programVars(), name) || strings.HasPrefix(name, "GIT_CONFIG_")
+		slices.Contains(programVars(), name) || strings.HasPrefix(name, "GIT_CONFIG_") || strings.HasPrefix(name, "LD_") ||
+		strings.HasPrefix(strings.ToUpper(name), "NPM_CONFIG_")
 }
 
 // programVars are variables that make a program the line names run another program it does
@@ -49,7 +50,18 @@ func programVars() []string {
 	return []string{"LESSOPEN", "LESSCLOSE", "TAR_OPTIONS", "PAGER", "MANPAGER", "GIT_PAGER", "EDITOR", "VISUAL",
 		"GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_EXTERNAL_DIFF", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS",
 		"SSH_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT",
-		"PYTHONSTARTUP", "PYTHONPATH", "PERL5OPT", "PERL5LIB", "NODE_OPTIONS", "RUBYOPT", "PROMPT_COMMAND", "BROWSER"}
+		"PYTHONSTARTUP", "PYTHONPATH", "PERL5OPT", "PERL5LIB", "NODE_OPTIONS", "RUBYOPT", "PROMPT_COMMAND", "BROWSER",
+		// less reads options, key bindings and their #env section (LESSOPEN) from these.
+		"LESS", "LESSKEY", "LESSKEYIN", "LESSKEY_CONTENT",
+		// bash runs PS4's command substitutions under xtrace, which SHELLOPTS turns on.
+		"PS4", "SHELLOPTS", "BASHOPTS",
+		// Where git finds the repository, config and templates whose hooks,
+		// core.fsmonitor and core.pager it runs; HOME and XDG_CONFIG_HOME
+		// hold the global config of git and of most tools.
+		"GIT_DIR", "GIT_COMMON_DIR", "GIT_TEMPLATE_DIR", "GIT_CONFIG", "HOME", "XDG_CONFIG_HOME",
+		// Modules and agents a runtime loads before the program's own code.
+		"NODE_PATH", "RUBYLIB", "PERLLIB", "PYTHONHOME", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS",
+		"DOTNET_STARTUP_HOOKS", "GCONV_PATH", "GOFLAGS", "GOENV", "RUSTC_WRAPPER", "RUSTC"}
 }
 
 // collectRebinds records the rebindings of f (see rebinds).
@@ -65,9 +77,17 @@ func (w *walk) collectRebinds(f *syntax.File) {
 	}
 	assigns := func(as []*syntax.Assign) {
 		for _, a := range as {
-			if a.Name != nil && rebindingVar(a.Name.Value) {
-				some("the line assigns " + a.Name.Value)
+			if a.Name == nil || !rebindingVar(a.Name.Value) {
+				continue
 			}
+			if a.Value != nil {
+				if v, dyn := w.word(a.Value); !dyn && benignProgramValue(a.Name.Value, v) {
+					continue // GIT_PAGER=cat
+				}
+			} else if !a.Naked && benignProgramValue(a.Name.Value, "") {
+				continue // GIT_PAGER=
+			}
+			some("the line assigns " + a.Name.Value)
 		}
 	}
 	syntax.Walk(f, func(n syntax.Node) bool {
@@ -101,7 +121,7 @@ func (w *walk) collectRebinds(f *syntax.File) {
 			for len(args) > 0 && !args[0].dyn && path.Base(args[0].v) == "env" {
 				args = args[1:]
 				for len(args) > 0 && (strings.HasPrefix(args[0].v, "-") || strings.Contains(args[0].v, "=")) {
-					if k, _, ok := strings.Cut(args[0].v, "="); ok && rebindingVar(k) {
+					if k, v, ok := strings.Cut(args[0].v, "="); ok && rebindingVar(k) && (args[0].dyn || !benignProgramValue(k, v)) {
 						some("the line sets " + k + " with env")
 					}
 					args = args[1:]
@@ -159,6 +179,9 @@ func (w *walk) collectRebinds(f *syntax.File) {
 // rebound, and why.
 func (w *walk) rebound(name string) (string, bool) {
 	if w.rb.all != "" {
+		if w.rbSession {
+			w.bySession = w.rb.all
+		}
 		return w.rb.all, true
 	}
 	if w.rb.names[name] {

@@ -397,7 +397,7 @@ func (s *rules) holdsSecret(raw string) bool {
 	if !strings.HasPrefix(p, "/") {
 		return false
 	}
-	home := s.g.home
+	home := s.home()
 	for _, d := range []string{"/etc/ssh", "/etc/shadow", "/etc/gshadow", "/root/.ssh", home + "/.ssh"} {
 		if home == "" && strings.HasPrefix(d, "/.ssh") {
 			continue

@@ -174,6 +174,9 @@ const maxSessionState = 1 << 20
 // output is copied.
 type shellLauncher interface {
 	base() []string
+	// writable reports whether the shell's sandbox can write a directory
+	// (nil: not known, every place but the system's counts as writable).
+	writable() func(dir string) bool
 	launch(ctx context.Context, script string, out [3]io.Writer, timeout time.Duration) (shellEnd, error)
 }
 
@@ -220,7 +223,11 @@ func bashCall(ctx context.Context, l shellLauncher, command string, sess *Sessio
 	}
 	var next *Session
 	if !end.timedOut && !end.cancelled && state.Truncated() == 0 {
-		next = parseState([]byte(state.String()))
+		// What the command left, and chose: the next call is judged
+		// against it (policy.Shell), never trusted for being here.
+		if next = parseState([]byte(state.String())); next != nil {
+			next.base, next.writable = l.base(), l.writable()
+		}
 	}
 	var content strings.Builder
 	content.WriteString(stdout.String())
@@ -271,6 +278,8 @@ func runBash(ctx context.Context, x *execCtx, command string) Result {
 type workerShell struct{ dir string }
 
 func (workerShell) base() []string { return os.Environ() }
+
+func (workerShell) writable() func(string) bool { return nil }
 
 func (w workerShell) launch(ctx context.Context, script string, out [3]io.Writer, timeout time.Duration) (shellEnd, error) {
 	var r, wr [3]*os.File

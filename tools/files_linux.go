@@ -23,6 +23,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jail-sandbox/jail/confine"
+	"github.com/jail-sandbox/jail/policy"
 	"golang.org/x/sys/unix"
 )
 
@@ -45,6 +46,21 @@ type execCtx struct {
 type Session struct {
 	Cwd string   `json:"cwd,omitempty"`
 	Env []string `json:"env,omitempty"`
+	// base is the environment the sandbox started the shell with and
+	// writable the view of the sandbox the state came from: what the
+	// gate judges the next command's state against (policy.Shell). Not
+	// sent to workers.
+	base     []string
+	writable func(dir string) bool
+}
+
+// Shell is the state as the gate judges a command run in it; nil before
+// the first call.
+func (s *Session) Shell() *policy.Shell {
+	if s == nil || s.Cwd == "" {
+		return nil
+	}
+	return &policy.Shell{Cwd: s.Cwd, Env: s.Env, Base: s.base, Writable: s.writable}
 }
 
 // Limits of the file tools, chosen for a model's context rather than the

@@ -301,6 +301,18 @@ func cloneMeta(m map[string]any) map[string]any {
 func (s *Server) decideAndRun(ctx context.Context, t *Tool, g *policy.Gate, pc policy.Call, r Request, asker policy.Asker, audit func(policy.Decision)) Result {
 	gc := *g // the same toolset and guard; this call's asker
 	gc.Asker = asker
+	var sess *session
+	var st Session
+	if t.Name == "bash" {
+		// The session is held from the decision to the end of the call:
+		// the command is judged against the state it will run in, which
+		// no other call of the session changes meanwhile.
+		sess = s.session(r.Context)
+		sess.mu.Lock()
+		defer sess.mu.Unlock()
+		st = sess.state
+		pc.Shell = st.Shell()
+	}
 	d := gc.Check(ctx, pc)
 	if !d.Allowed {
 		audit(d)
@@ -324,12 +336,7 @@ func (s *Server) decideAndRun(ctx context.Context, t *Tool, g *policy.Gate, pc p
 	if g.Toolset != nil && g.Toolset.WorkspaceReadOnly {
 		workers = s.roPool
 	}
-	var sess *session
-	if t.Name == "bash" {
-		sess = s.session(r.Context)
-		sess.mu.Lock()
-		defer sess.mu.Unlock()
-		st := sess.state
+	if sess != nil {
 		req.Session = &st
 	}
 	var res Result

@@ -39,6 +39,9 @@ type Shell struct {
 	// background process of this shell has no relay, and its loopback
 	// cannot be reached.
 	Jail string
+	// Writable reports whether this sandbox can write, or create, a
+	// directory (confine.CanWrite of its mounts); nil: not known.
+	Writable func(dir string) bool
 
 	released sync.Once
 }
@@ -66,6 +69,8 @@ func (sh *Shell) Close() {
 }
 
 func (sh *Shell) base() []string { return sh.Env }
+
+func (sh *Shell) writable() func(string) bool { return sh.Writable }
 
 // relayBinary is the relay's program for a background process, or "" when it has none.
 func (sh *Shell) relayBinary() string {

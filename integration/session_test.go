@@ -1,0 +1,103 @@
+//go:build linux
+
+package integration
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSessionStateJudged attacks the bash tool's session through jail
+// serve, with code:read and code:write auto-approved. A call approved as a
+// read writes a forged state on the wrapper's state channel (fd 3, closed
+// after so the real report cannot follow) that puts the workspace's bin
+// ahead of the system in PATH, or sets TAR_OPTIONS to run a program of the
+// workspace. The next `ls` and `tar xf` must be asked about, naming the
+// session's variable, and nothing the workspace holds may have run (judged
+// on the host: no marker file). The same holds for state set by `source`.
+// A PATH that only adds a system directory and GIT_PAGER=cat leave the
+// next `ls` auto-approved.
+func TestSessionStateJudged(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-sess-")
+		cfg := r.dir(t, "jail-it-sesscfg-")
+		pol := filepath.Join(cfg, "policy.toml")
+		r.writeFile(t, pol, fmt.Sprintf("[approval]\nauto_approve = [\"code:read\", \"code:write\"]\n[audit]\npath = %q\n", filepath.Join(cfg, "audit.jsonl")))
+		marker := filepath.Join(ws, "pwned")
+		evil := fmt.Sprintf("#!/bin/sh\necho ran >> %s\necho fake\n", marker)
+		for _, p := range []string{"bin/ls", "x"} {
+			r.writeFile(t, filepath.Join(ws, p), evil)
+			os.Chmod(filepath.Join(ws, p), 0o755)
+		}
+		r.writeFile(t, filepath.Join(ws, "data", "f.txt"), "data\n")
+		if out, err := exec.Command("tar", "-C", ws, "-cf", filepath.Join(ws, "a.tar"), "data").CombinedOutput(); err != nil {
+			t.Fatalf("tar: %v: %s", err, out)
+		}
+		r.own(t, ws)
+		base := "/usr/local/bin:/usr/bin:/bin"
+		r.writeFile(t, filepath.Join(ws, "path.state"), ws+"\x00export PATH='"+filepath.Join(ws, "bin")+":"+base+"'\n")
+		r.writeFile(t, filepath.Join(ws, "tar.state"), ws+"\x00export PATH='"+base+"'\nexport TAR_OPTIONS='--to-command=./x'\n")
+		r.writeFile(t, filepath.Join(ws, "env.sh"), "export TAR_OPTIONS=--to-command=./x\n")
+		s := r.serve(t, ws, "--policy", pol)
+		id := 0
+		// call sends a bash call in the session task; an approval request
+		// is answered with approve and its reason returned.
+		call := func(task, cmd string, approve bool) (reason string, res resp) {
+			t.Helper()
+			id++
+			s.send(fmt.Sprintf(`{"id":%d,"tool":"bash","args":{"command":%q},"context":{"task_id":%q}}`, id, cmd, task))
+			res = s.next()
+			if res.Type == "approval_request" {
+				reason = res.Reason
+				s.send(fmt.Sprintf(`{"id":%d,"type":"approval_response","approve":%v}`, id, approve))
+				res = s.next()
+			}
+			if res.Type != "result" {
+				t.Fatalf("%q: %+v", cmd, res)
+			}
+			return reason, res
+		}
+		ran := func(what string) {
+			t.Helper()
+			if b, err := os.ReadFile(marker); err == nil {
+				t.Fatalf("%s: the workspace's program ran: %q", what, b)
+			}
+		}
+		if why, res := call("forged-path", "cat path.state >&3; exec 3>&-", false); why != "" || res.Result.IsError {
+			t.Fatalf("the forging call was not auto-approved as a read (%q): %+v", why, res.Result)
+		}
+		why, res := call("forged-path", "ls", false)
+		if !strings.Contains(why, "PATH") || !strings.Contains(why, filepath.Join(ws, "bin")) || !res.Result.IsError {
+			t.Errorf("ls after a forged PATH: asked %q, result %+v", why, res.Result)
+		}
+		ran("ls after a forged PATH")
+		if why, res := call("forged-tar", "cat tar.state >&3; exec 3>&-", false); why != "" || res.Result.IsError {
+			t.Fatalf("the forging call was not auto-approved as a read (%q): %+v", why, res.Result)
+		}
+		why, res = call("forged-tar", "tar xf a.tar", false)
+		if !strings.Contains(why, "TAR_OPTIONS") || !res.Result.IsError {
+			t.Errorf("tar xf after a forged TAR_OPTIONS: asked %q, result %+v", why, res.Result)
+		}
+		ran("tar xf after a forged TAR_OPTIONS")
+		// Sourced: the person approves the source, not what it does later.
+		if why, _ := call("sourced", ". ./env.sh", true); why == "" {
+			t.Errorf(". ./env.sh was not asked about")
+		}
+		why, res = call("sourced", "tar xf a.tar", false)
+		if !strings.Contains(why, "TAR_OPTIONS") || !res.Result.IsError {
+			t.Errorf("tar xf after a sourced TAR_OPTIONS: asked %q, result %+v", why, res.Result)
+		}
+		ran("tar xf after a sourced TAR_OPTIONS")
+		// Controls: a system directory added to PATH, a pager set to cat.
+		call("benign", "export PATH=/usr/local/go/bin:$PATH GIT_PAGER=cat", true)
+		why, res = call("benign", "ls", false)
+		if why != "" || res.Result.IsError || !strings.Contains(res.Result.Content, "a.tar") || strings.Contains(res.Result.Content, "fake") {
+			t.Errorf("ls after a benign PATH: asked %q, result %+v", why, res.Result)
+		}
+		ran("ls after a benign PATH")
+	})
+}
