@@ -855,6 +855,12 @@ static int make_placeholders(struct fast *f) {
 	return 0;
 }
 
+// MORE_WAIT_MS is how long pid 1 waits at OP_MORE for the rest of the
+// plan: making the placeholders takes milliseconds; a supervisor that
+// takes longer has stopped or is stuck, and pid 1 reports so instead of
+// waiting unseen (this process then plans the run afresh).
+#define MORE_WAIT_MS 10000
+
 // plan_split is where the plan is cut in two (OP_MORE): the start of the
 // first operation that protects a placeholder, which only it and what
 // follows depend on. Each one's operation is checked to be the protect of
@@ -1819,6 +1825,14 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 					report_error(res, 128 + held[0], "interrupted while the sandbox started");
 					finish(f, foreground, 128 + held[0]);
 				}
+				if (f->trace) {
+					// What failed (a wait at OP_MORE that ran out, a
+					// host change): the planned run says it again, if
+					// it still fails.
+					say("jail: plan cache: the init reported: ");
+					say(line);
+					say("\n");
+				}
 				fall_back(f, argv, envp, sv, !strstr(line, "\"layer\":\"exec\""));
 			} else if (strstr(line, "\"stage\":\"" JAIL_STAGE_NOTICE "\"")) {
 				print_notice(line);
@@ -2026,6 +2040,7 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	put(&plan, setup, split ? split : sn);
 	if (split) {
 		put_u32(&plan, OP_MORE);
+		put_u32(&plan, MORE_WAIT_MS);
 		put_u32(&rest, 0); // its length, below
 		put(&rest, setup + split, sn - split);
 	}

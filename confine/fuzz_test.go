@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -62,7 +63,7 @@ type initInvocation struct {
 
 // initBinary finds the init to fuzz: this test binary, copied where nobody
 // may run it when the test runs as root.
-func initBinary(f *testing.F) initInvocation {
+func initBinary(f testing.TB) initInvocation {
 	self, err := os.Executable()
 	if err != nil {
 		f.Fatal(err)
@@ -93,6 +94,13 @@ func initBinary(f *testing.F) initInvocation {
 // runPlan starts an init with body after a valid header and judges how it
 // ends.
 func runPlan(t *testing.T, in initInvocation, body []byte) {
+	runPlanHolding(t, in, body, false)
+}
+
+// runPlanHolding is runPlan whose supervisor, with hold, keeps its side of
+// the socket open and sends nothing: one that stopped. It returns the
+// reports.
+func runPlanHolding(t *testing.T, in initInvocation, body []byte, hold bool) []report {
 	planR, planW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +139,9 @@ func runPlan(t *testing.T, in initInvocation, body []byte) {
 	// Nothing more comes from this supervisor on the socket: a held
 	// sandbox (OP_HOLD) goes unused, a plan in two parts (OP_MORE) has no
 	// second part. What the init sends (OP_SOCKETS) is still taken.
-	unix.Shutdown(socks[0], unix.SHUT_WR)
+	if !hold {
+		unix.Shutdown(socks[0], unix.SHUT_WR)
+	}
 	drained := make(chan struct{})
 	go func() {
 		// Lifetime: until the init's end of the socket closes. What
@@ -179,5 +189,47 @@ func runPlan(t *testing.T, in initInvocation, body []byte) {
 	}
 	if len(lines) == 0 {
 		t.Fatalf("the init ended (%v) without a report", err)
+	}
+	return lines
+}
+
+// TestPlanMoreWaitBounded: pid 1 waiting at OP_MORE for the rest of a plan
+// in two parts gives up on a supervisor that stopped (its socket open,
+// nothing sent) at the deadline the plan carries, and reports the wait by
+// name; one that ended (EOF) is reported at once; a wait out of range is
+// refused. None is a hang.
+func TestPlanMoreWaitBounded(t *testing.T) {
+	in := initBinary(t)
+	more := func(ms uint32) []byte {
+		return binary.NativeEndian.AppendUint32(binary.NativeEndian.AppendUint32(nil, opMore), ms)
+	}
+	for _, c := range []struct {
+		name  string
+		body  []byte
+		hold  bool
+		errno syscall.Errno
+		msg   string
+	}{
+		{"stopped", more(300), true, syscall.ETIMEDOUT, "the supervisor sent no rest of the plan within 300 ms"},
+		{"ended", more(60000), false, syscall.EPIPE, "the supervisor sent no rest of the plan"},
+		{"no wait", more(0), true, syscall.EINVAL, "out of range"},
+		{"too long", more(1 << 31), true, syscall.EINVAL, "out of range"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			lines := runPlanHolding(t, in, c.body, c.hold)
+			var last report // the error (the outer process's pid1 report may come after it)
+			for _, l := range lines {
+				if l.Stage == stageError {
+					last = l
+				}
+			}
+			if last.Stage != stageError || last.Err == nil || last.Err.Errno != c.errno || !strings.Contains(last.Err.Msg, c.msg) {
+				t.Fatalf("reports %+v, want an error %v %q", lines, c.errno, c.msg)
+			}
+			if c.errno == syscall.ETIMEDOUT && (last.Err.Stage != "wait for the rest of the plan" || time.Since(start) < 300*time.Millisecond) {
+				t.Fatalf("error %+v after %v, want the wait's stage after its 300 ms", last.Err, time.Since(start))
+			}
+		})
 	}
 }

@@ -47,7 +47,7 @@ enum {
 	OP_DNS = 26,
 	OP_OVERLAY = 27,
 	OP_FILE = 28,
-	OP_MORE = 29,
+	OP_MORE = 29, // u32 ms the supervisor may take to send the rest (fast_linux.c)
 };
 
 // ---- a sandbox's init -------------------------------------------------------

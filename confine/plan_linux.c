@@ -821,11 +821,31 @@ ssize_t recv_fds(int sock, void *buf, size_t len, int *fds, int max, int *nfd, i
 // op_more ends the first part of a plan the plan cache's run sends in two
 // (plan_split in fast_linux.c): pid 1 builds the view up to here while the
 // supervisor makes the workspace's placeholders, whose identities the rest
-// carries. The rest comes on fd 5, after the command's stdio: a u32 length
-// and that many plan bytes, carried out from here on.
-static void read_more(struct child *c, void *p, size_t n) {
+// carries. Its operand is how long, in ms, the supervisor may take. The
+// rest comes on fd 5, after the command's stdio: a u32 length and that many
+// plan bytes, carried out from here on. A supervisor that ends sends EOF;
+// one that stops or is stuck sends nothing, and pid 1 gives up at the
+// deadline with a report naming the wait rather than wait unseen (the
+// supervisor then meets a closed socket and plans the run afresh).
+#define MORE_WAIT_MAX_MS 600000
+
+static void read_more(struct child *c, void *p, size_t n, const struct timespec *deadline, uint32_t ms) {
 	uint8_t *b = p;
 	while (n > 0) {
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long long left = (deadline->tv_sec - now.tv_sec) * 1000LL + (deadline->tv_nsec - now.tv_nsec) / 1000000;
+		struct pollfd pf = {.fd = 5, .events = POLLIN};
+		int r = left > 0 ? poll(&pf, 1, (int)left) : 0;
+		if (r < 0 && errno == EINTR) continue;
+		if (r < 0) fail(c, errno, "poll", 125);
+		if (r == 0) {
+			static char msg[200];
+			snprintf(msg, sizeof(msg),
+				 "the supervisor sent no rest of the plan within %u ms: it stopped, or is stuck making the workspace's placeholders (JAIL_PLAN_CACHE=off plans every run instead)",
+				 ms);
+			fail(c, ETIMEDOUT, msg, 125);
+		}
 		ssize_t k = read(5, b, n);
 		if (k < 0 && errno == EINTR) continue;
 		if (k <= 0) fail(c, k < 0 ? errno : EPIPE, "the supervisor sent no rest of the plan", 125);
@@ -835,13 +855,23 @@ static void read_more(struct child *c, void *p, size_t n) {
 }
 
 static void op_more(struct child *c) {
-	uint32_t n;
+	uint32_t n, ms = get_u32(c);
+	c->stage = "wait for the rest of the plan";
+	if (ms == 0 || ms > MORE_WAIT_MAX_MS) fail(c, EINVAL, "the wait for the rest of the plan is out of range", 125);
+	struct timespec deadline;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += ms / 1000;
+	deadline.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (deadline.tv_nsec >= 1000000000) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000;
+	}
+	read_more(c, &n, 4, &deadline, ms);
 	c->stage = "read plan";
-	read_more(c, &n, 4);
 	if (n == 0 || n > (64u << 20)) fail(c, E2BIG, "plan too large", 125);
 	uint8_t *b = malloc(n);
 	if (!b) fail(c, ENOMEM, "plan", 125);
-	read_more(c, b, n);
+	read_more(c, b, n, &deadline, ms);
 	c->p = b;
 	c->end = b + n;
 }

@@ -44,8 +44,9 @@ const (
 	opDNS      = 26
 	opOverlay  = 27
 	opFile     = 28
-	// opMore ends a plan's first part: the rest comes on fd 5. Only the
-	// plan cache's run sends one (fast_linux.c), never a compiled plan.
+	// opMore ends a plan's first part: the rest comes on fd 5 within the
+	// u32 milliseconds it carries. Only the plan cache's run sends one
+	// (fast_linux.c), never a compiled plan.
 	opMore = 29
 )
 
