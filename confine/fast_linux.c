@@ -658,6 +658,86 @@ static void git_after(struct fast *f, int adopt) {
 		;
 }
 
+// recent_at reports whether name beneath dirfd changed (its ctime, which
+// no process can set and a rename sets) at or after t0 (unix ns, less the
+// kernel's coarse file clock); true when it cannot be told.
+static int recent_at(int dirfd, const char *name, long long t0) {
+	struct stat st;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) return errno != ENOENT;
+	return (long long)st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec >= t0 - 20000000LL;
+}
+
+// git_touched reports whether the .git directory beneath dirfd has a
+// config, hooks directory or hook changed since t0 (gitDirTouched).
+static int git_touched(int parent, long long t0) {
+	int g = openat(parent, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (g < 0) return 0;
+	static const char *names[] = {"config", "hooks", "commondir", "config.worktree", "info"};
+	int hit = 0;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !hit; i++) {
+		struct stat st;
+		hit = fstatat(g, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		      (long long)st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec >= t0 - 20000000LL;
+	}
+	int h = hit ? -1 : openat(g, "hooks", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = h >= 0 ? fdopendir(h) : NULL;
+	if (!d && h >= 0) close(h);
+	for (struct dirent *e; d && !hit && (e = readdir(d));)
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) hit = recent_at(dirfd(d), e->d_name, t0);
+	if (d) closedir(d);
+	close(g);
+	return hit;
+}
+
+// sweep_dir is the C twin of the sweep's test (gitview/sweep_linux.go):
+// whether the directory fd (closed here), or one below it, holds a .git,
+// a HEAD or a symlink that changed since t0, or a .git directory with a
+// changed config or hook, or the tree is past the sweep's bounds. Then
+// the Go adopter runs, which sweeps again and reduces what it finds.
+static int sweep_dir(int fd, int root, int depth, int *dirs, long long t0) {
+	if (++*dirs > (1 << 18) || depth > 128) {
+		close(fd);
+		return 1;
+	}
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return 0;
+	}
+	int hit = 0;
+	for (struct dirent *e; !hit && (e = readdir(d));) {
+		const char *n = e->d_name;
+		if (!strcmp(n, ".") || !strcmp(n, "..")) continue;
+		unsigned char typ = e->d_type;
+		if (typ == DT_UNKNOWN) {
+			struct stat st;
+			if (fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) == 0) typ = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : DT_REG;
+		}
+		if (!strcmp(n, ".git")) {
+			// The root's is the git view's own.
+			if (!root) hit = recent_at(dirfd(d), n, t0) || (typ == DT_DIR && git_touched(dirfd(d), t0));
+			continue;
+		}
+		if (!strcmp(n, "HEAD") && !root) hit = recent_at(dirfd(d), n, t0);
+		if (typ == DT_LNK) hit = hit || recent_at(dirfd(d), n, t0);
+		if (hit || typ != DT_DIR) continue;
+		int c = openat(dirfd(d), n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (c >= 0) hit = sweep_dir(c, 0, depth + 1, dirs, t0);
+	}
+	closedir(d);
+	return hit;
+}
+
+// swept_changed reports whether the sweep after the run has work: the Go
+// adopter then runs even when no fact the walk recorded changed.
+static int swept_changed(struct fast *f) {
+	if (!f->ws) return 0;
+	int fd = open(f->ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) return 0;
+	int dirs = 0;
+	return sweep_dir(fd, 1, 0, &dirs, strtoll(f->t0, NULL, 10));
+}
+
 // facts_changed reports whether a directory the plan's walk recorded
 // gained or lost a subdirectory or a .git while the sandbox ran (its
 // placeholders and .git removed by then), where the sandbox may have
@@ -1913,7 +1993,7 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 		git_after(f, 1);
 	} else {
 		release(f);
-		if (facts_changed(f)) git_after(f, 0);
+		if (facts_changed(f) || swept_changed(f)) git_after(f, 0);
 	}
 	report(res, code);
 	finish(f, 0, code);

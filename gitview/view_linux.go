@@ -652,6 +652,7 @@ func (r *Run) Finish() {
 		now := r.launch.changedSince(r.ws)
 		now.addCommitted(r.ws, committed)
 		scanNew(r.opt.Report, r.ws, r.keyfd, now, r.launch, run)
+		sweepAll(r.opt.Report, r.ws, r.keyfd, r.opt.Workspace, now.skip, r.t0, run, r.opt.Home, r.launch, now)
 		r.launch = nil
 	}
 	if r.dirfd >= 0 {
@@ -870,7 +871,15 @@ func recoverKey(w io.Writer, wsfd int, ws string, keyfd int, keyDir, skip string
 		if merr == nil && m.Workspace == ws && !m.NoWalk {
 			// The run ended without looking for what its sandbox made
 			// below the root: reduce it now, against its launch walk.
-			scanNew(w, wsfd, keyfd, walkNames(wsfd, skip, m.Launch.nameSet()), m.Launch.launchFound(), n)
+			now, launch := walkNames(wsfd, skip, m.Launch.nameSet()), m.Launch.launchFound()
+			scanNew(w, wsfd, keyfd, now, launch, n)
+			// The run began about when its RUN directory was made.
+			var sx unix.Statx_t
+			t := time.Now().Add(-24 * time.Hour).UnixNano()
+			if unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_BTIME|unix.STATX_CTIME, &sx) == nil && sx.Mask&unix.STATX_BTIME != 0 {
+				t = sx.Btime.Sec*1e9 + int64(sx.Btime.Nsec)
+			}
+			sweepAll(w, wsfd, keyfd, ws, skip, t, n, os.Getenv("HOME"), launch, now)
 		}
 		settle(w, keyfd, n, where, out)
 		unix.Close(fd)
@@ -1144,6 +1153,9 @@ func AdoptMain(args []string, w io.Writer, protected, later []string) int {
 		}
 	}
 	scanNew(w, wsfd, scratch, f, launch, run)
+	if since > 0 {
+		sweepAll(w, wsfd, scratch, args[0], skip, since, run, os.Getenv("HOME"), launch, f)
+	}
 	return code
 }
 

@@ -1,0 +1,434 @@
+//go:build linux
+
+package gitview
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The walks at launch and after a run are bounded (walkDepth, walkDirs,
+// not into node_modules), so a repository the sandbox makes in a
+// directory that existed at launch past those bounds, or a symlink it
+// leaves anywhere, is not seen by them. The sweep closes that: after the
+// sandbox ended, every directory of the workspace is listed once, names
+// and types only (getdents64's d_type, no stat), and only the few entries
+// that can matter are looked at:
+//
+//   - a .git (directory, gitfile or symlink) and a HEAD, whose change time
+//     is the run's: git takes a directory with .git, or with HEAD, objects/
+//     and refs/, for a repository. A change time cannot be set by a
+//     process and a rename sets it, so an entry the sandbox made, renamed
+//     into place or rewrote has one after the launch, whoever's inode it
+//     was. A .git directory the launch knew nothing of is looked into as
+//     well: its config, its hooks directory and each hook, which the
+//     sandbox could have rewritten in place;
+//   - a symlink whose change time is the run's: one that leads into jail's
+//     own directories (the persistent sandbox homes, the git state with
+//     its uppers, the plan cache) leads the host's git, editor or shell
+//     into what a sandbox wrote there, where nothing is reduced.
+//
+// docs/git.md ("The sweep") has the costs and what is done with each.
+
+// sweepDirs bounds the directories the sweep lists; sweepDepth how deep
+// it goes (each level holds a descriptor). A sandbox that made more is
+// named in a WARNING line.
+const (
+	sweepDirs  = 1 << 18
+	sweepDepth = 128
+)
+
+// swept is what a sweep found: workspace-relative paths.
+type swept struct {
+	gitDirs  []string // .git directories changed during the run (or, unknown at launch, with a changed config or hook)
+	gitFiles []string // .git gitfiles and symlinks changed during the run
+	heads    []string // directories git takes for a git directory whose HEAD changed during the run
+	links    []string // symlinks changed during the run
+	dirs     int
+	cut      bool // a bound was reached
+}
+
+// recent reports whether st (a statx with STATX_CTIME) changed at or after
+// t (unix ns), allowing for the kernel's coarse file clock.
+func recent(sx *unix.Statx_t, t int64) bool {
+	return sx.Ctime.Sec*1e9+int64(sx.Ctime.Nsec) >= t-int64(20e6)
+}
+
+// changedAt reports whether name beneath dirfd changed at or after t; true
+// when it cannot be told (the entry is then looked at).
+func changedAt(dirfd int, name string, t int64) bool {
+	var sx unix.Statx_t
+	if unix.Statx(dirfd, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_CTIME, &sx) != nil || sx.Mask&unix.STATX_CTIME == 0 {
+		return true
+	}
+	return recent(&sx, t)
+}
+
+// sweep lists every directory of the workspace wsfd (but skip, jail's
+// state when the workspace holds it, and the insides of git directories)
+// for what changed since t. known are the .git entries the launch knew
+// (shown, or reduced already): their directories' insides are not looked
+// into.
+func sweep(wsfd int, skip string, t int64, known map[string]bool) *swept {
+	s := &swept{}
+	fd, err := openGitDir(wsfd, ".")
+	if err != nil {
+		return s
+	}
+	s.dir(fd, ".", 0, make([]byte, 32<<10), t, skip, known)
+	return s
+}
+
+// dir sweeps the open directory fd (closed when done).
+func (s *swept) dir(fd int, rel string, depth int, buf []byte, t int64, skip string, known map[string]bool) {
+	defer unix.Close(fd)
+	if s.dirs >= sweepDirs || depth > sweepDepth {
+		s.cut = true
+		return
+	}
+	s.dirs++
+	var subs []string
+	var head, objects, refs, common bool
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err != nil {
+			s.cut = true
+			break
+		}
+		if n <= 0 {
+			break
+		}
+		for b := buf[:n]; len(b) >= 19; {
+			reclen := int(b[16]) | int(b[17])<<8
+			if reclen < 19 || reclen > len(b) {
+				s.cut = true
+				break
+			}
+			typ := b[18]
+			name := b[19:reclen]
+			if i := indexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			b = b[reclen:]
+			if len(name) == 0 || name[0] == '.' && (len(name) == 1 || len(name) == 2 && name[1] == '.') {
+				continue
+			}
+			if typ == unix.DT_UNKNOWN {
+				var st unix.Stat_t
+				if unix.Fstatat(fd, string(name), &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+					switch st.Mode & unix.S_IFMT {
+					case unix.S_IFDIR:
+						typ = unix.DT_DIR
+					case unix.S_IFLNK:
+						typ = unix.DT_LNK
+					}
+				}
+			}
+			switch string(name) {
+			case ".git":
+				if rel == "." {
+					continue // the root's: the git view's own
+				}
+				p := filepath.Join(rel, ".git")
+				switch {
+				case known[p]:
+				case typ == unix.DT_DIR:
+					if changedAt(fd, ".git", t) || gitDirTouched(fd, t) {
+						s.gitDirs = append(s.gitDirs, p)
+					}
+				case changedAt(fd, ".git", t):
+					s.gitFiles = append(s.gitFiles, p)
+				}
+				continue
+			case "HEAD":
+				head = typ != unix.DT_DIR && rel != "." && changedAt(fd, "HEAD", t)
+			case "objects":
+				objects = true
+			case "refs":
+				refs = true
+			case "commondir":
+				common = true
+			}
+			if typ == unix.DT_LNK {
+				if changedAt(fd, string(name), t) {
+					s.links = append(s.links, filepath.Join(rel, string(name)))
+				}
+				continue
+			}
+			if typ == unix.DT_DIR {
+				subs = append(subs, string(name))
+			}
+		}
+	}
+	shaped := head && (objects && refs || common)
+	if shaped && !known[rel] {
+		s.heads = append(s.heads, rel)
+	}
+	for _, sub := range subs {
+		p := filepath.Join(rel, sub)
+		if shaped && sub == "objects" || p == skip {
+			continue
+		}
+		cfd, err := unix.Openat(fd, sub, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		s.dir(cfd, p, depth+1, buf, t, skip, known)
+	}
+}
+
+// gitDirTouched reports whether the .git directory beneath dirfd has a
+// config, hooks directory or hook that changed at or after t: what the
+// sandbox would rewrite in place in a repository the launch did not show.
+func gitDirTouched(dirfd int, t int64) bool {
+	g, err := openDir(dirfd, ".git")
+	if err != nil {
+		return false
+	}
+	defer unix.Close(g)
+	for _, n := range []string{"config", "hooks", "commondir", "config.worktree", "info"} {
+		var sx unix.Statx_t
+		if unix.Statx(g, n, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_CTIME, &sx) == nil && recent(&sx, t) {
+			return true
+		}
+	}
+	h, err := openDir(g, "hooks")
+	if err != nil {
+		return false
+	}
+	names, _ := readNames(h)
+	defer unix.Close(h)
+	for _, n := range names {
+		if changedAt(h, n, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// JailDirs are jail's own directories on the host for the user whose home
+// is home: the persistent sandbox homes and the rest of its data, the git
+// state (with the sandboxes' uppers), the plan cache, and the state
+// directory's fallback in the temporary directory. A sandbox writes into
+// some of them; a symlink it leaves in the workspace must not lead the
+// host's tools there. Each is given as named and as resolved.
+func JailDirs(home string) []string {
+	base := func(env string, def ...string) string {
+		if v := os.Getenv(env); filepath.IsAbs(v) {
+			return v
+		}
+		if !filepath.IsAbs(home) {
+			return ""
+		}
+		return filepath.Join(append([]string{home}, def...)...)
+	}
+	var out []string
+	for _, b := range []string{base("XDG_DATA_HOME", ".local", "share"), base("XDG_STATE_HOME", ".local", "state"), base("XDG_CACHE_HOME", ".cache")} {
+		if b != "" {
+			out = append(out, filepath.Join(b, "jail"))
+		}
+	}
+	out = append(out, filepath.Join(os.TempDir(), fmt.Sprintf("jail-%d", os.Getuid())))
+	for _, d := range slices.Clone(out) {
+		if r := resolveLoose(d); r != "" && r != d {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// leadsInto reports whether the symlink rel beneath the workspace ws
+// (wsfd) leads into one of dirs: its target as written, taken from the
+// link's directory, and that path resolved on the host as far as it
+// exists (a chain of links, or a component that is one).
+func leadsInto(wsfd int, ws, rel string, dirs []string) (string, bool) {
+	dfd, err := openGitDir(wsfd, filepath.Dir(rel))
+	if err != nil {
+		return "", false
+	}
+	defer unix.Close(dfd)
+	buf := make([]byte, 4096)
+	n, err := unix.Readlinkat(dfd, filepath.Base(rel), buf)
+	if err != nil {
+		return "", false
+	}
+	target := string(buf[:n])
+	abs := target
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(ws, filepath.Dir(rel), target)
+	}
+	abs = filepath.Clean(abs)
+	for _, p := range []string{abs, resolveLoose(abs), resolveLoose(filepath.Join(ws, rel))} {
+		for _, d := range dirs {
+			if p != "" && d != "" && within(p, d) {
+				return target, true
+			}
+		}
+	}
+	return target, false
+}
+
+// sweepAll sweeps the workspace wsfd (path ws) for what a sandbox that
+// began at t left past the bounded walks (launch, at launch, nil for a
+// cached plan's; now, after the run, whose findings scanNew handled) and
+// does what that needs (afterSweep).
+func sweepAll(w io.Writer, wsfd, scratch int, ws, skip string, t int64, run, home string, launch, now *found) {
+	known := map[string]bool{}
+	for _, f := range []*found{launch, now} {
+		if f == nil {
+			continue
+		}
+		for _, k := range append(append(append([]string{}, f.gitDirs...), f.gitFiles...), f.bare...) {
+			known[k] = true
+		}
+	}
+	s := sweep(wsfd, skip, t, known)
+	afterSweep(w, wsfd, scratch, ws, s, run, t, JailDirs(home))
+}
+
+// afterSweep does what the sweep's findings need, after scanNew did the
+// bounded walk's: a .git directory that is new (born during the run) is
+// reduced like one the walk found, one that is older (a directory renamed
+// into place, or a repository the launch did not show that was written
+// in) loses its HEAD, which is enough for git not to take it for a
+// repository (its files kept, for the user to look at); a .git gitfile
+// or symlink is moved aside; a directory made to look like a git
+// directory loses its HEAD, or, when born during the run, is reduced; a
+// symlink into jail's own directories (dirs) is removed. Everything done
+// is named on w.
+func afterSweep(w io.Writer, wsfd, scratch int, ws string, s *swept, run string, t int64, dirs []string) {
+	var reduced, unheaded, aside, kept, links, linksKept []string
+	for _, g := range s.gitDirs {
+		dir := filepath.Dir(g)
+		dfd, err := openGitDir(wsfd, dir)
+		if err != nil {
+			kept = append(kept, g)
+			continue
+		}
+		switch {
+		case isEmptyDir(dfd, ".git"):
+		case bornAfter(dfd, ".git", t):
+			if reduce(w, dfd, scratch, ".git", g, run) {
+				reduced = append(reduced, dir)
+			} else {
+				kept = append(kept, g)
+			}
+		default:
+			if unhead(dfd, ".git", run) {
+				unheaded = append(unheaded, g)
+			} else {
+				kept = append(kept, g)
+			}
+		}
+		unix.Close(dfd)
+	}
+	for _, g := range s.gitFiles {
+		dfd, err := openGitDir(wsfd, filepath.Dir(g))
+		if err == nil {
+			_, err = moveAside(dfd, ".git", run)
+			unix.Close(dfd)
+		}
+		if err == nil {
+			aside = append(aside, g)
+		} else if err != unix.ENOENT {
+			kept = append(kept, g)
+		}
+	}
+	for _, b := range s.heads {
+		pfd, err := openGitDir(wsfd, filepath.Dir(b))
+		if err != nil {
+			kept = append(kept, b)
+			continue
+		}
+		if bornAfter(pfd, filepath.Base(b), t) {
+			if reduce(w, pfd, scratch, filepath.Base(b), b, run) {
+				reduced = append(reduced, b)
+			} else {
+				kept = append(kept, b)
+			}
+		} else if unhead(pfd, filepath.Base(b), run) {
+			unheaded = append(unheaded, b)
+		} else {
+			kept = append(kept, b)
+		}
+		unix.Close(pfd)
+	}
+	for _, l := range s.links {
+		target, bad := leadsInto(wsfd, ws, l, dirs)
+		if !bad {
+			continue
+		}
+		if removeLink(wsfd, l) {
+			links = append(links, l+" -> "+target)
+		} else {
+			linksKept = append(linksKept, l+" -> "+target)
+		}
+	}
+	say := func(items []string, format string) {
+		if len(items) > 0 {
+			fmt.Fprintf(w, format, strings.Map(printableRune, strings.Join(items, ", ")))
+		}
+	}
+	say(reduced, "jail: git: repositories the sandbox made past the launch walk's bounds were reduced to what runs nothing (hooks and config keys that run programs dropped): %s\n")
+	say(unheaded, "jail: git: git directories the sandbox made or wrote in past the launch walk's bounds had their HEAD renamed HEAD.jail-"+run+", so that the host's git does not take them for repositories (look at their hooks and config before you rename it back): %s\n")
+	say(aside, "jail: git: gitfiles and .git symlinks the sandbox made past the launch walk's bounds were moved aside (.git.jail-"+run+"): %s\n")
+	say(links, "jail: symlinks the sandbox left in the workspace that lead into jail's own directories (the sandboxes' homes and git state, which the host's tools must not be led into) were removed: %s\n")
+	say(linksKept, "jail: WARNING: symlinks the sandbox left in the workspace lead into jail's own directories and could not be removed; do not run git or open an editor through them: %s\n")
+	say(kept, "jail: git: WARNING: the sandbox made or wrote in these git directories and jail could not reduce them; check their hooks and config before running git there: %s\n")
+	if s.cut {
+		fmt.Fprintf(w, "jail: WARNING: the workspace has more than %d directories (or deeper than %d): the sweep after the run did not list all of them, so a repository or symlink the sandbox left past that is not reduced\n", sweepDirs, sweepDepth)
+	}
+}
+
+// printableRune keeps a name the sandbox chose from carrying control
+// characters to the terminal.
+func printableRune(c rune) rune {
+	if c < ' ' || c == 0x7f {
+		return '?'
+	}
+	return c
+}
+
+// bornAfter reports whether name beneath dirfd was made at or after t
+// (unix ns); false when the file system keeps no birth time: what is
+// done with an older entry (HEAD renamed aside) loses nothing, what is
+// done with a new one (reduce) drops hooks and config.
+func bornAfter(dirfd int, name string, t int64) bool {
+	var sx unix.Statx_t
+	if unix.Statx(dirfd, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME, &sx) != nil || sx.Mask&unix.STATX_BTIME == 0 {
+		return false
+	}
+	return sx.Btime.Sec*1e9+int64(sx.Btime.Nsec) >= t-int64(20e6)
+}
+
+// unhead renames HEAD in the git directory name beneath dfd aside.
+func unhead(dfd int, name, run string) bool {
+	g, err := openDir(dfd, name)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(g)
+	_, err = moveAside(g, "HEAD", run)
+	return err == nil || err == unix.ENOENT
+}
+
+// removeLink removes the symlink rel beneath wsfd, by descriptor, if it
+// is still a symlink.
+func removeLink(wsfd int, rel string) bool {
+	dfd, err := openGitDir(wsfd, filepath.Dir(rel))
+	if err != nil {
+		return false
+	}
+	defer unix.Close(dfd)
+	var st unix.Stat_t
+	if unix.Fstatat(dfd, filepath.Base(rel), &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK {
+		return false
+	}
+	return unix.Unlinkat(dfd, filepath.Base(rel), 0) == nil
+}
