@@ -36,3 +36,22 @@ func BenchmarkWalk(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSweep times the sweep after a run (sweep_linux.go) of the tree
+// JAIL_BENCH_TREE names: every directory listed, node_modules included.
+func BenchmarkSweep(b *testing.B) {
+	dir := os.Getenv("JAIL_BENCH_TREE")
+	if dir == "" {
+		b.Skip("set JAIL_BENCH_TREE to a tree to walk")
+	}
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer unix.Close(fd)
+	for i := 0; i < b.N; i++ {
+		if s := sweep(fd, "", 0, nil); s.dirs == 0 {
+			b.Fatal("nothing swept")
+		}
+	}
+}
