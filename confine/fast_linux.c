@@ -659,12 +659,12 @@ static void git_after(struct fast *f, int adopt) {
 }
 
 // recent_at reports whether name beneath dirfd changed (its ctime, which
-// no process can set and a rename sets) at or after t0 (unix ns, less the
-// kernel's coarse file clock); true when it cannot be told.
+// no process can set and a rename sets) at or after t0 (unix ns, of the
+// coarse clock file times come from); true when it cannot be told.
 static int recent_at(int dirfd, const char *name, long long t0) {
 	struct stat st;
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) return errno != ENOENT;
-	return (long long)st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec >= t0 - 20000000LL;
+	return (long long)st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec >= t0;
 }
 
 // git_touched reports whether the .git directory beneath dirfd has a
@@ -677,7 +677,7 @@ static int git_touched(int parent, long long t0) {
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !hit; i++) {
 		struct stat st;
 		hit = fstatat(g, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		      (long long)st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec >= t0 - 20000000LL;
+		      (long long)st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec >= t0;
 	}
 	int h = hit ? -1 : openat(g, "hooks", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	DIR *d = h >= 0 ? fdopendir(h) : NULL;
@@ -2018,7 +2018,9 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	// Before anything is made: a directory born since is the sandbox's
 	// (the adopter walks those below the walk's depth).
 	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
+	// The file systems' clock (coarse): whatever the sandbox changes has a
+	// change time at or after it (the sweep after the run).
+	clock_gettime(CLOCK_REALTIME_COARSE, &now);
 	snprintf(f.t0, sizeof(f.t0), "%lld", (long long)now.tv_sec * 1000000000LL + now.tv_nsec);
 	int dd = -1;
 	for (int i = 2; i < argc; i++)

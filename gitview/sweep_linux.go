@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -54,10 +55,22 @@ type swept struct {
 	cut      bool // a bound was reached
 }
 
-// recent reports whether st (a statx with STATX_CTIME) changed at or after
-// t (unix ns), allowing for the kernel's coarse file clock.
+// recent reports whether sx (a statx with STATX_CTIME) changed at or
+// after t (unix ns). File times come from the kernel's coarse clock, and
+// so does t (coarseNow): what the sandbox changes has a time at or after
+// it; what the host changed in the same tick as the launch counts too.
 func recent(sx *unix.Statx_t, t int64) bool {
-	return sx.Ctime.Sec*1e9+int64(sx.Ctime.Nsec) >= t-int64(20e6)
+	return sx.Ctime.Sec*1e9+int64(sx.Ctime.Nsec) >= t
+}
+
+// coarseNow is the clock file times are taken from (CLOCK_REALTIME_COARSE),
+// in unix ns.
+func coarseNow() int64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &ts) != nil {
+		return time.Now().UnixNano()
+	}
+	return ts.Nano()
 }
 
 // changedAt reports whether name beneath dirfd changed at or after t; true
@@ -362,11 +375,18 @@ func afterSweep(w io.Writer, wsfd, scratch int, ws string, s *swept, run string,
 		}
 		unix.Close(pfd)
 	}
+	// Every link judged before any is removed: one may lead in through
+	// another.
+	var bad []string
+	targets := map[string]string{}
 	for _, l := range s.links {
-		target, bad := leadsInto(wsfd, ws, l, dirs)
-		if !bad {
-			continue
+		if target, in := leadsInto(wsfd, ws, l, dirs); in {
+			bad = append(bad, l)
+			targets[l] = target
 		}
+	}
+	for _, l := range bad {
+		target := targets[l]
 		if removeLink(wsfd, l) {
 			links = append(links, l+" -> "+target)
 		} else {
@@ -407,7 +427,7 @@ func bornAfter(dirfd int, name string, t int64) bool {
 	if unix.Statx(dirfd, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME, &sx) != nil || sx.Mask&unix.STATX_BTIME == 0 {
 		return false
 	}
-	return sx.Btime.Sec*1e9+int64(sx.Btime.Nsec) >= t-int64(20e6)
+	return sx.Btime.Sec*1e9+int64(sx.Btime.Nsec) >= t
 }
 
 // unhead renames HEAD in the git directory name beneath dfd aside.

@@ -164,7 +164,7 @@ func Prepare(o Options) (*Run, error) {
 	if o.Report == nil {
 		o.Report = io.Discard
 	}
-	r := &Run{opt: o, ws: -1, keyfd: -1, dirfd: -1, t0: time.Now().UnixNano()}
+	r := &Run{opt: o, ws: -1, keyfd: -1, dirfd: -1, t0: coarseNow()}
 	var err error
 	r.ws, err = unix.Open(o.Workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {

@@ -1,0 +1,128 @@
+//go:build linux
+
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The places a sandbox writes that persist on the host past the launch
+// walk's reach: its persistent home (docs/home.md), which the host's
+// tools are led into by a symlink left in the workspace, and directories
+// that existed at launch below the walk's depth (docs/git.md, "The
+// sweep"). Each test plants a core.fsmonitor and judges with the host's
+// own git status afterwards.
+
+// TestHomeRepositoryNotReachable: the sandbox makes a repository with a
+// core.fsmonitor in its persistent home and leaves symlinks to it in the
+// workspace (absolute, relative, through a second link, six levels down):
+// after the run none of them is there, and the host's git status where
+// they were, and through what is left, runs nothing.
+func TestHomeRepositoryNotReachable(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		for _, repo := range []bool{false, true} {
+			ws := r.dir(t, "jail-it-ws-")
+			if repo {
+				r.gitRepo(t, ws)
+			}
+			os.MkdirAll(filepath.Join(ws, "vendor"), 0o755)
+			os.MkdirAll(filepath.Join(ws, "a", "b", "c", "d", "e", "f"), 0o755)
+			r.own(t, ws)
+			marker, plant := r.marker(t, ws)
+			res := r.sh(t, ws, plant+`
+H=$(awk -v h="$HOME" '$5==h{print $4}' /proc/self/mountinfo | tail -1)
+echo "HOME-ON-HOST=$H"
+git init -q ~/r && git -C ~/r config core.fsmonitor "$PWD/.payload" || exit 1
+ln -s "$H/r" vendor/lib
+up=$(echo "$PWD" | sed 's|[^/]*|..|g; s|^/||')
+ln -s "../$up$H/r" vendor/rel
+ln -s "$(dirname "$H")" vendor/homes
+ln -s "../vendor/homes/$(basename "$H")/r" a/chain
+ln -s "$H/r" a/b/c/d/e/f/deep
+echo SANDBOX-DONE`)
+			mustExit(t, res, 0)
+			home := ""
+			for _, l := range strings.Split(res.stdout, "\n") {
+				if h, ok := strings.CutPrefix(l, "HOME-ON-HOST="); ok {
+					home = h
+				}
+			}
+			if !strings.Contains(res.stdout, "SANDBOX-DONE") || !strings.Contains(home, "/jail/homes/") {
+				t.Fatalf("the attack was not set up (home %q):\n%s\n%s", home, res.stdout, res.stderr)
+			}
+			if _, err := os.Stat(filepath.Join(home, "r", ".git", "config")); err != nil {
+				t.Fatalf("the repository made in the home is not on the host, so nothing was attacked: %v", err)
+			}
+			links := []string{"vendor/lib", "vendor/rel", "vendor/homes", "a/chain", "a/b/c/d/e/f/deep"}
+			for _, l := range links {
+				if _, err := os.Lstat(filepath.Join(ws, l)); err == nil {
+					t.Errorf("repo %v: the symlink %s into the sandbox's home is still in the workspace\n%s", repo, l, res.stderr)
+				}
+			}
+			if !strings.Contains(res.stderr, "lead into jail's own directories") {
+				t.Errorf("repo %v: no line names the symlinks removed:\n%s", repo, res.stderr)
+			}
+			dirs := []string{ws, filepath.Join(ws, "vendor"), filepath.Join(ws, "a")}
+			for _, l := range links {
+				dirs = append(dirs, filepath.Join(ws, l))
+			}
+			r.hostStatusIn(t, marker, dirs...)
+		}
+	})
+}
+
+// TestDeepRepositoryReduced: in directories that existed at launch six
+// levels down (past the launch walk's depth), the sandbox makes a
+// repository, makes a directory a bare-shaped one, renames an old
+// directory into place as a .git, leaves a .git gitfile naming a git
+// directory it filled, and writes a core.fsmonitor into a repository that
+// was there at launch: after the run the host's git status in each runs
+// nothing, and the repository it made keeps its commit.
+func TestDeepRepositoryReduced(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		for _, repo := range []bool{false, true} {
+			ws := r.dir(t, "jail-it-ws-")
+			if repo {
+				r.gitRepo(t, ws)
+			}
+			deep := filepath.Join("a", "b", "c", "d", "e")
+			for _, d := range []string{"new", "bare", "moved", "gf", "old", "spare"} {
+				os.MkdirAll(filepath.Join(ws, deep, d), 0o755)
+			}
+			r.own(t, ws)
+			if out, err := r.hostGit(t, filepath.Join(ws, deep, "old"), "init", "-q"); err != nil {
+				t.Fatalf("host git init: %v\n%s", err, out)
+			}
+			marker, plant := r.marker(t, ws)
+			res := r.sh(t, ws, plant+plantRepo+`
+cd a/b/c/d/e || exit 1
+git init -q new && git -C new config core.fsmonitor "$OLDPWD/.payload" &&
+  git -C new -c user.name=a -c user.email=a@b commit -q --allow-empty -m inside || exit 1
+plant bare "$PWD/bare" || exit 1
+git init -q --bare spare && git --git-dir=spare config core.fsmonitor "$OLDPWD/.payload" && mv spare moved/.git || exit 1
+plant gd "$PWD/gf" && echo "gitdir: $PWD/gd" > gf/.git || exit 1
+git -C old config core.fsmonitor "$OLDPWD/.payload" || exit 1
+echo SANDBOX-DONE`)
+			mustExit(t, res, 0)
+			if !strings.Contains(res.stdout, "SANDBOX-DONE") {
+				t.Fatalf("script did not finish:\n%s\n%s", res.stdout, res.stderr)
+			}
+			var dirs []string
+			for _, d := range []string{"new", "bare", "moved", "gf", "old"} {
+				dirs = append(dirs, filepath.Join(ws, deep, d))
+			}
+			r.hostStatusIn(t, marker, dirs...)
+			if out, err := r.hostGit(t, filepath.Join(ws, deep, "new"), "log", "--oneline", "-1"); err != nil || !strings.Contains(out, "inside") {
+				t.Errorf("repo %v: the repository made six levels down lost its commit: %v %s\n%s", repo, err, out, res.stderr)
+			}
+			if repo {
+				r.judge(t, ws, marker)
+			}
+		}
+	})
+}
