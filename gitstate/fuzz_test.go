@@ -132,3 +132,25 @@ func FuzzParseIndex(f *testing.F) {
 		}
 	})
 }
+
+// FuzzEwah feeds the EWAH bitmaps of a split index's link extension to
+// their decoder: it never panics, loops without end or names a bit past
+// its bound.
+func FuzzEwah(f *testing.F) {
+	f.Add([]byte("\x00\x00\x00\x05\x00\x00\x00\x02\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x15\x00\x00\x00\x00"))
+	f.Add([]byte("\x00\x00\x01\x00\x00\x00\x00\x01\xff\xff\xff\xff\xff\xff\xff\xff\x00\x00\x00\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		bits, n, err := ewahBits(b, 1<<16)
+		if err != nil {
+			return
+		}
+		if n > len(b) {
+			t.Fatalf("took %d of %d bytes", n, len(b))
+		}
+		for _, p := range bits {
+			if p >= 1<<16 {
+				t.Fatalf("bit %d past the bound", p)
+			}
+		}
+	})
+}

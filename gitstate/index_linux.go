@@ -30,6 +30,11 @@ func (a *adopter) adoptIndex(up *upperTree, base *Snapshot) {
 		a.rep.dropped("index: %v", err)
 		return
 	}
+	split := IsSplit(data, a.hexLen/2)
+	if data, err = Unsplit(data, a.hexLen/2, a.sharedIndex(up)); err != nil {
+		a.rep.dropped("index: %v", err)
+		return
+	}
 	ix, err := ParseIndex(data, a.hexLen/2)
 	if err != nil {
 		a.rep.dropped("index: %v", err)
@@ -55,7 +60,11 @@ func (a *adopter) adoptIndex(up *upperTree, base *Snapshot) {
 	// sandbox's only where they were the host's already.
 	var hostIx *Index
 	if present {
-		if hostIx, err = ParseIndex(host, a.hexLen/2); err != nil {
+		whole, err := Unsplit(host, a.hexLen/2, a.sharedIndex(nil))
+		if err == nil {
+			hostIx, err = ParseIndex(whole, a.hexLen/2)
+		}
+		if err != nil {
 			a.rep.dropped("index: the host's index: %v", err)
 			return
 		}
@@ -103,7 +112,11 @@ func (a *adopter) adoptIndex(up *upperTree, base *Snapshot) {
 		a.rep.dropped("index: write: %v", err)
 		return
 	}
-	a.rep.applied("index")
+	if split {
+		a.rep.applied("index (split: written whole, with the entries of its shared index)")
+	} else {
+		a.rep.applied("index")
+	}
 	for _, c := range cleared {
 		a.rep.dropped("index: %s", c)
 	}
@@ -132,4 +145,23 @@ func orNone(v string) string {
 		return "none"
 	}
 	return v
+}
+
+// sharedIndex reads a split index's shared index, sharedindex.<hex>: the
+// sandbox's (in the upper up, when not nil) or else the host's.
+func (a *adopter) sharedIndex(up *upperTree) func(string) ([]byte, error) {
+	return func(id string) ([]byte, error) {
+		name := "sharedindex." + id
+		if up != nil {
+			if e := up.get(name); e != nil {
+				e.used = true
+				if e.kind != kindFile {
+					return nil, errors.New("removed or not a file in the sandbox")
+				}
+				return up.read(name, maxIndexFile)
+			}
+		}
+		data, _, err := readFile(a.gitfd, name, maxIndexFile, false)
+		return data, err
+	}
 }

@@ -161,17 +161,87 @@ cd .. && git add sub`)
 	}
 }
 
-func TestAdoptIndexSplitIndexDropped(t *testing.T) {
-	r := newRepo(t)
-	base := r.take()
-	o := r.overlay()
-	o.run(`echo new > staged && git add staged && git update-index --split-index && ls .git/sharedindex.* >/dev/null`)
-	rep := o.adopt(base, Options{RunID: "i3"})
-	if !contains(rep.Dropped, "split index") || !contains(rep.Dropped, "sharedindex.") {
-		t.Fatalf("split index not dropped: %+v", rep)
+// TestAdoptIndexSplitIndex: a split index (made by the sandbox, and the
+// host's own with core.splitIndex) is adopted with the entries of its
+// shared index, written whole; the host's git reads it as it would have
+// read the split one.
+func TestAdoptIndexSplitIndex(t *testing.T) {
+	for _, hostSplit := range []bool{false, true} {
+		r := newRepo(t)
+		if hostSplit {
+			r.git("config", "core.splitIndex", "true")
+			r.git("update-index", "--split-index")
+		}
+		base := r.take()
+		o := r.overlay()
+		o.run(`echo new > staged && git add staged && git update-index --split-index && ls .git/sharedindex.* >/dev/null &&
+echo two > staged2 && git add staged2 && git rm -q --cached README`)
+		rep := o.adopt(base, Options{RunID: "i3"})
+		if !contains(rep.Applied, "index (split") {
+			t.Fatalf("host split %v: split index not adopted: %+v", hostSplit, rep)
+		}
+		if got := r.git("status", "--porcelain"); got != "D  README\nA  staged\nA  staged2\n?? README\n" {
+			t.Fatalf("host split %v: host status: %q", hostSplit, got)
+		}
 	}
-	if got := r.git("status", "--porcelain"); got != "?? staged\n" {
-		t.Fatalf("host status: %q", got)
+}
+
+// TestUnsplitMatchesGit: what Unsplit makes of split indexes git wrote
+// (entries added, changed, removed and re-added since the split, at each
+// index version) is what git ls-files -s lists.
+func TestUnsplitMatchesGit(t *testing.T) {
+	for _, version := range []string{"2", "3", "4"} {
+		r := newRepo(t)
+		for i := 0; i < 40; i++ {
+			r.write(fmt.Sprintf("d%d/f%02d", i%3, i), strconv.Itoa(i))
+		}
+		r.git("add", "-A")
+		r.git("update-index", "--index-version", version)
+		r.git("update-index", "--split-index")
+		for i := 0; i < 40; i += 3 {
+			r.write(fmt.Sprintf("d%d/f%02d", i%3, i), "changed")
+		}
+		r.write("d1/new", "n")
+		r.write("intent", "x")
+		r.git("add", "-A")
+		r.git("add", "-N", "intent")
+		r.git("rm", "-q", "--cached", "d0/f03", "d2/f05")
+		data, err := os.ReadFile(filepath.Join(r.gitdir(), "index"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !IsSplit(data, 20) {
+			t.Fatalf("v%s: git wrote no split index", version)
+		}
+		whole, err := Unsplit(data, 20, func(id string) ([]byte, error) {
+			return os.ReadFile(filepath.Join(r.gitdir(), "sharedindex."+id))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ix, err := ParseIndex(whole, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := r.git("ls-files", "-s")
+		if got := lsFiles(ix); got != want {
+			t.Errorf("v%s: entries differ\nours:\n%s\ngit:\n%s", version, got, want)
+		}
+		// git itself reads the whole index as it read the split one.
+		if err := os.WriteFile(filepath.Join(r.gitdir(), "index"), whole, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.git("ls-files", "-s"); got != want || !strings.Contains(r.git("ls-files", "-s", "--", "d1/new"), "d1/new") {
+			t.Errorf("v%s: git ls-files -s on the whole index:\n%s", version, got)
+		}
+		// Corrupt bitmaps are refused, never a panic.
+		for i := len(data) - 120; i < len(data)-20; i++ {
+			bad := append([]byte{}, data[:len(data)-20]...)
+			bad[i] ^= 0x41
+			sum := sha1.Sum(bad)
+			bad = append(bad, sum[:]...)
+			Unsplit(bad, 20, func(id string) ([]byte, error) { return os.ReadFile(filepath.Join(r.gitdir(), "sharedindex."+id)) })
+		}
 	}
 }
 

@@ -714,16 +714,7 @@ func indexGitlinks(wsfd int, rel string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	file := os.NewFile(uintptr(fd), "index")
-	defer file.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > maxIndex {
-		return nil, errors.New("not a regular file of a size git writes")
-	}
-	data, err := io.ReadAll(file)
+	data, err := readFD(fd)
 	if err != nil {
 		return nil, err
 	}
@@ -731,7 +722,14 @@ func indexGitlinks(wsfd int, rel string) ([]string, error) {
 	// trailing checksum tells them apart.
 	var ix *gitstate.Index
 	for _, n := range []int{20, 32} {
-		if ix, err = gitstate.ParseIndex(data, n); err == nil {
+		// A split index's entries are mostly in its shared index, in
+		// the same git directory (sharedindex.<hash>).
+		whole, uerr := gitstate.Unsplit(data, n, func(id string) ([]byte, error) { return readBeneath(wsfd, filepath.Join(rel, "sharedindex."+id)) })
+		if uerr != nil {
+			err = uerr
+			continue
+		}
+		if ix, err = gitstate.ParseIndex(whole, n); err == nil {
 			break
 		}
 	}
@@ -745,4 +743,31 @@ func indexGitlinks(wsfd int, rel string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// readBeneath reads the regular file rel beneath dirfd, following no
+// symlink on the way.
+func readBeneath(dirfd int, rel string) ([]byte, error) {
+	fd, err := unix.Openat2(dirfd, rel, &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return readFD(fd)
+}
+
+// readFD reads the regular file fd (closed when done), at most maxIndex.
+func readFD(fd int) ([]byte, error) {
+	file := os.NewFile(uintptr(fd), "index")
+	defer file.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > maxIndex {
+		return nil, errors.New("not a regular file of a size git writes")
+	}
+	return io.ReadAll(io.LimitReader(file, maxIndex))
 }
