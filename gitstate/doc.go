@@ -145,8 +145,11 @@
 // and ParseIndex accepts it: versions 2, 3 and 4, the checksum
 // verified, entries in git's order with modes git writes, every path one
 // git's verify_path accepts on any platform (no ".git" component in any
-// spelling), a split index ("link", and sharedindex.* files) and a sparse
-// index ("sdir") refused. An index that stages a gitlink (mode 160000) the
+// spelling), and a sparse index ("sdir") refused. A split index ("link":
+// most entries in sharedindex.<hash>) is first made whole with Unsplit,
+// its shared index read from the upper or else the host's git directory;
+// the host's git splits it again on its next write when core.splitIndex
+// is set. An index that stages a gitlink (mode 160000) the
 // host's index did not have is refused unless Options.Submodules names
 // its path: the host's git status would descend into that repository and
 // run its core.fsmonitor. What is adopted is the entries alone: every
@@ -189,7 +192,8 @@
 // # Never adopted
 //
 // hooks/, info/, commondir, gitdir, config.worktree, worktrees/, modules/,
-// rebase-merge/, rebase-apply/, sequencer/, FETCH_HEAD, shallow, lock
+// rebase-merge/, rebase-apply/, sequencer/, FETCH_HEAD, shallow, the
+// sharedindex.* files themselves (read into the index), lock
 // files, whiteouts and rewrites of the host's objects, objects/info/
 // (alternates included), commit-graph files, and any name not listed
 // above.

@@ -52,7 +52,9 @@ same way into the host's empty ` + "`.git`" + `, with a config jail writes itsel
   commit the sandbox's did, and it parses (versions 2-4,
   checksum, paths git accepts), and it stages no new gitlink (a nested repository whose
   ` + "`core.fsmonitor`" + ` the host's ` + "`git status`" + ` would run) except for submodules jail adopted.
-  Split and sparse indexes are refused. What could hide a change from the host's ` + "`git status`" + ` and
+  A split index (` + "`core.splitIndex`" + `) is read with the entries of its shared index
+  (` + "`sharedindex.*`" + `, the sandbox's or the host's) and adopted written whole (git splits it
+  again on its next write); a sparse index is refused. What could hide a change from the host's ` + "`git status`" + ` and
   ` + "`git diff`" + ` is cleared: the skip-worktree and assume-unchanged flags on every path whose entry
   did not have them in the host's index, the stat data of every entry that is not the host's own
   byte for byte (git looks at those files again), and every extension (the cache tree, which
@@ -80,7 +82,7 @@ same way into the host's empty ` + "`.git`" + `, with a config jail writes itsel
 
 ` + "`hooks/`" + `, ` + "`info/`" + `, ` + "`commondir`" + `, ` + "`gitdir`" + `, ` + "`config.worktree`" + `, ` + "`worktrees/`" + `,
 ` + "`modules/`" + `, ` + "`rebase-merge/`" + `, ` + "`rebase-apply/`" + `, ` + "`sequencer/`" + ` (todo lists hold ` + "`exec`" + `
-lines), ` + "`FETCH_HEAD`" + `, ` + "`shallow`" + ` (except in a new repository), ` + "`sharedindex.*`" + `, lock files,
+lines), ` + "`FETCH_HEAD`" + `, ` + "`shallow`" + ` (except in a new repository), ` + "`sharedindex.*`" + ` (read into the index), lock files,
 ` + "`refs/replace/`" + `, deletions and rewrites of the host's objects, ` + "`objects/info/alternates`" + ` and
 ` + "`objects/info/http-alternates`" + `, the rest of ` + "`objects/info/`" + ` and ` + "`commit-graph`" + ` files (caches),
 symlinks, FIFOs, devices, hard-linked and oversized files, and any other name. When the sandbox's

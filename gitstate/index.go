@@ -58,7 +58,8 @@ const (
 // adopted: git hands it to the host's own core.fsmonitor hook, and the
 // sample watchman hook pastes it into a query unquoted), and the offset
 // tables. "link" (split index: entries live in another file,
-// sharedindex.<hash>) and "sdir" (sparse index) are refused, as is any
+// sharedindex.<hash>; Unsplit makes it whole first) and "sdir" (sparse
+// index) are refused, as is any
 // other required (lower-case) extension; optional upper-case ones are
 // skipped, as git does.
 var indexExtSkip = map[string]bool{"TREE": true, "REUC": true, "UNTR": true, "FSMN": true, "EOIE": true, "IEOT": true}
@@ -159,7 +160,7 @@ func ParseIndex(data []byte, hashLen int) (*Index, error) {
 		if path == "" {
 			// A split index's entries that replace shared ones have no
 			// name; the link extension would say so after the entries.
-			return nil, errors.New("index: an entry without a path (a split index?); split indexes are not adopted")
+			return nil, errors.New("index: an entry without a path (a split index not made whole)")
 		}
 		switch mode {
 		case modeFile, modeExec, modeSymlink, modeGitlink:
@@ -193,7 +194,7 @@ func ParseIndex(data []byte, hashLen int) (*Index, error) {
 		}
 		switch {
 		case sig == "link":
-			return nil, errors.New("index: split index (link extension): its entries are in a sharedindex file, not adopted")
+			return nil, errors.New("index: split index (link extension) not made whole")
 		case sig == "sdir":
 			return nil, errors.New("index: sparse index (sdir extension), not adopted")
 		case indexExtSkip[sig] || sig[0] >= 'A' && sig[0] <= 'Z':

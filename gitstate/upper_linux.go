@@ -247,7 +247,7 @@ func notAdoptedWhy(p string) string {
 		return "the shallow list is not adopted into an existing repository"
 	}
 	if strings.HasPrefix(p, "sharedindex.") {
-		return "split index files are not adopted"
+		return "a split index's shared entries are adopted inside the index, written whole"
 	}
 	if strings.HasSuffix(p, ".lock") {
 		return "a lock file left by an interrupted git"
