@@ -306,6 +306,70 @@ func sweepAll(w io.Writer, wsfd, scratch int, ws, skip string, t int64, run, hom
 	}
 	s := sweep(wsfd, skip, t, known)
 	afterSweep(w, wsfd, scratch, ws, s, run, t, JailDirs(home))
+	if launch != nil {
+		overAside(w, wsfd, launch.over, run, t)
+	}
+}
+
+// overAside moves aside each protected name past maxDeep (over) that the
+// sandbox changed: anything in it whose change time is t or later.
+func overAside(w io.Writer, wsfd int, over []string, run string, t int64) {
+	var moved, failed []string
+	for _, p := range over {
+		dfd, err := openGitDir(wsfd, filepath.Dir(p))
+		if err != nil {
+			continue
+		}
+		budget := 10000
+		if changedTree(dfd, filepath.Base(p), t, &budget) {
+			if _, err := moveAside(dfd, filepath.Base(p), run); err == nil {
+				moved = append(moved, p)
+			} else if err != unix.ENOENT {
+				failed = append(failed, p)
+			}
+		}
+		unix.Close(dfd)
+	}
+	if len(moved) > 0 {
+		fmt.Fprintf(w, "jail: editor, agent and hooks-manager files past the %d held read-only, which the sandbox changed, were moved aside (renamed NAME.jail-%s; look at them before you rename them back): %s\n", maxDeep, run, strings.Map(printableRune, strings.Join(moved, ", ")))
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(w, "jail: WARNING: the sandbox changed these editor, agent and hooks-manager files and jail could not move them aside; look at them before any tool opens this workspace: %s\n", strings.Map(printableRune, strings.Join(failed, ", ")))
+	}
+}
+
+// changedTree reports whether name beneath dirfd, or anything beneath it
+// (at most *budget entries looked at; past that it counts as changed),
+// has a change time at or after t.
+func changedTree(dirfd int, name string, t int64, budget *int) bool {
+	if *budget--; *budget < 0 {
+		return true
+	}
+	var sx unix.Statx_t
+	if err := unix.Statx(dirfd, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_CTIME|unix.STATX_TYPE, &sx); err != nil {
+		return err != unix.ENOENT
+	}
+	if recent(&sx, t) {
+		return true
+	}
+	if sx.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return false
+	}
+	fd, err := openDir(dirfd, name)
+	if err != nil {
+		return true
+	}
+	defer unix.Close(fd)
+	names, err := readNames(fd)
+	if err != nil {
+		return true
+	}
+	for _, n := range names {
+		if changedTree(fd, n, t, budget) {
+			return true
+		}
+	}
+	return false
 }
 
 // afterSweep does what the sweep's findings need, after scanNew did the

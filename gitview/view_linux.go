@@ -129,6 +129,8 @@ type walkMeta struct {
 	// (Options.Protected, Options.Later).
 	Held  []string `json:"held,omitempty"`
 	Later []string `json:"later,omitempty"`
+	// Over are the protected names past maxDeep (found.over).
+	Over []string `json:"over,omitempty"`
 }
 
 // launchFound is the launch walk a RUN directory's meta records.
@@ -136,7 +138,7 @@ func (w *walkMeta) launchFound() *found {
 	if w == nil {
 		return nil
 	}
-	return &found{gitDirs: w.GitDirs, gitFiles: w.GitFiles, bare: w.Bare, prot: w.Prot, names: w.nameSet()}
+	return &found{gitDirs: w.GitDirs, gitFiles: w.GitFiles, bare: w.Bare, prot: w.Prot, names: w.nameSet(), over: w.Over}
 }
 
 // nameSet is the protected names the launch walk looked for (nil for
@@ -599,7 +601,7 @@ func (r *Run) writeMeta() error {
 	m := meta{Workspace: r.opt.Workspace, Repos: r.repos, NoWalk: r.launch == nil}
 	if r.launch != nil {
 		m.Launch = &walkMeta{GitDirs: r.launch.gitDirs, GitFiles: r.launch.gitFiles, Bare: r.launch.bare, Prot: r.launch.prot,
-			Held: r.opt.Protected, Later: r.opt.Later}
+			Held: r.opt.Protected, Later: r.opt.Later, Over: r.launch.over}
 	}
 	b, err := json.Marshal(m)
 	if err != nil {

@@ -75,6 +75,10 @@ type found struct {
 	// prot lists, per directory visited, those it holds.
 	names *nameSet
 	prot  map[string][]string
+	// over are the protected names below the root past maxDeep: not
+	// read-only while the run lasts, moved aside after it when the
+	// sandbox changed them (overAside).
+	over []string
 }
 
 // nameSet is the protected names the walk looks for in every directory
@@ -605,8 +609,12 @@ func (r *Run) deepProtected(f *found) bool {
 	}
 	slices.Sort(all)
 	if len(all) > maxDeep {
-		fmt.Fprintf(r.opt.Report, "jail: %d editor, agent and hooks-manager files in the workspace's directories; the first %d are read-only in the sandbox, the rest are not: %s\n",
+		// Not silently less: each past the bound is named, and the
+		// sandbox's changes to it do not stay where the host's tools
+		// read it.
+		fmt.Fprintf(r.opt.Report, "jail: %d editor, agent and hooks-manager files in the workspace's directories; the first %d are read-only in the sandbox (a mount each), the rest are writable while the run lasts and each the sandbox changes is moved aside when it ends (NAME.jail-RUN): %s\n",
 			len(all), maxDeep, strings.Join(all[maxDeep:], ", "))
+		f.over = append([]string{}, all[maxDeep:]...)
 		all = all[:maxDeep]
 	}
 	for _, p := range all {

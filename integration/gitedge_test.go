@@ -3,8 +3,11 @@
 package integration
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -123,6 +126,60 @@ echo SANDBOX-DONE`)
 			if repo {
 				r.judge(t, ws, marker)
 			}
+		}
+	})
+}
+
+// TestProtectedNamesPastCap: a workspace with more editor files below the
+// root than the git view holds read-only (32, a mount each): the sandbox
+// rewrites every one it can, and after the run each .vscode/tasks.json
+// the host's editor would read is the user's, the ones past the bound
+// moved aside and named.
+func TestProtectedNamesPastCap(t *testing.T) {
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		const n = 35
+		for i := 0; i < n; i++ {
+			r.writeFile(t, filepath.Join(ws, "pkg", fmt.Sprintf("p%02d", i), ".vscode", "tasks.json"), "user's\n")
+		}
+		r.own(t, ws)
+		res := r.sh(t, ws, `for f in pkg/*/.vscode/tasks.json; do echo planted > "$f" 2>/dev/null && echo "WROTE $f"; done; echo SANDBOX-DONE`)
+		mustExit(t, res, 0)
+		if !strings.Contains(res.stdout, "SANDBOX-DONE") || !strings.Contains(res.stdout, "WROTE") {
+			t.Fatalf("the sandbox wrote none past the bound, so nothing was attacked:\n%s\n%s", res.stdout, res.stderr)
+		}
+		if !strings.Contains(res.stderr, "the rest are writable while the run lasts") || !strings.Contains(res.stderr, "were moved aside") {
+			t.Errorf("no line names the files past the bound and what became of them:\n%s", res.stderr)
+		}
+		for i := 0; i < n; i++ {
+			p := filepath.Join(ws, "pkg", fmt.Sprintf("p%02d", i), ".vscode", "tasks.json")
+			if b, err := os.ReadFile(p); err == nil && string(b) != "user's\n" {
+				t.Errorf("%s reads %q after the run: the sandbox's tasks reach the host's editor", p, b)
+			}
+		}
+	})
+}
+
+// TestExplainListsProtectedAfterRun: jail policy explain names the paths
+// protected from the run's end with those held while it lasts, for a
+// person and in --json.
+func TestExplainListsProtectedAfterRun(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		ex := r.jail(t, call{dir: ws, args: []string{"policy", "explain", "-w", ws}})
+		mustExit(t, ex, 0)
+		if !strings.Contains(ex.stdout, "after run") || !strings.Contains(ex.stdout, ".husky") || !strings.Contains(ex.stdout, ".pre-commit-config.yaml") {
+			t.Errorf("explain omits the paths protected after the run:\n%s", ex.stdout)
+		}
+		js := r.jail(t, call{dir: ws, args: []string{"policy", "explain", "--json", "-w", ws}})
+		mustExit(t, js, 0)
+		var got struct {
+			Confinement struct {
+				After []string `json:"protected_after_run"`
+			} `json:"confinement"`
+		}
+		if err := json.Unmarshal([]byte(js.stdout), &got); err != nil || !slices.Contains(got.Confinement.After, ".husky") {
+			t.Errorf("explain --json: protected_after_run %v (%v)\n%s", got.Confinement.After, err, js.stdout)
 		}
 	})
 }

@@ -47,12 +47,16 @@ type Confinement struct {
 	RW          []string `json:"rw"`
 	Hide        []string `json:"hide"`
 	Protected   []string `json:"protected"`
-	Network     string   `json:"network"`
-	Allow       []string `json:"network_allow"`
-	Timeout     string   `json:"timeout"`
-	Memory      string   `json:"memory"`
-	Pids        int64    `json:"pids"`
-	OutputChars int64    `json:"output_chars"`
+	// ProtectedAfterRun are protected from the run's end: read-only where
+	// they exist at launch, moved aside after the run where the sandbox
+	// made them (policy.DefaultProtectedLater; docs/workspace.md).
+	ProtectedAfterRun []string `json:"protected_after_run"`
+	Network           string   `json:"network"`
+	Allow             []string `json:"network_allow"`
+	Timeout           string   `json:"timeout"`
+	Memory            string   `json:"memory"`
+	Pids              int64    `json:"pids"`
+	OutputChars       int64    `json:"output_chars"`
 }
 
 // Explain explains p for who (the operator when both are empty), with
@@ -65,7 +69,7 @@ func Explain(p *policy.Policy, widenings []policy.Widening, reg *tools.Registry,
 	}
 	ex := &Explanation{Sources: p.Sources, Hash: p.Hash(), Widenings: widenings, Toolset: ts, Confinement: Confinement{
 		Workspace: p.Sandbox.Workspace, WorkspaceRW: !ts.WorkspaceReadOnly, RO: p.Sandbox.RO, RW: p.Sandbox.RW,
-		Hide: p.Sandbox.Hide, Protected: p.Sandbox.Protected, Network: p.Network.Mode, Allow: p.Network.Allow,
+		Hide: p.Sandbox.Hide, Protected: p.Sandbox.Protected, ProtectedAfterRun: policy.DefaultProtectedLater(), Network: p.Network.Mode, Allow: p.Network.Allow,
 		Timeout: p.Limits.Timeout.String(), Memory: p.Limits.Memory.String(), Pids: p.Limits.Pids, OutputChars: p.Limits.OutputChars,
 	}}
 	ex.Absent = absentTools(p, reg)
@@ -101,8 +105,8 @@ func (ex *Explanation) Print(w io.Writer) {
 	if len(c.Allow) > 0 && net != policy.NetNone {
 		net += " (allow " + strings.Join(c.Allow, ", ") + ")"
 	}
-	fmt.Fprintf(w, "every tool runs confined under:\n  workspace  %s (%s)\n  ro         %s\n  rw         %s\n  hidden     %s\n  protected  %s\n  network    %s\n  limits     timeout %s, memory %s, pids %s, output %d chars\n",
-		c.Workspace, mode, list(c.RO), list(c.RW), list(c.Hide), list(c.Protected), net, orNone(c.Timeout, "0s"), orNone(c.Memory, "0"), orNone(fmt.Sprint(c.Pids), "0"), c.OutputChars)
+	fmt.Fprintf(w, "every tool runs confined under:\n  workspace  %s (%s)\n  ro         %s\n  rw         %s\n  hidden     %s\n  protected  %s\n  after run  %s\n             (read-only where they exist; moved aside when the run ends where the sandbox made them;\n             the first component of every entry counts in each directory below the root: docs/workspace.md)\n  network    %s\n  limits     timeout %s, memory %s, pids %s, output %d chars\n",
+		c.Workspace, mode, list(c.RO), list(c.RW), list(c.Hide), list(c.Protected), list(c.ProtectedAfterRun), net, orNone(c.Timeout, "0s"), orNone(c.Memory, "0"), orNone(fmt.Sprint(c.Pids), "0"), c.OutputChars)
 	fmt.Fprintf(w, "\naccess level %s", ex.Access.Level)
 	if len(ex.Access.ExpandsTo) == 0 {
 		fmt.Fprintln(w, ": sets nothing; the file's keys alone apply")
