@@ -202,3 +202,54 @@ func remoteURL(v string) bool {
 	}
 	return host != "" && host[0] != '-'
 }
+
+// configVerdicts judges every changed key of changes (configVerdict) and
+// then leaves out what a refused remote URL would leave behind: a remote
+// whose url or pushurl is refused is left out whole (its fetch refspec
+// alone makes a remote with no URL, which git prints as an empty one and
+// fetches from nowhere), and so are the branch.<name>.remote and
+// branch.<name>.merge keys of the branches that track it (a remote name
+// with no remote is taken for a path, a repository in the work tree). It
+// returns the reason for each key left out, by index.
+func configVerdicts(changes []setting) map[int]string {
+	out := map[int]string{}
+	refused := map[string]string{} // remote name -> the url line
+	for i, ch := range changes {
+		why := configVerdict(ch.Key, ch.Values)
+		if why == "" {
+			continue
+		}
+		out[i] = why
+		if k := ch.Key; k.Section == "remote" && k.HasSub && (k.Name == "url" || k.Name == "pushurl") && len(ch.Values) > 0 && ch.Values[0] != noValue {
+			out[i] = esc(strings.Join(ch.Values, " ")) + " is a local path, file://, transport helper or option, which jail does not adopt (the host's git would run what a repository or program there says), so remote " + esc(k.Subsection) + " is left out whole; to keep it, check the URL and add it on the host: git remote add " + esc(k.Subsection) + " URL"
+			refused[k.Subsection] = esc(strings.Join(ch.Values, " "))
+		}
+	}
+	if len(refused) == 0 {
+		return out
+	}
+	orphans := map[string]bool{} // branches tracking a refused remote
+	for _, ch := range changes {
+		if k := ch.Key; k.Section == "branch" && k.HasSub && k.Name == "remote" && len(ch.Values) == 1 {
+			if _, ok := refused[ch.Values[0]]; ok {
+				orphans[k.Subsection] = true
+			}
+		}
+	}
+	for i, ch := range changes {
+		if _, done := out[i]; done {
+			continue
+		}
+		k := ch.Key
+		switch {
+		case k.Section == "remote" && k.HasSub && refused[k.Subsection] != "":
+			out[i] = "remote " + esc(k.Subsection) + " is left out whole: its URL " + refused[k.Subsection] + " is not adopted"
+		case k.Section == "branch" && k.HasSub && orphans[k.Subsection] && (k.Name == "remote" || k.Name == "merge"):
+			out[i] = "it tracks remote " + esc(strings.Join(ch.Values, " ")) + ", which is left out"
+			if k.Name == "merge" {
+				out[i] = "its branch tracks a remote that is left out"
+			}
+		}
+	}
+	return out
+}

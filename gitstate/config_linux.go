@@ -48,8 +48,9 @@ func (a *adopter) adoptConfig(up *upperTree, base *Snapshot) {
 	changes := diffConfig(baseCfg, sandbox)
 	baseMap, _ := baseCfg.valueMap()
 	var allowed []setting
-	for _, ch := range changes {
-		if why := configVerdict(ch.Key, ch.Values); why != "" {
+	verdicts := configVerdicts(changes)
+	for i, ch := range changes {
+		if why := verdicts[i]; why != "" {
 			a.rep.dropped("config %s: %s", esc(ch.Key.String()), why)
 			continue
 		}

@@ -232,3 +232,31 @@ func TestConfigRandomAgainstGit(t *testing.T) {
 	}
 	compareWithGit(t, srcs)
 }
+
+// TestRefusedRemoteLeftOutWhole: a remote whose URL is refused takes its
+// other keys and the branch keys tracking it along; a remote with an
+// adopted URL keeps its own.
+func TestRefusedRemoteLeftOutWhole(t *testing.T) {
+	k := func(sec, sub, name string) keyID { return keyID{Section: sec, Subsection: sub, HasSub: sub != "", Name: name} }
+	changes := []setting{
+		{k("remote", "origin", "url"), []string{"/tmp/src"}},
+		{k("remote", "origin", "fetch"), []string{"+refs/heads/*:refs/remotes/origin/*"}},
+		{k("branch", "main", "remote"), []string{"origin"}},
+		{k("branch", "main", "merge"), []string{"refs/heads/main"}},
+		{k("remote", "up", "url"), []string{"https://example.com/r.git"}},
+		{k("remote", "up", "fetch"), []string{"+refs/heads/*:refs/remotes/up/*"}},
+		{k("branch", "dev", "remote"), []string{"up"}},
+		{k("branch", "dev", "merge"), []string{"refs/heads/dev"}},
+	}
+	v := configVerdicts(changes)
+	for i, ch := range changes {
+		left := v[i] != ""
+		want := i < 4
+		if left != want {
+			t.Errorf("%s: left out %v (%q), want %v", ch.Key, left, v[i], want)
+		}
+	}
+	if !strings.Contains(v[0], "git remote add origin URL") {
+		t.Errorf("the URL's reason does not say what to do: %q", v[0])
+	}
+}

@@ -63,8 +63,12 @@ same way into the host's empty ` + "`.git`" + `, with a config jail writes itsel
   host does not have is refused. The run's line names the flags and the extensions other than
   caches it cleared.
 - **Config**: only the keys below, with the values shown; every other key the sandbox added,
-  changed or removed is dropped and named. The host's file is rewritten under ` + "`config.lock`" + `, the
-  rest of it byte for byte.
+  changed or removed is dropped and named. A remote whose ` + "`url`" + ` or ` + "`pushurl`" + ` is refused (a
+  local path, ` + "`file://`" + `, a transport helper: ` + "`git clone /path sub`" + ` inside) is left out whole, with
+  the ` + "`branch.<name>.remote`" + ` and ` + "`merge`" + ` keys that track it, and the line says how to add it on
+  the host: a fetch refspec without a URL is a remote git fetches from nowhere, and a branch
+  tracking a remote name that is not one is taken for a path. The host's file is rewritten under
+  ` + "`config.lock`" + `, the rest of it byte for byte.
 
 | key | values | what for |
 |---|---|---|

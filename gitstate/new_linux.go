@@ -226,12 +226,18 @@ func newConfig(src *Config, format string, rep *Report) []byte {
 	}
 	if src != nil {
 		m, order := src.valueMap()
+		var changes []setting
 		for _, k := range order {
 			switch k.String() {
 			case "core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates", "extensions.objectformat":
 				continue
 			}
-			if why := configVerdict(k, m[k]); why != "" {
+			changes = append(changes, setting{Key: k, Values: m[k]})
+		}
+		verdicts := configVerdicts(changes)
+		for i, ch := range changes {
+			k := ch.Key
+			if why := verdicts[i]; why != "" {
 				rep.dropped("config %s: %s", esc(k.String()), why)
 				continue
 			}

@@ -1407,5 +1407,23 @@ func reduce(w io.Writer, dfd, scratch int, name, rel, run string) bool {
 	if err := removeAll(dfd, aside); err != nil {
 		fmt.Fprintf(w, "jail: git: cannot remove %s: %v\n", filepath.Join(filepath.Dir(rel), aside), err)
 	}
+	// What did not come through the reduction that a user would miss
+	// (a remote's URL, a key of theirs); the hooks and keys that run
+	// programs the summary line after the reduction names as a class.
+	var noted []string
+	for _, d := range rep.Dropped {
+		if strings.HasPrefix(d, "config ") && !strings.Contains(d, "can make git run a program") && !strings.Contains(d, "left out") {
+			noted = append(noted, d)
+		} else if strings.Contains(d, "left out whole;") {
+			noted = append(noted, d) // the URL's line, not the keys that went with it
+		}
+	}
+	if len(noted) > 0 {
+		where := rel
+		if filepath.Base(rel) == ".git" {
+			where = filepath.Dir(rel)
+		}
+		fmt.Fprintf(w, "jail: git: %s: %s\n", where, strings.Map(printableRune, strings.Join(noted, "; ")))
+	}
 	return true
 }
