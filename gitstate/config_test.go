@@ -237,7 +237,9 @@ func TestConfigRandomAgainstGit(t *testing.T) {
 // other keys and the branch keys tracking it along; a remote with an
 // adopted URL keeps its own.
 func TestRefusedRemoteLeftOutWhole(t *testing.T) {
-	k := func(sec, sub, name string) keyID { return keyID{Section: sec, Subsection: sub, HasSub: sub != "", Name: name} }
+	k := func(sec, sub, name string) keyID {
+		return keyID{Section: sec, Subsection: sub, HasSub: sub != "", Name: name}
+	}
 	changes := []setting{
 		{k("remote", "origin", "url"), []string{"/tmp/src"}},
 		{k("remote", "origin", "fetch"), []string{"+refs/heads/*:refs/remotes/origin/*"}},
