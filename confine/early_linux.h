@@ -76,6 +76,34 @@ void jail_cache_name(char out[32], unsigned uid, const char *cwd, char **args, i
 // calloc'd array of *count entries (some of them malloc'd), or NULL.
 char **jail_build_env(char **envp, char **pass, uint32_t npass, char **extra, uint32_t nextra, uint32_t *count);
 
+// jail_json_string writes s as a JSON string at w, never at or past end,
+// and returns where it stopped: encoding/json's encoding of a Go string
+// (json.Marshal: a byte that is not valid UTF-8 as \ufffd; <, >, &,
+// U+2028 and U+2029 escaped; \b \f \n \r \t by name), with line set
+// also policy.MarshalLine's ($, `, DEL and the C1 controls as \u00XX). What
+// does not fit is cut before a whole character or escape; the closing
+// quote is always written when 2 bytes are left.
+char *jail_json_string(char *w, char *end, const char *s, int line);
+
+// jail_result is what the plan cache's run knows of a run for its --json
+// result: the fields of launch's jsonResult it can have, in that order.
+struct jail_result {
+	int exit_code;
+	const char *signal; // "" or NULL: none
+	int timed_out;
+	long long duration_ms;
+	long max_rss_kb;
+	const char *limits, *limits_note; // the method's name; why no cgroup ("" none)
+	int oom_killed, pids_limited, pids_ended;
+	const char *policy_sha256;
+	const char *error, *stage; // a run that ended before its command did, and where; "" or NULL: none
+};
+
+// jail_result_json is launch's writeJSON for r (policy.MarshalLine of
+// jsonResult, and a newline) into buf, NUL-terminated; it returns the
+// line's length, or -1 when the line and its NUL do not fit in cap bytes.
+int jail_result_json(char *buf, size_t cap, const struct jail_result *r);
+
 // jail_fast_run runs `jail run` from its plan cache entry without the Go
 // runtime (fast_linux.c). It returns only when the Go supervisor must run.
 void jail_fast_run(int argc, char **argv, char **envp);

@@ -1009,22 +1009,16 @@ static void put_str(struct buf *b, const char *s) {
 	put(b, s, n + 1);
 }
 
+// put_json appends s as json.Marshal writes a Go string (jail_json_string).
 static void put_json(struct buf *b, const char *s) {
-	put(b, "\"", 1);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		char esc[8];
-		if (ch == '"' || ch == '\\') {
-			esc[0] = '\\', esc[1] = ch;
-			put(b, esc, 2);
-		} else if (ch < 0x20 || ch == 0x7f) {
-			snprintf(esc, sizeof(esc), "\\u%04x", ch);
-			put(b, esc, 6);
-		} else {
-			put(b, s, 1);
-		}
+	size_t cap = 6 * strlen(s) + 3;
+	char *q = malloc(cap);
+	if (!q) {
+		b->oom = 1;
+		return;
 	}
-	put(b, "\"", 1);
+	put(b, q, jail_json_string(q, q + cap, s, 0) - q);
+	free(q);
 }
 
 // ---- the interactive run's pty (terminal_linux.go) --------------------
@@ -1679,17 +1673,9 @@ static uint64_t now_ns(void) {
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-// json_safe reports whether s can be written as a JSON string as it is,
-// the way encoding/json writes the values it holds here (hex digits,
-// jail's own messages): no '"', '\\', control or non-ASCII byte.
-static int json_safe(const char *s) {
-	for (; *s; s++)
-		if (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f) return 0;
-	return 1;
-}
-
 // report writes the note and the result object (jsonResult in run.go,
-// field for field and in its order) for a run that ended with code.
+// field for field and in its order: jail_result_json) for a run that
+// ended with code.
 static void report_error(const struct result *r, int code, const char *error);
 static void report(const struct result *r, int code) {
 	report_error(r, code, NULL);
@@ -1717,23 +1703,24 @@ static void report_error(const struct result *r, int code, const char *error) {
 		if (n > 0 && (size_t)n < sizeof(buf)) jail_write_all(2, buf, n);
 	}
 	if (!r->json) return;
-	const char *sig = jail_signal_name(r->signal);
-	long long ms = (long long)((now_ns() - r->start_ns) / 1000000ULL);
-	n = snprintf(buf, sizeof(buf), "{\"exit_code\":%d", code);
-	if (sig[0]) n += snprintf(buf + n, sizeof(buf) - n, ",\"signal\":\"%s\"", sig);
-	n += snprintf(buf + n, sizeof(buf) - n, ",\"timed_out\":%s,\"duration_ms\":%lld,\"max_rss_kb\":%ld,\"limits\":\"%s\"",
-		      r->timed_out ? "true" : "false", ms, r->max_rss_kb, limit_name(r->lim->method));
-	// The note is stored JSON-encoded (and escaped) by the Go supervisor.
-	if (strcmp(r->lim->note, "\"\"") && (size_t)n < sizeof(buf))
-		n += snprintf(buf + n, sizeof(buf) - n, ",\"limits_note\":%s", r->lim->note);
-	if (r->oom && (size_t)n < sizeof(buf)) n += snprintf(buf + n, sizeof(buf) - n, ",\"oom_killed\":true");
-	if ((r->pids_hit || r->pids_ended) && (size_t)n < sizeof(buf)) n += snprintf(buf + n, sizeof(buf) - n, ",\"pids_limited\":true");
-	if (r->pids_ended && (size_t)n < sizeof(buf)) n += snprintf(buf + n, sizeof(buf) - n, ",\"pids_ended\":true");
-	if ((size_t)n < sizeof(buf))
-		n += snprintf(buf + n, sizeof(buf) - n, ",\"policy_sha256\":\"%s\"", json_safe(r->policy) ? r->policy : "");
-	if (error && json_safe(error) && (size_t)n < sizeof(buf)) n += snprintf(buf + n, sizeof(buf) - n, ",\"error\":\"%s\",\"stage\":\"sandbox\"", error);
-	if ((size_t)n < sizeof(buf)) n += snprintf(buf + n, sizeof(buf) - n, "}\n");
-	if (n > 0 && (size_t)n < sizeof(buf)) jail_write_all(2, buf, n);
+	struct jail_result j = {
+		.exit_code = code,
+		.signal = jail_signal_name(r->signal),
+		.timed_out = r->timed_out,
+		.duration_ms = (long long)((now_ns() - r->start_ns) / 1000000ULL),
+		.max_rss_kb = r->max_rss_kb,
+		.limits = limit_name(r->lim->method),
+		.limits_note = r->lim->note,
+		.oom_killed = r->oom,
+		.pids_limited = r->pids_hit || r->pids_ended,
+		.pids_ended = r->pids_ended,
+		.policy_sha256 = r->policy,
+		.error = error,
+		.stage = error ? "sandbox" : NULL,
+	};
+	char line[16384];
+	n = jail_result_json(line, sizeof(line), &j);
+	if (n > 0) jail_write_all(2, line, n);
 }
 
 // finish ends the run with code, as launch in run.go does.

@@ -8,7 +8,6 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -367,24 +366,6 @@ func limitCode(m LimitMethod) uint32 {
 	return 0
 }
 
-// EscapeNote is the JSON string of a limits note as the Go path writes
-// it (policy.MarshalLine's extra escapes: $ ` DEL and C1), so the cached
-// run prints the same bytes. confine cannot import policy.
-func EscapeNote(b []byte) []byte {
-	var out []byte
-	for _, c := range b {
-		switch c {
-		case '$':
-			out = append(out, `\u0024`...)
-		case '`':
-			out = append(out, `\u0060`...)
-		default:
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
 // PlanCacheDir is where plans are cached: $XDG_CACHE_HOME/jail/plans, or
 // ~/.cache/jail/plans. Empty when neither is an absolute path.
 func PlanCacheDir(home, xdgCache string) string {
@@ -563,10 +544,6 @@ func (c *Cmd) CachePlan(dir string, e *CacheEntry) error {
 	if c.cg.method == LimitCgroup2 && len(c.cg.dirs) > 0 {
 		cgParent = filepath.Dir(c.cg.dirs[0])
 	}
-	note, err := json.Marshal(c.cg.why)
-	if err != nil {
-		return err
-	}
 	mem := c.Limits.MemoryBytes
 	if c.cg.method == LimitRLimit && c.Limits.MemoryCgroupOnly {
 		mem = 0 // as rlimitsFor: no RLIMIT_DATA for the default bound
@@ -575,7 +552,7 @@ func (c *Cmd) CachePlan(dir string, e *CacheEntry) error {
 	p.u64(uint64(max(mem, 0)))
 	p.u64(uint64(max(c.Limits.Pids, 0)))
 	p.str(cgParent)
-	p.str(string(EscapeNote(note)))
+	p.str(c.cg.why) // written by jail_result_json as the Go path writes it
 	p.str(FormatSize(c.Limits.MemoryBytes))
 	p.bytes(c.header)
 	p.bytes(c.setup)

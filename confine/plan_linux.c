@@ -22,18 +22,9 @@
 
 // ---- reporting ----------------------------------------------------------
 
-static void put_json_string(char **w, char *end, const char *s) {
-	char *o = *w;
-	if (o < end) *o++ = '"';
-	for (; *s && o + 7 < end; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\') { *o++ = '\\'; *o++ = c; }
-		else if (c < 0x20) { o += snprintf(o, end - o, "\\u%04x", c); }
-		else *o++ = c;
-	}
-	if (o < end) *o++ = '"';
-	*w = o;
-}
+// put_json_string appends s as a JSON string (jail_json_string, as Go
+// writes one) at *w, never past end.
+static void put_json_string(char **w, char *end, const char *s) { *w = jail_json_string(*w, end, s, 0); }
 
 int jail_write_all(int fd, const void *p, size_t n) {
 	const char *s = p;

@@ -73,3 +73,64 @@ func cCacheName(uid int, cwd string, args []string) string {
 	C.jail_cache_name(&out[0], C.unsigned(uid), c, a, C.int(len(args)))
 	return C.GoString(&out[0])
 }
+
+// cJSONString is jail_json_string of s in room bytes (line: with
+// policy.MarshalLine's escapes).
+func cJSONString(s string, line bool, room int) string {
+	c := C.CString(s)
+	defer C.free(unsafe.Pointer(c))
+	buf := C.malloc(C.size_t(room + 1))
+	defer C.free(buf)
+	l := C.int(0)
+	if line {
+		l = 1
+	}
+	w := (*C.char)(buf)
+	e := C.jail_json_string(w, (*C.char)(unsafe.Add(buf, room)), c, l)
+	return C.GoStringN(w, C.int(uintptr(unsafe.Pointer(e))-uintptr(buf)))
+}
+
+// cResultJSON is jail_result_json of r with the policy's hash, and error
+// and stage for a run that ended before its command did; ok is false when
+// the line does not fit in room bytes.
+func cResultJSON(r *Result, policy, errMsg, stage string, room int) (line string, ok bool) {
+	var strs []*C.char
+	str := func(s string) *C.char {
+		c := C.CString(s)
+		strs = append(strs, c)
+		return c
+	}
+	defer func() {
+		for _, c := range strs {
+			C.free(unsafe.Pointer(c))
+		}
+	}()
+	b2i := func(b bool) C.int {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	j := C.struct_jail_result{
+		exit_code:     C.int(r.ExitCode),
+		signal:        str(r.Signal),
+		timed_out:     b2i(r.TimedOut),
+		duration_ms:   C.longlong(r.DurationMS),
+		max_rss_kb:    C.long(r.MaxRSSKB),
+		limits:        str(string(r.Limits)),
+		limits_note:   str(r.LimitsNote),
+		oom_killed:    b2i(r.OOMKilled),
+		pids_limited:  b2i(r.PidsLimited),
+		pids_ended:    b2i(r.PidsEnded),
+		policy_sha256: str(policy),
+		error:         str(errMsg),
+		stage:         str(stage),
+	}
+	buf := C.malloc(C.size_t(room + 1))
+	defer C.free(buf)
+	n := C.jail_result_json((*C.char)(buf), C.size_t(room), &j)
+	if n < 0 {
+		return "", false
+	}
+	return C.GoStringN((*C.char)(buf), n), true
+}

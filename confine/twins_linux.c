@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -342,4 +343,117 @@ const char *jail_signal_name(int sig) {
 				      "SIGXCPU", "SIGXFSZ", "SIGVTALRM", "SIGPROF", "SIGWINCH", "SIGIO", "SIGPWR", "SIGSYS"};
 	if (sig <= 0 || sig >= (int)(sizeof(names) / sizeof(names[0]))) return "";
 	return names[sig];
+}
+
+// ---- JSON ------------------------------------------------------------------
+
+// utf8_len is the length of the valid UTF-8 sequence at s, 0 when the
+// byte there starts none, as utf8.DecodeRuneInString decides (no
+// overlong forms, no surrogates, nothing past U+10FFFF). s is
+// NUL-terminated, and a NUL is never a continuation byte, so nothing past
+// it is read.
+static int utf8_len(const unsigned char *s) {
+	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
+	if (c < 0x80) return 1;
+	if (c < 0xc2 || c > 0xf4) return 0;
+	if (c < 0xe0) return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (c == 0xe0) lo = 0xa0;
+	if (c == 0xed) hi = 0x9f;
+	if (c == 0xf0) lo = 0x90;
+	if (c == 0xf4) hi = 0x8f;
+	if (s[1] < lo || s[1] > hi || (s[2] & 0xc0) != 0x80) return 0;
+	if (c < 0xf0) return 3;
+	return (s[3] & 0xc0) == 0x80 ? 4 : 0;
+}
+
+// json_string is jail_json_string; *cut (when not NULL) is set when s did
+// not fit whole.
+static char *json_string(char *w, char *end, const char *str, int line, int *cut) {
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *s = (const unsigned char *)str;
+	if (cut) *cut = 1;
+	if (end - w < 2) return w;
+	*w++ = '"';
+	char *stop = end - 1; // the closing quote's place
+	while (*s) {
+		char esc[8];
+		const char *out = esc;
+		int n, in = 1;
+		unsigned c = s[0];
+		if (c < 0x80) {
+			switch (c) {
+			case '"': case '\\': esc[0] = '\\', esc[1] = c, n = 2; break;
+			case '\b': memcpy(esc, "\\b", n = 2); break;
+			case '\f': memcpy(esc, "\\f", n = 2); break;
+			case '\n': memcpy(esc, "\\n", n = 2); break;
+			case '\r': memcpy(esc, "\\r", n = 2); break;
+			case '\t': memcpy(esc, "\\t", n = 2); break;
+			default:
+				if (c < 0x20 || c == '<' || c == '>' || c == '&' || (line && (c == '$' || c == '`' || c == 0x7f))) {
+					memcpy(esc, "\\u00", 4);
+					esc[4] = hex[c >> 4], esc[5] = hex[c & 15], n = 6;
+				} else {
+					out = (const char *)s, n = 1;
+				}
+			}
+		} else if ((in = utf8_len(s)) == 0) {
+			out = "\\ufffd", n = 6, in = 1;
+		} else if (in == 3 && c == 0xe2 && s[1] == 0x80 && (s[2] == 0xa8 || s[2] == 0xa9)) {
+			memcpy(esc, "\\u202", 5);
+			esc[5] = hex[s[2] & 15], n = 6; // U+2028, U+2029
+		} else if (line && in == 2 && c == 0xc2 && s[1] <= 0x9f) {
+			memcpy(esc, "\\u00", 4); // a C1 control
+			esc[4] = hex[s[1] >> 4], esc[5] = hex[s[1] & 15], n = 6;
+		} else {
+			out = (const char *)s, n = in;
+		}
+		if (stop - w < n) break;
+		memcpy(w, out, n);
+		w += n;
+		s += in;
+	}
+	*w++ = '"';
+	if (cut) *cut = *s != 0;
+	return w;
+}
+
+char *jail_json_string(char *w, char *end, const char *s, int line) { return json_string(w, end, s, line, NULL); }
+
+// put_json_fmt appends a formatted piece of a JSON line; *over is set when
+// it does not fit.
+static void put_json_fmt(char **w, char *end, int *over, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void put_json_fmt(char **w, char *end, int *over, const char *fmt, ...) {
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(*w, end - *w, fmt, ap);
+	va_end(ap);
+	if (n < 0 || n >= end - *w) *over = 1;
+	else *w += n;
+}
+
+static void put_json_key(char **w, char *end, int *over, const char *key, const char *v) {
+	put_json_fmt(w, end, over, ",\"%s\":", key);
+	if (*over) return;
+	int cut;
+	*w = json_string(*w, end, v, 1, &cut);
+	if (cut) *over = 1;
+}
+
+int jail_result_json(char *buf, size_t cap, const struct jail_result *r) {
+	char *w = buf, *end = buf + cap;
+	int over = 0;
+	put_json_fmt(&w, end, &over, "{\"exit_code\":%d", r->exit_code);
+	if (r->signal && r->signal[0]) put_json_key(&w, end, &over, "signal", r->signal);
+	put_json_fmt(&w, end, &over, ",\"timed_out\":%s,\"duration_ms\":%lld,\"max_rss_kb\":%ld", r->timed_out ? "true" : "false",
+		     r->duration_ms, r->max_rss_kb);
+	put_json_key(&w, end, &over, "limits", r->limits);
+	if (r->limits_note && r->limits_note[0]) put_json_key(&w, end, &over, "limits_note", r->limits_note);
+	if (r->oom_killed) put_json_fmt(&w, end, &over, ",\"oom_killed\":true");
+	if (r->pids_limited) put_json_fmt(&w, end, &over, ",\"pids_limited\":true");
+	if (r->pids_ended) put_json_fmt(&w, end, &over, ",\"pids_ended\":true");
+	put_json_key(&w, end, &over, "policy_sha256", r->policy_sha256 ? r->policy_sha256 : "");
+	if (r->error && r->error[0]) put_json_key(&w, end, &over, "error", r->error);
+	if (r->stage && r->stage[0]) put_json_key(&w, end, &over, "stage", r->stage);
+	put_json_fmt(&w, end, &over, "}\n");
+	return over ? -1 : (int)(w - buf);
 }

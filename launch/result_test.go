@@ -36,9 +36,10 @@ func keysOf(t *testing.T, b []byte) []string {
 }
 
 // TestRunJSONShape pins the --json result object field by field and in
-// order (README: Result). The plan cache's C writer (report in
-// confine/fast_linux.c) prints the same object for the runs it serves;
-// compare it with the first case when either changes.
+// order (README: Result). The plan cache's C writer (jail_result_json in
+// confine/twins_linux.c) prints the same object for the runs it serves,
+// held against a copy of jsonResult's fields by TestResultJSONTwins;
+// change both when either changes.
 func TestRunJSONShape(t *testing.T) {
 	text, b64 := "a\ufffdb", "Yf9i"
 	for _, tc := range []struct {
