@@ -1166,38 +1166,65 @@ static void relay_close(void) {
 // command that is not interactive never gets the terminal as its stdin
 // (ttyStdin in run.go): it would read what the person types.
 // The tasks files of the run's cgroups v1 (lim_joiners) travel with them.
+// term_wo are stdout and stderr, where they are a terminal the command gets
+// (not jail's pty), opened again write-only by term_write_only.
+static int term_wo[2] = {-1, -1};
+
+// on_pty reports whether jail's descriptor fd is the terminal the pty relays.
+static int on_pty(int fd) {
+	struct stat t, x;
+	return rly.on && fstat(rly.tty, &t) == 0 && fstat(fd, &x) == 0 && S_ISCHR(x.st_mode) && x.st_rdev == t.st_rdev;
+}
+
+// term_write_only opens stdout and stderr again write-only where they are a
+// terminal the command gets (TerminalWriteOnly in terminal_linux.go): a
+// process may read a terminal that is not its controlling one, and the
+// caller's descriptor is open for reading too. Where the open is refused (a
+// terminal of another user's), it returns -1: the Go path relays the
+// command's output through a pipe, and this run must not pass the caller's
+// descriptor.
+static int term_write_only(void) {
+	for (int i = 1; i <= 2; i++) {
+		if (!isatty(i) || on_pty(i)) continue;
+		char p[32];
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", i);
+		term_wo[i - 1] = open(p, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+		if (term_wo[i - 1] < 0) return -1;
+	}
+	return 0;
+}
+
+static void term_write_only_close(void) {
+	for (int i = 0; i < 2; i++) {
+		if (term_wo[i] >= 0) close(term_wo[i]);
+		term_wo[i] = -1;
+	}
+}
+
 static int send_stdio(int sock, int foreground, const int *join, int njoin) {
 	int fds[5] = {0, 1, 2}, null = -1;
-	if (rly.on) {
-		// Where jail's stdio is the terminal, the command's is the pty.
-		struct stat t, x;
-		fstat(rly.tty, &t);
-		for (int i = 0; i < 3; i++)
-			if (fstat(i, &x) == 0 && S_ISCHR(x.st_mode) && x.st_rdev == t.st_rdev) fds[i] = rly.slave;
-	}
+	// Where jail's stdio is the terminal, the command's is the pty.
+	for (int i = 0; i < 3; i++)
+		if (on_pty(i)) fds[i] = rly.slave;
 	if (!foreground && isatty(0)) {
 		null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (null < 0) return -1;
 		fds[0] = null;
 	}
-	// A terminal as stdout or stderr of a command that does not get the pty: the caller's
-	// descriptor is open for reading too, and a process may read a terminal that is not its
-	// controlling one (what the person types would be its input). The terminal is opened
-	// again write-only for it (TerminalWriteOnly in terminal_linux.go); where that open is
-	// refused, the caller's descriptor is passed as before.
-	int wo[2] = {-1, -1};
+	// A terminal as stdout or stderr of a command that does not get the pty: the one
+	// term_write_only opened write-only, never the caller's descriptor.
 	for (int i = 1; i <= 2; i++) {
 		if (fds[i] != i || !isatty(i)) continue;
-		char p[32];
-		snprintf(p, sizeof(p), "/proc/self/fd/%d", i);
-		wo[i - 1] = open(p, O_WRONLY | O_NOCTTY | O_CLOEXEC);
-		if (wo[i - 1] >= 0) fds[i] = wo[i - 1];
+		if (term_wo[i - 1] < 0) {
+			if (null >= 0) close(null);
+			return -1;
+		}
+		fds[i] = term_wo[i - 1];
 	}
 	for (int i = 0; i < njoin && i < 2; i++) fds[3 + i] = join[i];
 	int r = jail_send_fds(sock, fds, 3 + (njoin < 2 ? njoin : 2));
 	if (null >= 0) close(null);
-	for (int i = 0; i < 2; i++)
-		if (wo[i] >= 0) close(wo[i]);
+	term_write_only_close();
 	return r;
 }
 
@@ -2113,6 +2140,10 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 		say("jail: terminal: cannot make a pseudo-terminal: the command runs without the terminal\n");
 		foreground = 0;
 	}
+	if (term_write_only() < 0) {
+		miss(&f, "the terminal cannot be opened write-only (another user's): the Go path relays the command's output", NULL);
+		goto out;
+	}
 	struct buf plan = {0}, rest = {0}, *tail = split ? &rest : &plan;
 	put(&plan, header, hn);
 	put(&plan, setup, split ? split : sn);
@@ -2230,6 +2261,7 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	}
 	supervise(&f, &e, foreground, argv, envp, &sv, &set, &res);
 out:
+	term_write_only_close();
 	relay_close();
 	if (f.trace && f.why) {
 		say("jail: plan cache: not used: ");

@@ -366,22 +366,61 @@ func (l *LineWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TerminalWriteOnly returns f opened again write-only when it is a terminal, for a command
-// that does not get jail's pty: the caller's descriptor for a terminal is open for reading
+// TerminalOutput is what a command that does not get jail's pty has as its stdout or
+// stderr in place of the caller's terminal: the caller's descriptor is open for reading
 // too, and a process may read a terminal that is not its controlling one, so the command
-// would read what the person types. It returns f itself when f is no terminal or the open
-// is refused (a terminal of another user's, say); close the result when it is not f. The
-// plan cache's twin is send_stdio in fast_linux.c.
-func TerminalWriteOnly(f *os.File) *os.File {
+// would read what the person types. The command gets the terminal opened again
+// write-only, or, where that open is refused (a terminal of another user's: after su, a
+// tty owned by root), the write end of a pipe whose bytes jail copies to the terminal.
+// Never the caller's descriptor itself. The plan cache's twin is send_stdio in
+// fast_linux.c, which leaves a refused open to this path.
+type TerminalOutput struct {
+	// File is what the command gets.
+	File *os.File
+	// Relayed is true when File is a pipe jail copies to the terminal.
+	Relayed bool
+	done    chan struct{}
+}
+
+// TerminalWriteOnly returns the TerminalOutput for f when f is a terminal, nil otherwise.
+// Close it once the sandbox has started (the command holds its own copy); Wait for what
+// it relays after the sandbox ended.
+func TerminalWriteOnly(f *os.File) (*TerminalOutput, error) {
 	if f == nil {
-		return nil
+		return nil, nil
 	}
 	if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err != nil {
-		return f
+		return nil, nil
 	}
-	w, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), os.O_WRONLY|unix.O_NOCTTY, 0)
+	if w, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), os.O_WRONLY|unix.O_NOCTTY, 0); err == nil {
+		return &TerminalOutput{File: w}, nil
+	}
+	r, w, err := os.Pipe()
 	if err != nil {
-		return f
+		return nil, fmt.Errorf("terminal: a pipe to relay the command's output: %w", err)
 	}
-	return w
+	t := &TerminalOutput{File: w, Relayed: true, done: make(chan struct{})}
+	go func() {
+		// Lifetime: until every holder of the write end is gone: jail's
+		// own copy (Close) and the sandbox's processes, which end with it.
+		defer close(t.done)
+		defer r.Close()
+		io.Copy(f, r)
+	}()
+	return t, nil
+}
+
+// Close closes jail's copy of the command's side.
+func (t *TerminalOutput) Close() {
+	if t != nil {
+		t.File.Close()
+	}
+}
+
+// Wait waits until the relay, if any, has copied everything the command wrote; call it
+// after Close, once the sandbox has ended.
+func (t *TerminalOutput) Wait() {
+	if t != nil && t.done != nil {
+		<-t.done
+	}
 }

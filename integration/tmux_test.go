@@ -253,6 +253,46 @@ func TestNonInteractiveCannotReadTerminal(t *testing.T) {
 	})
 }
 
+// TestTerminalOfAnotherUser: as TestNonInteractiveCannotReadTerminal, on a terminal owned by
+// root that the unprivileged user cannot open again (as after su): jail relays the command's
+// output through a pipe instead of handing it the caller's read-write descriptor, so the keys
+// still reach the person's shell and the output still reaches the screen. The plan cache's run
+// leaves such a terminal to the Go path. Root opens every terminal, so only the user runs it.
+func TestTerminalOfAnotherUser(t *testing.T) {
+	needPrograms(t, "bash", "setpriv", "timeout")
+	if !suite.root {
+		t.Skip("requires root, to give the unprivileged user a terminal of root's")
+	}
+	forEachPath(t, func(t *testing.T, r runner) {
+		if r.uid == 0 {
+			t.Skip("root may open every terminal: the write-only open is never refused")
+		}
+		ws := r.dir(t, "jail-it-ws-")
+		home := r.paneHome()
+		script := "timeout 4 dd bs=1 count=6 <&2 2>/dev/null; timeout 4 dd bs=1 count=6 <&1 2>/dev/null; echo OUT-$(readlink /proc/self/fd/1 | cut -c1-4)-READER-DONE"
+		if r.cached && !r.warm(t, call{dir: ws, args: []string{"run", "--", "sh", "-c", script}}) {
+			t.Fatal("the warm-up run stored no plan")
+		}
+		p := newTmux(t, 160, 30, "bash --norc --noprofile")
+		tty := strings.TrimSpace(p.value(t, "#{pane_tty}"))
+		if err := os.Chown(tty, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(tty, 0o620)
+		p.keys(t, fmt.Sprintf("cd %s && %senv -i PATH=/usr/local/bin:/usr/bin:/bin HOME=%s JAIL_PLAN_CACHE=trace %s run -- sh -c '%s' </dev/null &", ws, r.paneAs(), home, suite.bin, script), "Enter")
+		time.Sleep(700 * time.Millisecond)
+		p.keys(t, "echo TYPED-BY-PERSON", "Enter")
+		// The output reached the screen, through jail's pipe.
+		p.expect(t, "OUT-pipe-READER-DONE", 1)
+		if !testutil.Eventually(5*time.Second, func() bool { return strings.Count(p.screen(), "TYPED-BY-PERSON") >= 2 }) {
+			t.Fatalf("the person's keys did not all reach their shell (the sandbox read them):\n%s", p.screen())
+		}
+		if r.cached && !strings.Contains(p.screen(), "write-only") {
+			t.Fatalf("the plan cache's run did not leave the terminal to the Go path:\n%s", p.screen())
+		}
+	})
+}
+
 // needPrograms skips the test, naming the program, when one it drives is not installed.
 func needPrograms(t *testing.T, progs ...string) {
 	t.Helper()

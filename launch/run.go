@@ -153,17 +153,26 @@ func (o *Run) launch(layout *confine.Layout, pass []string, sc confine.SeccompOp
 		// terminal (docs/terminal.md).
 		cmd.Stdin = nil
 	}
-	if cmd.Terminal == nil {
-		// Its stdout and stderr on the terminal: written, never read (TerminalWriteOnly).
-		for _, f := range []**os.File{&cmd.Stdout, &cmd.Stderr} {
-			if w := confine.TerminalWriteOnly(*f); w != *f {
-				defer w.Close()
-				*f = w
-			}
-		}
-	}
 	if nr != nil {
 		nr.CommandOnTTY = !o.Capture && cmd.Terminal == nil && (IsTerminal(cmd.Stdout) || IsTerminal(cmd.Stderr))
+	}
+	var termOut []*confine.TerminalOutput
+	if cmd.Terminal == nil {
+		// Its stdout and stderr on the terminal: written, never read
+		// (TerminalWriteOnly): the terminal opened write-only, or a pipe
+		// jail relays to it.
+		for _, f := range []**os.File{&cmd.Stdout, &cmd.Stderr} {
+			t, err := confine.TerminalWriteOnly(*f)
+			if err != nil {
+				fmt.Fprintln(stderr, "jail run:", err)
+				return o.Fail(2, StagePrepare, err, stdout, stderr)
+			}
+			if t != nil {
+				defer t.Close()
+				termOut = append(termOut, t)
+				*f = t.File
+			}
+		}
 	}
 	if o.Capture {
 		outCap, errCap = &confine.Capture{Limit: o.OutputLimit}, &confine.Capture{Limit: o.OutputLimit}
@@ -224,6 +233,9 @@ func (o *Run) launch(layout *confine.Layout, pass []string, sc confine.SeccompOp
 		cmd.Stdout.Close()
 		cmd.Stderr.Close()
 	}
+	for _, t := range termOut {
+		t.Close() // the sandbox holds its own copy; a relay ends with it
+	}
 	done := make(chan struct{})
 	go func() {
 		// Lifetime: until the sandbox is waited for (done closes).
@@ -243,6 +255,9 @@ func (o *Run) launch(layout *confine.Layout, pass []string, sc confine.SeccompOp
 	stopNet()
 	close(done)
 	copies.Wait()
+	for _, t := range termOut {
+		t.Wait() // what the command wrote last, before jail's lines
+	}
 	// The sandbox has ended: its git changes are adopted (and reported)
 	// before the result, which is the last line jail prints.
 	ph.Release()
