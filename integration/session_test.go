@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/jail-sandbox/jail/internal/testutil"
 )
 
 // TestSessionStateJudged attacks the bash tool's session through jail
@@ -99,5 +102,56 @@ func TestSessionStateJudged(t *testing.T) {
 			t.Errorf("ls after a benign PATH: asked %q, result %+v", why, res.Result)
 		}
 		ran("ls after a benign PATH")
+	})
+}
+
+// TestServeSurvivesSwappedJailDir: a sandbox of the parent directory (whose
+// view does not protect the inner workspace's .jail) exchanges that .jail
+// with a symlink to a directory of its own, in a loop, while jail serve
+// starts in the inner workspace and makes its sandboxes ahead. Each server
+// must keep serving (a sandbox it cannot make now is refused, with the
+// reason, never made on what the name holds), answer every call, and once
+// the swapping stops run calls again; on the host, nothing was made in the
+// symlink's target.
+func TestServeSurvivesSwappedJailDir(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("requires python3 for the racing sandbox")
+	}
+	forEach(t, func(t *testing.T, r runner) {
+		outer := r.dir(t, "jail-it-outer-")
+		proj := filepath.Join(outer, "proj")
+		r.writeFile(t, filepath.Join(proj, "README"), "inner\n")
+		r.writeFile(t, filepath.Join(outer, "decoy", "keep"), "decoy\n")
+		pol, _ := r.toolPolicy(t, r.dir(t, "jail-it-cfg-"), "")
+		wait := r.attacker(t, outer, "mkdir -p proj/.jail && ln -s ../decoy proj/.jail-swap", "proj/.jail", "proj/.jail-swap", 6)
+		if !testutil.Eventually(10*time.Second, func() bool {
+			_, err := os.Lstat(filepath.Join(proj, ".jail-swap"))
+			return err == nil
+		}) {
+			t.Fatalf("the racing sandbox did not start: %s", wait())
+		}
+		for i := range 4 {
+			s := r.serve(t, proj, "--policy", pol)
+			res := s.call(1, "bash", `{"command":"echo alive"}`)
+			if res.Result == nil {
+				t.Fatalf("server %d: no result: %+v\nstderr: %s", i, res, s.err.String())
+			}
+			s.in.Close()
+			if err := s.cmd.Wait(); err != nil {
+				t.Fatalf("server %d did not end well: %v\nstderr: %s", i, err, s.err.String())
+			}
+		}
+		out := wait()
+		if !strings.Contains(out, "swaps") {
+			t.Fatalf("the racing sandbox did not swap: %s", out)
+		}
+		s := r.serve(t, proj, "--policy", pol)
+		if res := s.call(1, "bash", `{"command":"cat README"}`); res.Result.IsError || res.Result.Content != "inner\n" {
+			t.Fatalf("after the swapping: %+v\nstderr: %s", res.Result, s.err.String())
+		}
+		ents, _ := os.ReadDir(filepath.Join(outer, "decoy"))
+		if len(ents) != 1 || ents[0].Name() != "keep" {
+			t.Fatalf("jail made something in the symlink's target: %v", ents)
+		}
 	})
 }

@@ -278,3 +278,34 @@ func asFile(w io.Writer) *os.File {
 	}
 	return nil
 }
+
+// Prewarm starts n workers (and the first bash sandbox) of s ahead of the
+// first call, for the front end prog (jail serve, jail mcp). A sandbox
+// that cannot start because of what the workspace holds (a name a
+// sandbox swapped, renamed or removed under jail: a protected .jail
+// replaced by a symlink, say) does not end the server: the mount is
+// refused, never made on what is there now, the reason is printed, and
+// each call makes its own sandbox and reports why it cannot while that
+// lasts. A layer this kernel or user lacks (user namespaces, Landlock,
+// seccomp, limits) will not come later, and is returned.
+func Prewarm(ctx context.Context, s *tools.Server, n int, prog string, stderr io.Writer) error {
+	err := s.Prewarm(ctx, n)
+	if err == nil || lastingStartError(err) {
+		return err
+	}
+	fmt.Fprintf(stderr, "jail: warning: %s: nothing made ahead: %v\njail: %s serves on: each call starts its sandbox and says why it cannot\n", prog, err, prog)
+	return nil
+}
+
+// lastingStartError reports whether err is a layer the machine lacks,
+// not a refusal of the workspace's present state.
+func lastingStartError(err error) bool {
+	var le *confine.LayerError
+	if errors.As(err, &le) {
+		return le.Layer != confine.LayerMount
+	}
+	var se *StartError
+	// A refusal before the sandbox (2: the layout, the git view) is about
+	// the workspace's names; anything else has no such cause.
+	return !errors.As(err, &se) || se.Code != 2
+}

@@ -63,7 +63,7 @@ func mcpMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 	// A worker that cannot start now will not start later: say why before
 	// the client sends anything.
-	if err := ts.Prewarm(ctx, o.prewarm); err != nil {
+	if err := launch.Prewarm(ctx, ts, o.prewarm, "jail mcp", stderr); err != nil {
 		fmt.Fprintln(stderr, "jail mcp:", err)
 		return 125
 	}

@@ -68,7 +68,7 @@ func serveMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx := context.Background()
 	// A worker that cannot start now will not start later: say why before
 	// the harness sends anything.
-	if err := s.Prewarm(ctx, o.prewarm); err != nil {
+	if err := launch.Prewarm(ctx, s, o.prewarm, "jail serve", stderr); err != nil {
 		fmt.Fprintln(stderr, "jail serve:", err)
 		return 125
 	}
