@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -35,35 +34,10 @@ import (
 const browserImage = "jail-browser:local"
 
 // needBrowser skips (or fails under JAIL_REQUIRE_DOCKER=1) without an engine and the browser
-// image, and returns r able to use Docker: as the unprivileged user, a member of the docker
-// group.
+// image, and returns r able to use Docker.
 func needBrowser(t *testing.T, r runner) runner {
 	t.Helper()
-	why := ""
-	if resp, err := dockerAPI("GET", "/images/"+browserImage+"/json"); err != nil {
-		why = fmt.Sprintf("no Docker engine on /var/run/docker.sock (scripts/dockerd.sh): %v", err)
-	} else {
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			why = fmt.Sprintf("image %s missing (make images): HTTP %d", browserImage, resp.StatusCode)
-		}
-	}
-	if why == "" && r.uid != 0 && r.uid != os.Getuid() {
-		g, err := user.LookupGroup("docker")
-		if err != nil {
-			why = "no docker group for the unprivileged user: " + err.Error()
-		} else {
-			gid, _ := strconv.Atoi(g.Gid)
-			r.groups = []uint32{uint32(gid)}
-		}
-	}
-	if why != "" {
-		if os.Getenv("JAIL_REQUIRE_DOCKER") == "1" {
-			t.Fatalf("JAIL_REQUIRE_DOCKER=1: %s", why)
-		}
-		t.Skip("requires Docker: " + why)
-	}
-	return r
+	return needDocker(t, r, browserImage)
 }
 
 // browserAgent is an agent name no other test uses: its containers are found by its label.
@@ -77,32 +51,13 @@ func browserAgent() string {
 // the test hosts: web.test allowed, other.test not, inside.test private.
 func (r runner) browserPolicy(t *testing.T, h *testHosts, agent, mode string) (file, audit string) {
 	t.Helper()
-	dir := r.dir(t, "jail-it-brcfg-")
-	file = filepath.Join(dir, "policy.toml")
-	audit = filepath.Join(dir, "audit", "audit.jsonl")
 	nw := fmt.Sprintf("[network]\nmode = %q\n", mode)
 	if h != nil {
 		nw += fmt.Sprintf("allow = [%q, %q]\nresolver = %q\nallow_private = [%q]\n", webName, insideName, hostPort(h.web, 53), h.web.String()+"/32")
 	}
-	r.writeFile(t, file, fmt.Sprintf(`[docker]
-enabled = true
-idle_grace = "2m"
-%s
-[tools]
-profile = "full"
-[approval]
-auto_approve = ["bash", "browser", "process"]
-[roles.web]
-remit = ["fs.read", "fs.write", "process.exec", "browser"]
-max_risk = "exec"
-defaults = ["read", "ls", "bash", "browser_navigate", "browser_snapshot", "browser_click", "browser_type",
-  "browser_screenshot", "browser_network", "browser_console", "browser_wait_for"]
-[agents.%s]
-role = "web"
-[audit]
-path = %q
-`, nw, agent, audit))
-	return file, audit
+	return r.dockerPolicy(t, dockerRole{category: "browser", role: "web", agent: agent, extra: nw,
+		tools: []string{"browser_navigate", "browser_snapshot", "browser_click", "browser_type",
+			"browser_screenshot", "browser_network", "browser_console", "browser_wait_for"}})
 }
 
 func hostPort(a interface{ String() string }, port int) string {

@@ -3,7 +3,6 @@
 package integration
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -51,17 +50,24 @@ func dockerAPI(method, path string) (*http.Response, error) {
 	return c.Do(req)
 }
 
-// needDesktop skips (or fails under JAIL_REQUIRE_DOCKER=1) without an engine and the image,
-// and returns r able to use Docker: as the unprivileged user, a member of the docker group.
+// needDesktop skips (or fails under JAIL_REQUIRE_DOCKER=1) without an engine and the desktop
+// image, and returns r able to use Docker.
 func needDesktop(t *testing.T, r runner) runner {
 	t.Helper()
+	return needDocker(t, r, desktopImage)
+}
+
+// needDocker skips (or fails under JAIL_REQUIRE_DOCKER=1) without an engine and image, and
+// returns r able to use Docker: as the unprivileged user, a member of the docker group.
+func needDocker(t *testing.T, r runner, image string) runner {
+	t.Helper()
 	why := ""
-	if resp, err := dockerAPI("GET", "/images/"+desktopImage+"/json"); err != nil {
+	if resp, err := dockerAPI("GET", "/images/"+image+"/json"); err != nil {
 		why = fmt.Sprintf("no Docker engine on /var/run/docker.sock (scripts/dockerd.sh): %v", err)
 	} else {
 		resp.Body.Close()
 		if resp.StatusCode != 200 {
-			why = fmt.Sprintf("image %s missing (make images): HTTP %d", desktopImage, resp.StatusCode)
+			why = fmt.Sprintf("image %s missing (make images): HTTP %d", image, resp.StatusCode)
 		}
 	}
 	if why == "" && r.uid != 0 && r.uid != os.Getuid() {
@@ -85,9 +91,32 @@ func needDesktop(t *testing.T, r runner) runner {
 // desktopPolicy enables Docker and passes the desktop tools without asking.
 func (r runner) desktopPolicy(t *testing.T, extra string) (file, audit string) {
 	t.Helper()
-	dir := r.dir(t, "jail-it-dkcfg-")
+	return r.dockerPolicy(t, dockerRole{category: "desktop", role: "gui", agent: "tester", extra: extra,
+		tools: []string{"desktop_launch", "desktop_screenshot", "desktop_click", "desktop_move", "desktop_drag",
+			"desktop_scroll", "desktop_type", "desktop_key", "desktop_cursor_position", "desktop_windows", "desktop_wait_for_window"}})
+}
+
+// dockerRole is what dockerPolicy gives a Docker-backed category's tests.
+type dockerRole struct {
+	category    string   // browser, desktop: the remit, and the approval that passes them
+	role, agent string   // [roles.ROLE], [agents.AGENT]
+	tools       []string // the role's defaults besides read, ls and bash
+	extra       string   // more TOML ([network], ...)
+}
+
+// dockerPolicy writes a policy that enables Docker and the full toolset, and gives the agent
+// a role of the category's tools, passed (with bash and processes) without asking; the audit
+// log is in the policy's directory.
+func (r runner) dockerPolicy(t *testing.T, d dockerRole) (file, audit string) {
+	t.Helper()
+	dir := r.dir(t, "jail-it-"+d.category+"-cfg-")
 	file = filepath.Join(dir, "policy.toml")
 	audit = filepath.Join(dir, "audit", "audit.jsonl")
+	defaults := []string{"read", "ls", "bash"}
+	var quoted []string
+	for _, n := range append(defaults, d.tools...) {
+		quoted = append(quoted, strconv.Quote(n))
+	}
 	r.writeFile(t, file, fmt.Sprintf(`[docker]
 enabled = true
 idle_grace = "2m"
@@ -95,55 +124,24 @@ idle_grace = "2m"
 [tools]
 profile = "full"
 [approval]
-auto_approve = ["bash", "desktop", "process"]
-[roles.gui]
-remit = ["fs.read", "fs.write", "process.exec", "desktop"]
+auto_approve = ["bash", %q, "process"]
+[roles.%s]
+remit = ["fs.read", "fs.write", "process.exec", %q]
 max_risk = "exec"
-defaults = ["read", "ls", "bash", "desktop_launch", "desktop_screenshot", "desktop_click", "desktop_move", "desktop_drag",
-  "desktop_scroll", "desktop_type", "desktop_key", "desktop_cursor_position", "desktop_windows", "desktop_wait_for_window"]
-[agents.tester]
-role = "gui"
+defaults = [%s]
+[agents.%s]
+role = %q
 [audit]
 path = %q
-`, extra, audit))
+`, d.extra, d.category, d.role, d.category, strings.Join(quoted, ", "), d.agent, d.role, audit))
 	return file, audit
 }
 
-// serveEnv is serve with extra environment.
+// serveEnv is serve with extra environment; it gives the server 30 s to exit at the end (its
+// containers go with it).
 func (r runner) serveEnv(t *testing.T, ws string, env []string, args ...string) *served {
 	t.Helper()
-	cmd := exec.Command(suite.bin, append([]string{"serve", "-w", ws}, args...)...)
-	cmd.Dir = ws
-	r.prepare(cmd, env...)
-	s := &served{t: t, cmd: cmd}
-	cmd.Stderr = &s.err
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s.in = in
-	s.out = bufio.NewScanner(out)
-	s.out.Buffer(make([]byte, 1<<20), 64<<20)
-	t.Cleanup(func() {
-		in.Close()
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			<-done
-			t.Errorf("jail serve did not exit after stdin closed\nstderr: %s", s.err.String())
-		}
-	})
-	return s
+	return r.startServe(t, ws, env, 30*time.Second, args...)
 }
 
 // shot decodes a screenshot result and checks its file and hash.

@@ -69,21 +69,32 @@ func (r runner) judge(t *testing.T, ws, marker string) {
 			t.Errorf("host git %v after the run: %v\n%s", args, err, out)
 		}
 	}
+	planted(t, marker, "the host's git in "+ws)
+}
+
+// planted fails the test if the code the sandbox planted ran (marker,
+// from r.marker, exists) once the host did what (git status, ...).
+func planted(t *testing.T, marker, what string) {
+	t.Helper()
 	if b, err := os.ReadFile(marker); err == nil {
-		t.Fatalf("code planted by the sandbox ran on the host: %q", b)
+		t.Fatalf("code planted by the sandbox ran on the host (%s): %q", what, b)
 	}
 }
 
-// hooksOf lists the host's hooks directory.
-func hooksOf(t *testing.T, ws string) []string {
-	ents, _ := os.ReadDir(filepath.Join(ws, ".git", "hooks"))
+// noHooks fails the test if the git directory gitDir of the host has a
+// hook (other than git's samples).
+func noHooks(t *testing.T, gitDir string) {
+	t.Helper()
+	ents, _ := os.ReadDir(filepath.Join(gitDir, "hooks"))
 	var names []string
 	for _, e := range ents {
 		if !strings.HasSuffix(e.Name(), ".sample") {
 			names = append(names, e.Name())
 		}
 	}
-	return names
+	if len(names) > 0 {
+		t.Errorf("hooks reached the host's %s: %v", gitDir, names)
+	}
 }
 
 // TestGitDirCannotBeReplaced: .git cannot be moved aside, copied back and
@@ -117,9 +128,7 @@ echo SANDBOX-DONE`)
 		if !strings.Contains(res.stdout, "SANDBOX-DONE") {
 			t.Fatalf("script did not finish:\n%s\n%s", res.stdout, res.stderr)
 		}
-		if hs := hooksOf(t, ws); len(hs) > 0 {
-			t.Errorf("hooks reached the host: %v", hs)
-		}
+		noHooks(t, filepath.Join(ws, ".git"))
 		cfg, _ := os.ReadFile(filepath.Join(ws, ".git", "config"))
 		for _, k := range []string{"fsmonitor", "hooksPath", "external", "alias", "filter"} {
 			if strings.Contains(string(cfg), k) {
@@ -250,9 +259,7 @@ echo SANDBOX-DONE`)
 		if err != nil || !strings.Contains(out, "inside") {
 			t.Fatalf("the repository made inside is not on the host: %v\n%s\n%s", err, out, res.stderr)
 		}
-		if hs := hooksOf(t, ws); len(hs) > 0 {
-			t.Errorf("hooks reached the host: %v", hs)
-		}
+		noHooks(t, filepath.Join(ws, ".git"))
 		out, _ = r.hostGit(t, ws, "config", "user.email")
 		if strings.TrimSpace(out) != "inside@example.com" {
 			t.Errorf("user.email set inside is %q on the host", out)
@@ -420,9 +427,11 @@ echo SANDBOX-DONE`)
 			}
 			r.judge(t, d, marker)
 		}
-		if hs := hooksOf(t, filepath.Join(ws, ".git", "modules", "lib")); len(hs) > 0 {
-			t.Errorf("hooks reached the submodule's git directory: %v", hs)
-		}
+		// The git directories the sandbox planted hooks in (it saw them
+		// at these paths): the submodule's, and the nested repository's.
+		noHooks(t, filepath.Join(ws, ".git", "modules", "lib"))
+		noHooks(t, filepath.Join(nested, ".git"))
+		noHooks(t, filepath.Join(ws, ".git"))
 		r.judge(t, ws, marker)
 	})
 }

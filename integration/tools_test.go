@@ -49,12 +49,20 @@ func (r runner) toolsIn(t *testing.T, extra string, args ...string) (string, *se
 	return ws, r.serve(t, ws, append([]string{"--policy", pol}, args...)...)
 }
 
-// serve starts `jail serve` as r in ws.
+// serve starts `jail serve` as r in ws; it gives the server 20 s to exit
+// once its stdin closes at the end of the test.
 func (r runner) serve(t *testing.T, ws string, args ...string) *served {
+	t.Helper()
+	return r.startServe(t, ws, nil, 20*time.Second, args...)
+}
+
+// startServe starts `jail serve -w ws ARGS` as r with extra environment;
+// the test fails if it has not exited within exit of its stdin closing.
+func (r runner) startServe(t *testing.T, ws string, env []string, exit time.Duration, args ...string) *served {
 	t.Helper()
 	cmd := exec.Command(suite.bin, append([]string{"serve", "-w", ws}, args...)...)
 	cmd.Dir = ws
-	r.prepare(cmd)
+	r.prepare(cmd, env...)
 	s := &served{t: t, cmd: cmd}
 	cmd.Stderr = &s.err
 	in, err := cmd.StdinPipe()
@@ -77,10 +85,10 @@ func (r runner) serve(t *testing.T, ws string, args ...string) *served {
 		go func() { done <- cmd.Wait() }()
 		select {
 		case <-done:
-		case <-time.After(20 * time.Second):
+		case <-time.After(exit):
 			cmd.Process.Kill()
 			<-done
-			t.Errorf("jail serve did not exit after stdin closed\nstderr: %s", s.err.String())
+			t.Errorf("jail serve did not exit within %s of stdin closing\nstderr: %s", exit, s.err.String())
 		}
 	})
 	return s
