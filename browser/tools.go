@@ -375,7 +375,7 @@ func (bs *Browsers) navigate(ctx context.Context, s *session, raw json.RawMessag
 		act = chromedp.NavigateForward()
 	case a.Action == "reload":
 		act = chromedp.Reload()
-	case strings.HasPrefix(a.URL, "http://") || strings.HasPrefix(a.URL, "https://"):
+	case webURL(a.URL):
 		act = chromedp.Navigate(a.URL)
 	default:
 		return tools.Result{}, fmt.Errorf("url %q: only http and https URLs are loaded (jail fetches them under the network policy)", a.URL)
@@ -799,7 +799,7 @@ func (bs *Browsers) tabs(ctx context.Context, s *session, raw json.RawMessage) (
 	}
 	switch a.Action {
 	case "open":
-		if a.URL != "" && !strings.HasPrefix(a.URL, "http://") && !strings.HasPrefix(a.URL, "https://") {
+		if a.URL != "" && !webURL(a.URL) {
 			return tools.Result{}, fmt.Errorf("url %q: only http and https URLs are loaded", a.URL)
 		}
 		tctx, cancel := chromedp.NewContext(s.b.ctx)
@@ -872,50 +872,65 @@ func (bs *Browsers) console(ctx context.Context, s *session, raw json.RawMessage
 	s.mu.Lock()
 	msgs, dropped := s.cur.console.take()
 	s.mu.Unlock()
-	var b strings.Builder
-	if dropped > 0 {
-		fmt.Fprintf(&b, "[%d earlier messages dropped]\n", dropped)
-	}
-	total := 0
-	for i, m := range msgs {
-		if total+len(m) > 30000 {
-			fmt.Fprintf(&b, "... [%d more messages cut]\n", len(msgs)-i)
-			break
-		}
-		b.WriteString(m + "\n")
-		total += len(m)
-	}
-	if len(msgs) == 0 && dropped == 0 {
-		b.WriteString("no console messages since the last call\n")
-	}
-	return tools.Result{Content: b.String(), Meta: map[string]any{"messages": len(msgs), "dropped": dropped}}, nil
+	return tools.Result{Content: sinceLast(msgs, dropped, "messages", "no console messages since the last call"),
+		Meta: map[string]any{"messages": len(msgs), "dropped": dropped}}, nil
 }
 
 func (bs *Browsers) network(ctx context.Context, s *session, raw json.RawMessage) (tools.Result, error) {
 	s.mu.Lock()
 	es, dropped := s.net.take()
 	s.mu.Unlock()
-	var b strings.Builder
-	if dropped > 0 {
-		fmt.Fprintf(&b, "[%d earlier requests dropped]\n", dropped)
-	}
 	refused := 0
-	for i, e := range es {
-		if b.Len() > 28000 {
-			fmt.Fprintf(&b, "... [%d more requests cut]\n", len(es)-i)
-			break
-		}
+	lines := make([]string, 0, len(es))
+	for _, e := range es {
 		if e.Refused != "" {
 			refused++
-			fmt.Fprintf(&b, "REFUSED %s %s (%s): %s\n", e.Method, clip(e.URL, 300), e.Kind, e.Refused)
+			lines = append(lines, fmt.Sprintf("REFUSED %s %s (%s): %s", e.Method, clip(e.URL, 300), e.Kind, e.Refused))
 			continue
 		}
-		fmt.Fprintf(&b, "%d %s %s (%s) %d bytes %s\n", e.Status, e.Method, clip(e.URL, 300), e.Kind, e.Bytes, e.Duration.Round(time.Millisecond))
+		lines = append(lines, fmt.Sprintf("%d %s %s (%s) %d bytes %s", e.Status, e.Method, clip(e.URL, 300), e.Kind, e.Bytes, e.Duration.Round(time.Millisecond)))
 	}
-	if len(es) == 0 && dropped == 0 {
-		b.WriteString("no requests since the last call\n")
+	return tools.Result{Content: sinceLast(lines, dropped, "requests", "no requests since the last call"),
+		Meta: map[string]any{"requests": len(es), "refused": refused, "dropped": dropped}}, nil
+}
+
+// maxSinceLast bounds what browser_console and browser_network return.
+const maxSinceLast = 30000
+
+// sinceLast is what a buffer of the session held since the last call
+// (console messages, requests), one line each: what it dropped first,
+// then the lines while they fit in maxSinceLast, and how many were cut;
+// none says so.
+func sinceLast(lines []string, dropped int, what, none string) string {
+	var b strings.Builder
+	if dropped > 0 {
+		fmt.Fprintf(&b, "[%d earlier %s dropped]\n", dropped, what)
 	}
-	return tools.Result{Content: b.String(), Meta: map[string]any{"requests": len(es), "refused": refused, "dropped": dropped}}, nil
+	for i, l := range lines {
+		if b.Len()+len(l) > maxSinceLast {
+			fmt.Fprintf(&b, "... [%d more %s cut]\n", len(lines)-i, what)
+			break
+		}
+		b.WriteString(l + "\n")
+	}
+	if len(lines) == 0 && dropped == 0 {
+		b.WriteString(none + "\n")
+	}
+	return b.String()
+}
+
+// webURL reports whether u is a URL the browser loads: http or https,
+// fetched by jail under the network policy.
+func webURL(u string) bool {
+	return strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://")
+}
+
+// bounded cuts v to max bytes with jail's marker; cut is how many it left out.
+func bounded(v string, max int) (out string, cut int) {
+	if len(v) <= max {
+		return v, 0
+	}
+	return v[:max] + fmt.Sprintf("... [%d chars truncated]", len(v)-max), len(v) - max
 }
 
 func (bs *Browsers) upload(ctx context.Context, s *session, raw json.RawMessage) (tools.Result, error) {
@@ -959,10 +974,12 @@ func (bs *Browsers) upload(ctx context.Context, s *session, raw json.RawMessage)
 	return report(ctx, s, fmt.Sprintf("gave %s %d files: %s", describe(before, a.Ref), len(files), strings.Join(a.Paths, ", ")), before), nil
 }
 
-func storageID(origin string) (*domstorage.StorageID, error) {
-	if !strings.HasPrefix(origin, "http://") && !strings.HasPrefix(origin, "https://") {
+// storageOf is the localStorage of origin, its domain enabled for the calls on it.
+func storageOf(ctx context.Context, origin string) (*domstorage.StorageID, error) {
+	if !webURL(origin) {
 		return nil, fmt.Errorf("origin %q: give scheme, host and port, e.g. http://localhost:3000", origin)
 	}
+	chromedp.Call(ctx, domstorage.Enable, cdp.Empty{})
 	return &domstorage.StorageID{SecurityOrigin: strings.TrimSuffix(origin, "/"), IsLocalStorage: true}, nil
 }
 
@@ -974,22 +991,20 @@ func (bs *Browsers) storageGet(ctx context.Context, s *session, raw json.RawMess
 	if err != nil {
 		return tools.Result{}, err
 	}
-	id, err := storageID(a.Origin)
+	id, err := storageOf(ctx, a.Origin)
 	if err != nil {
 		return tools.Result{}, err
 	}
-	chromedp.Call(ctx, domstorage.Enable, cdp.Empty{})
 	items, err := chromedp.Call(ctx, domstorage.GetDOMStorageItems, domstorage.GetDOMStorageItemsParams{StorageID: id})
 	if err != nil {
 		return tools.Result{}, fmt.Errorf("read localStorage of %s: %w", a.Origin, err)
 	}
 	for _, kv := range items.Entries {
 		if len(kv) == 2 && kv[0] == a.Key {
-			v := kv[1]
-			meta := map[string]any{"found": true, "bytes": len(v)}
-			if len(v) > maxStorageValue {
-				meta["truncated_bytes"] = len(v) - maxStorageValue
-				v = v[:maxStorageValue] + fmt.Sprintf("... [%d chars truncated]", len(kv[1])-maxStorageValue)
+			meta := map[string]any{"found": true, "bytes": len(kv[1])}
+			v, cut := bounded(kv[1], maxStorageValue)
+			if cut > 0 {
+				meta["truncated_bytes"] = cut
 			}
 			return tools.Result{Content: v, Meta: meta}, nil
 		}
@@ -1002,11 +1017,10 @@ func (bs *Browsers) storageSet(ctx context.Context, s *session, raw json.RawMess
 	if err != nil {
 		return tools.Result{}, err
 	}
-	id, err := storageID(a.Origin)
+	id, err := storageOf(ctx, a.Origin)
 	if err != nil {
 		return tools.Result{}, err
 	}
-	chromedp.Call(ctx, domstorage.Enable, cdp.Empty{})
 	if _, err := chromedp.Call(ctx, domstorage.SetDOMStorageItem, domstorage.SetDOMStorageItemParams{StorageID: id, Key: a.Key, Value: a.Value}); err != nil {
 		return tools.Result{}, fmt.Errorf("set localStorage of %s: %w", a.Origin, err)
 	}
@@ -1038,9 +1052,9 @@ func (bs *Browsers) evaluate(ctx context.Context, s *session, raw json.RawMessag
 		out = string(r.Result.Value)
 	}
 	meta := map[string]any{"bytes": len(out)}
-	if len(out) > maxEvalResult {
-		meta["truncated_chars"] = len(out) - maxEvalResult
-		out = out[:maxEvalResult] + fmt.Sprintf("... [%d chars truncated]", len(out)-maxEvalResult)
+	out, cut := bounded(out, maxEvalResult)
+	if cut > 0 {
+		meta["truncated_chars"] = cut
 	}
 	return tools.Result{Content: out, Meta: meta}, nil
 }

@@ -397,3 +397,44 @@ func TestToolsMatchCatalogue(t *testing.T) {
 		}
 	}
 }
+
+// TestSinceLast pins what browser_console and browser_network return
+// around their buffer: the dropped line, the cut at maxSinceLast with how
+// many lines it left out, the line for none.
+func TestSinceLast(t *testing.T) {
+	if got := sinceLast(nil, 0, "requests", "no requests since the last call"); got != "no requests since the last call\n" {
+		t.Errorf("none: %q", got)
+	}
+	if got := sinceLast(nil, 3, "requests", "none"); got != "[3 earlier requests dropped]\n" {
+		t.Errorf("dropped only: %q", got)
+	}
+	if got := sinceLast([]string{"a", "b"}, 1, "messages", "none"); got != "[1 earlier messages dropped]\na\nb\n" {
+		t.Errorf("two: %q", got)
+	}
+	line := strings.Repeat("x", 999)
+	var lines []string
+	for range 100 {
+		lines = append(lines, line)
+	}
+	got := sinceLast(lines, 0, "messages", "none")
+	if len(got) > maxSinceLast+100 || !strings.HasSuffix(got, "... [70 more messages cut]\n") {
+		t.Errorf("100 lines of 1000 bytes: %d bytes, ending %q", len(got), got[len(got)-40:])
+	}
+}
+
+func TestBounded(t *testing.T) {
+	if v, cut := bounded("abc", 3); v != "abc" || cut != 0 {
+		t.Errorf("bounded(abc, 3) = %q, %d", v, cut)
+	}
+	if v, cut := bounded("abcdef", 2); v != "ab... [4 chars truncated]" || cut != 4 {
+		t.Errorf("bounded(abcdef, 2) = %q, %d", v, cut)
+	}
+}
+
+func TestWebURL(t *testing.T) {
+	for u, want := range map[string]bool{"http://a": true, "https://a/b": true, "file:///etc/passwd": false, "javascript:1": false, "": false, "HTTP://a": false} {
+		if webURL(u) != want {
+			t.Errorf("webURL(%q) = %v", u, !want)
+		}
+	}
+}
