@@ -1247,24 +1247,28 @@ static int json_int(const char *line, const char *key, int *v) {
 	return 1;
 }
 
-// print_notice puts a notice of the sandbox's init (Spec.OffDNS) on
-// stderr, as Cmd.Notice does on the Go path. Its text holds no '"' or
-// '\' (pid 1 builds it from a checked template and a checked name), so
-// it ends at the next quote; anything else is not printed.
+// print_notice puts a notice of the sandbox's init (Spec.OffDNS, the
+// EBUSY hint) on stderr, as Cmd.Notice does on the Go path. pid 1 builds
+// its text from a checked template and a name it escaped to printable
+// ASCII (shown_path in pid1_linux.c), so the JSON string holds no '"' and
+// no escape but "\\" (a backslash of that form); anything else is not
+// printed.
 static void print_notice(const char *line) {
 	const char *k = "\"text\":\"", *p = strstr(line, k);
 	if (!p) return;
 	p += strlen(k);
 	const char *q = strchr(p, '"');
 	if (!q) return;
-	for (const char *x = p; x < q; x++)
-		if (*x < ' ' || *x > '~' || *x == '\\') return;
-	char out[2048];
-	size_t n = (size_t)(q - p);
-	if (n + 1 > sizeof(out)) return;
-	memcpy(out, p, n);
-	out[n] = '\n';
-	jail_write_all(2, out, n + 1);
+	char out[8192];
+	size_t n = 0;
+	for (const char *x = p; x < q; x++) {
+		if (*x < ' ' || *x > '~') return;
+		if (*x == '\\' && (++x == q || *x != '\\')) return;
+		if (n + 2 > sizeof(out)) return;
+		out[n++] = *x;
+	}
+	out[n++] = '\n';
+	jail_write_all(2, out, n);
 }
 
 static const int forwarded_sigs[] = {JAIL_FORWARDED_SIGNALS};

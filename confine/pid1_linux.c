@@ -201,6 +201,30 @@ static int notify_path(struct child *c, struct seccomp_notif *req, int dirfd, ui
 	return snprintf(out, outn, "%s/%s", strcmp(base, "/") ? base : "", path) < (int)outn;
 }
 
+// shown_path writes path to out (outn bytes) as printable ASCII: every byte
+// outside 0x20-0x7e and a double quote as \xNN, a backslash as \\ (the form
+// termtext.Escape gives a control byte). The path is the sandbox's choice, and the notice is
+// printed on the caller's terminal (by Go's Cmd.Notice or print_notice in
+// fast_linux.c, both of which print only such lines as they are).
+static void shown_path(const char *path, char *out, size_t outn) {
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+	for (const unsigned char *p = (const unsigned char *)path; *p && o + 5 < outn; p++) {
+		if (*p == '\\') {
+			out[o++] = '\\';
+			out[o++] = '\\';
+		} else if (*p < 0x20 || *p > 0x7e || *p == '"') {
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hex[*p >> 4];
+			out[o++] = hex[*p & 15];
+		} else {
+			out[o++] = (char)*p;
+		}
+	}
+	out[o] = 0;
+}
+
 // busy_hint looks at a rename, rmdir or directory unlink the filter handed
 // pid 1 before the kernel runs it: when a name it would move or remove is a
 // mountpoint jail made (a protected path, a bound file or directory), the
@@ -253,12 +277,14 @@ static void busy_hint(struct child *c, struct seccomp_notif *req) {
 		struct statvfs vs;
 		int ro = statvfs(path, &vs) == 0 && (vs.f_flag & ST_RDONLY);
 		int dir = (sx.stx_mode & S_IFMT) == S_IFDIR;
-		char line[PATH_MAX + 1024];
+		char shown[4 * PATH_MAX + 1];
+		shown_path(path, shown, sizeof(shown));
+		char line[4 * PATH_MAX + 1024];
 		const char *why = ro ? (dir ? "mounted read-only (a protected path of the workspace, a bound read-only directory: --ro, [sandbox] ro, an agent profile's files), so it cannot be renamed or removed inside; the protected list cannot be lifted (docs/workspace.md), a bind is changed where it was asked for (docs/agents.md)"
 					     : "mounted read-only (a protected path of the workspace such as .envrc or .vscode/settings.json, or a file bound read-only: --ro, [sandbox] ro, an agent profile's settings), so nothing can be renamed over it or remove it inside; the protected list cannot be lifted (docs/workspace.md), a bind is changed where it was asked for (docs/agents.md)")
 			     : (dir ? "bound from the host (--rw, [sandbox] rw, an agent profile's state), so it cannot be renamed or removed inside, only what is in it changed (docs/agents.md)"
 				    : "bound from the host (--rw, [sandbox] rw, an agent profile's login or history), so it cannot be renamed over or removed inside: write it in place instead (docs/agents.md)");
-		snprintf(line, sizeof(line), "jail: %s %s: Device or resource busy: jail holds it in place, %s", n == 2 ? (i ? "rename onto" : "rename of") : op, path, why);
+		snprintf(line, sizeof(line), "jail: %s %s: Device or resource busy: jail holds it in place, %s", n == 2 ? (i ? "rename onto" : "rename of") : op, shown, why);
 		report(&(struct report){.kind = REPORT_NOTICE, .text = line});
 	}
 }

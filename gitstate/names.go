@@ -1,9 +1,10 @@
 package gitstate
 
 import (
-	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/jail-sandbox/jail/termtext"
 )
 
 // validRefName applies git's check-ref-format rules to a full ref name
@@ -64,26 +65,16 @@ func validRemoteName(name string) bool {
 	return validRefPath(name)
 }
 
-// esc makes a name the sandbox chose safe to print: plain printable ASCII
-// stays as it is, anything else (control bytes, escape sequences, invalid
-// or non-ASCII UTF-8, which includes bidirectional overrides) is quoted
-// with Go's escapes, so no terminal can act on it.
+// esc makes a name the sandbox chose safe to print (termtext.Escape: no
+// terminal can act on it, and it reads back to one name), cut at 200
+// bytes.
 func esc(s string) string {
 	const max = 200
 	cut := false
 	if len(s) > max {
 		s, cut = s[:max], true
 	}
-	plain := true
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c <= ' ' || c >= 0x7f || c == '"' || c == '\\' {
-			plain = false
-			break
-		}
-	}
-	if !plain {
-		s = strconv.QuoteToASCII(s)
-	}
+	s = termtext.Escape(s)
 	if cut {
 		s += "..."
 	}

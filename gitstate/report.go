@@ -3,6 +3,8 @@ package gitstate
 import (
 	"fmt"
 	"strings"
+
+	"github.com/jail-sandbox/jail/termtext"
 )
 
 // Report says what an adoption did. Every string in it is safe to print:
@@ -69,7 +71,7 @@ func (r *Report) Summary() string {
 	// Entries are escaped when made; this is the last line of defence for
 	// a caller that appended its own.
 	return strings.Map(func(c rune) rune {
-		if c < ' ' || c == 0x7f {
+		if c != '\\' && termtext.Escape(string(c)) != string(c) {
 			return '?'
 		}
 		return c

@@ -64,7 +64,7 @@ func TestSummaryEscapes(t *testing.T) {
 	o.run(`printf x > "$(printf '.git/evil\033]0;pwned\007\033[2J')"`)
 	rep := o.adopt(base, Options{RunID: "e"})
 	s := rep.Summary()
-	if strings.ContainsAny(s, "\x1b\x07") || !strings.Contains(s, `\x1b]0;pwned\a`) {
+	if strings.ContainsAny(s, "\x1b\x07") || !strings.Contains(s, `evil\x1b]0;pwned\x07\x1b[2J`) {
 		t.Fatalf("summary not escaped: %q", s)
 	}
 	for _, d := range rep.Dropped {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jail-sandbox/jail/gitstate"
+	"github.com/jail-sandbox/jail/termtext"
 	"golang.org/x/sys/unix"
 )
 
@@ -190,7 +191,7 @@ func (r *Run) committedPaths() []string {
 		}
 		paths, err := committedGitlinks(g.fd, base)
 		if err != nil {
-			fmt.Fprintf(r.opt.Report, "jail: git: %s: the gitlinks the sandbox's commits add cannot be listed (%v); before you check out its commits, look at what their submodule paths hold\n", g.Rel, err)
+			termtext.Fprintf(r.opt.Report, "jail: git: %s: the gitlinks the sandbox's commits add cannot be listed (%v); before you check out its commits, look at what their submodule paths hold\n", g.Rel, err)
 			continue
 		}
 		for _, p := range paths {

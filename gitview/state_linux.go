@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/jail-sandbox/jail/termtext"
 	"golang.org/x/sys/unix"
 )
 
@@ -259,7 +260,7 @@ func cleanKey(kfd int, keyDir, ws string, w io.Writer) {
 	}
 	for _, n := range names {
 		if strings.HasPrefix(n, keptPrefix) {
-			fmt.Fprintf(w, "jail clean: git: %s holds a sandbox's git state whose objects were refused; remove it when you no longer need it\n", filepath.Join(keyDir, n))
+			termtext.Fprintf(w, "jail clean: git: %s holds a sandbox's git state whose objects were refused; remove it when you no longer need it\n", filepath.Join(keyDir, n))
 			continue
 		}
 		if ws != "" || !isRunName(n) {

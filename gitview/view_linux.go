@@ -19,6 +19,7 @@ import (
 
 	"github.com/jail-sandbox/jail/confine"
 	"github.com/jail-sandbox/jail/gitstate"
+	"github.com/jail-sandbox/jail/termtext"
 	"golang.org/x/sys/unix"
 )
 
@@ -250,7 +251,7 @@ func (r *Run) prepare() error {
 // readOnly is the view without a state directory to keep uppers in: every
 // git directory read-only, and .git not creatable where there is none.
 func (r *Run) readOnly(f *found) {
-	fmt.Fprintf(r.opt.Report, "jail: git: no directory for the sandbox's git changes (%v): git directories are read-only in this sandbox; set XDG_STATE_HOME to a directory of yours\n", r.noState)
+	termtext.Fprintf(r.opt.Report, "jail: git: no directory for the sandbox's git changes (%v): git directories are read-only in this sandbox; set XDG_STATE_HOME to a directory of yours\n", r.noState)
 	r.protect = append(r.protect, ".git")
 	if f != nil {
 		for _, g := range append(append([]string{}, f.gitDirs...), f.gitFiles...) {
@@ -659,7 +660,7 @@ func (r *Run) Finish() {
 	}
 	if r.dirfd >= 0 {
 		if out == retry {
-			fmt.Fprintf(r.opt.Report, "jail: git: the sandbox's git changes stay in %s; the next run in this workspace tries again\n", r.path())
+			termtext.Fprintf(r.opt.Report, "jail: git: the sandbox's git changes stay in %s; the next run in this workspace tries again\n", r.path())
 		} else {
 			settle(r.opt.Report, r.keyfd, r.name, r.path(), out)
 		}
@@ -696,15 +697,15 @@ func settle(w io.Writer, keyfd int, name, where string, out outcome) {
 	switch out {
 	case adopted:
 		if err := removeAll(keyfd, name); err != nil {
-			fmt.Fprintf(w, "jail: git: cannot remove %s: %v\n", where, err)
+			termtext.Fprintf(w, "jail: git: cannot remove %s: %v\n", where, err)
 		}
 	case refused:
 		kept := keptPrefix + name
 		if err := unix.Renameat2(keyfd, name, keyfd, kept, unix.RENAME_NOREPLACE); err != nil {
-			fmt.Fprintf(w, "jail: git: objects the sandbox wrote were refused; its git changes stay in %s\n", where)
+			termtext.Fprintf(w, "jail: git: objects the sandbox wrote were refused; its git changes stay in %s\n", where)
 			return
 		}
-		fmt.Fprintf(w, "jail: git: objects the sandbox wrote were refused, and refs naming them not adopted; the sandbox's git state is kept in %s (jail does not try it again; remove it when done)\n", filepath.Join(filepath.Dir(where), kept))
+		termtext.Fprintf(w, "jail: git: objects the sandbox wrote were refused, and refs naming them not adopted; the sandbox's git state is kept in %s (jail does not try it again; remove it when done)\n", filepath.Join(filepath.Dir(where), kept))
 	}
 }
 
@@ -723,7 +724,7 @@ func adoptOne(w io.Writer, wsfd, dirfd int, run string, i int, g *repo) outcome 
 		return adopted // never mounted
 	}
 	if err != nil {
-		fmt.Fprintf(w, "jail: git: %s: the sandbox's changes cannot be read: %v\n", g.Rel, err)
+		termtext.Fprintf(w, "jail: git: %s: the sandbox's changes cannot be read: %v\n", g.Rel, err)
 		return retry
 	}
 	defer unix.Close(up)
@@ -732,7 +733,7 @@ func adoptOne(w io.Writer, wsfd, dirfd int, run string, i int, g *repo) outcome 
 	}
 	base, err := gitstate.UnmarshalSnapshot(g.Base)
 	if err != nil {
-		fmt.Fprintf(w, "jail: git: %s: launch state unreadable: %v\n", g.Rel, err)
+		termtext.Fprintf(w, "jail: git: %s: launch state unreadable: %v\n", g.Rel, err)
 		return retry
 	}
 	// The RUN directory is the scratch space of the git that verifies
@@ -740,7 +741,7 @@ func adoptOne(w io.Writer, wsfd, dirfd int, run string, i int, g *repo) outcome 
 	rep, err := gitstate.Adopt(g.fd, up, base, gitstate.Options{RunID: run, Scratch: dirfd})
 	report(w, g.Rel, rep)
 	if err != nil {
-		fmt.Fprintf(w, "jail: git: %s: the sandbox's changes were not adopted: %v\n", g.Rel, err)
+		termtext.Fprintf(w, "jail: git: %s: the sandbox's changes were not adopted: %v\n", g.Rel, err)
 		return retry
 	}
 	if rep.Incomplete {
@@ -758,7 +759,7 @@ func adoptFresh(w io.Writer, wsfd, dirfd int, run string, i int, g *repo) outcom
 		return adopted
 	}
 	if err != nil {
-		fmt.Fprintf(w, "jail: git: %s: the sandbox's repository cannot be read: %v\n", g.Rel, err)
+		termtext.Fprintf(w, "jail: git: %s: the sandbox's repository cannot be read: %v\n", g.Rel, err)
 		return retry
 	}
 	defer unix.Close(src)
@@ -767,7 +768,7 @@ func adoptFresh(w io.Writer, wsfd, dirfd int, run string, i int, g *repo) outcom
 		rep, err := gitstate.AdoptNew(g.fd, src, gitstate.Options{RunID: run, Scratch: dirfd})
 		report(w, g.Rel, rep)
 		if err != nil {
-			fmt.Fprintf(w, "jail: git: %s: the repository made in the sandbox was not adopted: %v\n", g.Rel, err)
+			termtext.Fprintf(w, "jail: git: %s: the repository made in the sandbox was not adopted: %v\n", g.Rel, err)
 			return retry
 		}
 		if rep.Incomplete {
@@ -808,8 +809,9 @@ func report(w io.Writer, rel string, rep *gitstate.Report) {
 	}
 	where := ""
 	if rel != ".git" {
-		where = " (" + rel + ")"
+		where = " (" + termtext.Escape(rel) + ")"
 	}
+	// Summary escapes the names it lists itself (termtext.Escape).
 	fmt.Fprintf(w, "jail: %s%s\n", rep.Summary(), where)
 }
 
@@ -938,11 +940,11 @@ func adoptLeft(w io.Writer, wsfd int, ws string, fd int, where, name string) out
 		return adopted // ended before its sandbox could start
 	}
 	if err != nil && !errors.As(err, new(*json.SyntaxError)) {
-		fmt.Fprintf(w, "jail: git: an earlier run's changes in %s cannot be read: %v\n", where, err)
+		termtext.Fprintf(w, "jail: git: an earlier run's changes in %s cannot be read: %v\n", where, err)
 		return retry
 	}
 	if err != nil || m.Workspace != ws {
-		fmt.Fprintf(w, "jail: git: %s is not a run of this workspace; kept\n", where)
+		termtext.Fprintf(w, "jail: git: %s is not a run of this workspace; kept\n", where)
 		return retry
 	}
 	out := adopted
@@ -971,7 +973,7 @@ func adoptLeft(w io.Writer, wsfd int, ws string, fd int, where, name string) out
 			if g.Fresh && errors.Is(err, unix.ENOENT) {
 				err = errors.New("the .git made for it was removed")
 			}
-			fmt.Fprintf(w, "jail: git: %s: an earlier run's changes were not adopted (%v); they stay in %s\n", g.Rel, err, where)
+			termtext.Fprintf(w, "jail: git: %s: an earlier run's changes were not adopted (%v); they stay in %s\n", g.Rel, err, where)
 			out = out.and(retry)
 		} else {
 			out = out.and(adoptOne(w, wsfd, fd, name, i, g))
@@ -1073,7 +1075,7 @@ func AdoptMain(args []string, w io.Writer, protected, later []string) int {
 	signal.Ignore(syscall.SIGPIPE)
 	wsfd, err := unix.Open(args[0], unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		fmt.Fprintf(w, "jail: git: %v\n", err)
+		termtext.Fprintf(w, "jail: git: %v\n", err)
 		return 1
 	}
 	defer unix.Close(wsfd)
@@ -1147,7 +1149,7 @@ func AdoptMain(args []string, w io.Writer, protected, later []string) int {
 			if isGitDir(wsfd, ".git") {
 				paths, err := committedGitlinks(gfd, nil)
 				if err != nil {
-					fmt.Fprintf(w, "jail: git: the gitlinks the sandbox's commits add cannot be listed (%v); before you check out its commits, look at what their submodule paths hold\n", err)
+					termtext.Fprintf(w, "jail: git: the gitlinks the sandbox's commits add cannot be listed (%v); before you check out its commits, look at what their submodule paths hold\n", err)
 				}
 				f.addCommitted(wsfd, paths)
 			}
@@ -1271,22 +1273,22 @@ func scanNew(w io.Writer, wsfd, scratch int, f *found, launch *found, run string
 	}
 	moved, notMoved := movedAside(wsfd, f, launch, run)
 	if len(moved) > 0 {
-		fmt.Fprintf(w, "jail: files that editors, agent CLIs and hooks managers run code from, which the sandbox made, were moved aside (renamed NAME.jail-%s...; look at them before you rename them back): %s\n", run, strings.Join(moved, ", "))
+		termtext.Fprintf(w, "jail: files that editors, agent CLIs and hooks managers run code from, which the sandbox made, were moved aside (renamed NAME.jail-%s...; look at them before you rename them back): %s\n", run, strings.Join(moved, ", "))
 	}
 	if len(notMoved) > 0 {
-		fmt.Fprintf(w, "jail: WARNING: the sandbox made these files that editors, agent CLIs and hooks managers run code from, and jail could not move them aside; look at them before any tool opens this workspace: %s\n", strings.Join(notMoved, ", "))
+		termtext.Fprintf(w, "jail: WARNING: the sandbox made these files that editors, agent CLIs and hooks managers run code from, and jail could not move them aside; look at them before any tool opens this workspace: %s\n", strings.Join(notMoved, ", "))
 	}
 	if len(reduced) > 0 {
-		fmt.Fprintf(w, "jail: git: repositories the sandbox made were reduced to what runs nothing (hooks and config keys that run programs dropped): %s\n", strings.Join(reduced, ", "))
+		termtext.Fprintf(w, "jail: git: repositories the sandbox made were reduced to what runs nothing (hooks and config keys that run programs dropped): %s\n", strings.Join(reduced, ", "))
 	}
 	if len(removed) > 0 {
-		fmt.Fprintf(w, "jail: git: gitfiles and .git symlinks the sandbox made were removed: %s\n", strings.Join(removed, ", "))
+		termtext.Fprintf(w, "jail: git: gitfiles and .git symlinks the sandbox made were removed: %s\n", strings.Join(removed, ", "))
 	}
 	if len(unheaded) > 0 {
-		fmt.Fprintf(w, "jail: git: directories the sandbox made to look like git directories (HEAD, objects/, refs/) had their HEAD renamed HEAD.jail-%s, so that the host's git does not take them for repositories: %s\n", run, strings.Join(unheaded, ", "))
+		termtext.Fprintf(w, "jail: git: directories the sandbox made to look like git directories (HEAD, objects/, refs/) had their HEAD renamed HEAD.jail-%s, so that the host's git does not take them for repositories: %s\n", run, strings.Join(unheaded, ", "))
 	}
 	if len(kept) > 0 {
-		fmt.Fprintf(w, "jail: git: WARNING: the sandbox made these git directories and jail could not reduce them; check their hooks and config before running git there: %s\n", strings.Join(kept, ", "))
+		termtext.Fprintf(w, "jail: git: WARNING: the sandbox made these git directories and jail could not reduce them; check their hooks and config before running git there: %s\n", strings.Join(kept, ", "))
 	}
 }
 
@@ -1392,12 +1394,13 @@ func reduce(w io.Writer, dfd, scratch int, name, rel, run string) bool {
 		// Its history is not all there; the original stays aside,
 		// without the HEAD that would make git inside it take it for a
 		// repository.
-		fmt.Fprintf(w, "jail: %s (%s)\njail: git: %s: objects the sandbox wrote were refused; the repository as it made it stays in %s, out of git's view\n", rep.Summary(), rel, rel, filepath.Join(filepath.Dir(rel), aside))
+		fmt.Fprintf(w, "jail: %s (%s)\n", rep.Summary(), termtext.Escape(rel))
+		termtext.Fprintf(w, "jail: git: %s: objects the sandbox wrote were refused; the repository as it made it stays in %s, out of git's view\n", rel, filepath.Join(filepath.Dir(rel), aside))
 		moveAside(src, "HEAD", run)
 		return true
 	}
 	if err != nil || rep == nil {
-		fmt.Fprintf(w, "jail: git: %s: the repository the sandbox made was not adopted (%v); it stays in %s, out of git's view\n", rel, err, filepath.Join(filepath.Dir(rel), aside))
+		termtext.Fprintf(w, "jail: git: %s: the repository the sandbox made was not adopted (%v); it stays in %s, out of git's view\n", rel, err, filepath.Join(filepath.Dir(rel), aside))
 		unix.Unlinkat(dfd, name, unix.AT_REMOVEDIR)
 		// Out of git's view by its name, but git run inside it would
 		// take it for a repository still.
@@ -1405,7 +1408,7 @@ func reduce(w io.Writer, dfd, scratch int, name, rel, run string) bool {
 		return false
 	}
 	if err := removeAll(dfd, aside); err != nil {
-		fmt.Fprintf(w, "jail: git: cannot remove %s: %v\n", filepath.Join(filepath.Dir(rel), aside), err)
+		termtext.Fprintf(w, "jail: git: cannot remove %s: %v\n", filepath.Join(filepath.Dir(rel), aside), err)
 	}
 	// What did not come through the reduction that a user would miss
 	// (a remote's URL, a key of theirs); the hooks and keys that run

@@ -4,7 +4,6 @@ package gitview
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jail-sandbox/jail/gitstate"
+	"github.com/jail-sandbox/jail/termtext"
 
 	"github.com/jail-sandbox/jail/confine"
 	"golang.org/x/sys/unix"
@@ -612,7 +612,7 @@ func (r *Run) deepProtected(f *found) bool {
 		// Not silently less: each past the bound is named, and the
 		// sandbox's changes to it do not stay where the host's tools
 		// read it.
-		fmt.Fprintf(r.opt.Report, "jail: %d editor, agent and hooks-manager files in the workspace's directories; the first %d are read-only in the sandbox (a mount each), the rest are writable while the run lasts and each the sandbox changes is moved aside when it ends (NAME.jail-RUN): %s\n",
+		termtext.Fprintf(r.opt.Report, "jail: %d editor, agent and hooks-manager files in the workspace's directories; the first %d are read-only in the sandbox (a mount each), the rest are writable while the run lasts and each the sandbox changes is moved aside when it ends (NAME.jail-RUN): %s\n",
 			len(all), maxDeep, strings.Join(all[maxDeep:], ", "))
 		f.over = append([]string{}, all[maxDeep:]...)
 		all = all[:maxDeep]
@@ -668,7 +668,7 @@ func (r *Run) gitlinks(overlaid []string, f *found) []link {
 		r.opt.Facts.File(filepath.Join(r.opt.Workspace, g, "index"))
 		paths, err := indexGitlinks(r.ws, g)
 		if err != nil {
-			fmt.Fprintf(r.opt.Report, "jail: git: %s: the index cannot be read (%v): submodule paths below the walk's depth are not protected\n", g, err)
+			termtext.Fprintf(r.opt.Report, "jail: git: %s: the index cannot be read (%v): submodule paths below the walk's depth are not protected\n", g, err)
 			r.opt.Facts.Unsure()
 			continue
 		}

@@ -35,6 +35,7 @@ import (
 	"github.com/jail-sandbox/jail/confine"
 	"github.com/jail-sandbox/jail/netns"
 	"github.com/jail-sandbox/jail/policy"
+	"github.com/jail-sandbox/jail/termtext"
 	"golang.org/x/sys/unix"
 )
 
@@ -271,7 +272,7 @@ func (nr *Net) Serve(files []*os.File, stderr io.Writer) (stop func()) {
 		go func() {
 			defer wg.Done()
 			if err := f(); err != nil && ctx.Err() == nil {
-				fmt.Fprintf(stderr, "jail: network: %s: %v\n", name, err)
+				termtext.Fprintf(stderr, "jail: network: %s: %v\n", name, err)
 			}
 		}()
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jail-sandbox/jail/confine"
 	"github.com/jail-sandbox/jail/policy"
+	"github.com/jail-sandbox/jail/termtext"
 	"golang.org/x/sys/unix"
 )
 
@@ -122,7 +123,7 @@ func (o *Run) launch(layout *confine.Layout, pass []string, sc confine.SeccompOp
 	spec := NewSpec(&o.Options, o.Argv, stderr)
 	spec.Foreground = isForeground(stdin)
 	cmd := &confine.Cmd{Spec: spec, Stdin: stdin, Timeout: o.Timeout, Limits: confine.Limits{MemoryBytes: o.Memory, Pids: o.Pids, MemoryCgroupOnly: o.MemoryDefault},
-		Notice: func(line string) { fmt.Fprintln(msgs, line) }}
+		Notice: func(line string) { fmt.Fprintln(msgs, termtext.Line(line)) }}
 	cmd.Stdout, cmd.Stderr = asFile(stdout), asFile(stderr)
 
 	var outCap, errCap *confine.Capture

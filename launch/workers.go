@@ -14,6 +14,7 @@ import (
 
 	"github.com/jail-sandbox/jail/confine"
 	"github.com/jail-sandbox/jail/policy"
+	"github.com/jail-sandbox/jail/termtext"
 	"github.com/jail-sandbox/jail/tools"
 	"golang.org/x/sys/unix"
 )
@@ -148,7 +149,7 @@ func NewToolServer(o *Options, maxConc int, stderr io.Writer) (s *tools.Server, 
 		spec := NewSpec(o, nil, io.Discard)
 		spec.Hold = true
 		cmd := &confine.Cmd{Spec: spec, Stderr: errFile, Limits: confine.Limits{MemoryBytes: o.Memory, Pids: o.Pids, MemoryCgroupOnly: o.MemoryDefault},
-			Notice: func(line string) { fmt.Fprintln(stderr, line) }}
+			Notice: func(line string) { fmt.Fprintln(stderr, termtext.Line(line)) }}
 		ph, err := Start(cmd, l, pass, o.Env, filter, nr.Sockets(), stderr)
 		if err != nil {
 			ph.Release()
@@ -263,11 +264,11 @@ func PrintPolicyErrors(w io.Writer, err error) {
 	var joined interface{ Unwrap() []error }
 	if errors.As(err, &joined) {
 		for _, e := range joined.Unwrap() {
-			fmt.Fprintln(w, e)
+			termtext.Fprintln(w, e) // a project policy is the workspace's, which a sandbox may have written
 		}
 		return
 	}
-	fmt.Fprintln(w, err)
+	termtext.Fprintln(w, err)
 }
 
 // asFile is w as a file, for a child's stderr, or nil (the child's

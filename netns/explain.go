@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/jail-sandbox/jail/termtext"
 )
 
 // Cause classifies a refusal by what would have allowed it. The zero value is a refusal no
@@ -43,7 +45,7 @@ func Explain(ev Event) string {
 	if ev.Decision != Denied || ev.Closed {
 		return ""
 	}
-	host := printable(ev.Host)
+	host := termtext.Escape(ev.Host)
 	target := host
 	if ev.Port > 0 {
 		target = net.JoinHostPort(host, strconv.Itoa(ev.Port))
@@ -57,7 +59,7 @@ func Explain(ev Event) string {
 	if ev.Proto == "dns" {
 		what = "refused the name " + host
 	}
-	reason := printable(ev.Reason)
+	reason := termtext.Escape(ev.Reason)
 	switch ev.Cause {
 	case CauseNotAllowed:
 		return fmt.Sprintf("jail: network: %s: not in allow (add --allow %s)", what, allowArg)
@@ -77,32 +79,6 @@ func Explain(ev Event) string {
 		return fmt.Sprintf("jail: network: %s: %s (in transparent mode, connect by name)", what, reason)
 	}
 	return fmt.Sprintf("jail: network: %s: %s", what, reason)
-}
-
-// printable escapes every byte outside printable ASCII, so text chosen by the sandbox reaches
-// a terminal as inert characters. (Invalid names arrive quoted by strconv.QuoteToASCII
-// already; this is the last line of defence for every other field.)
-func printable(s string) string {
-	clean := true
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < ' ' || c >= 0x7f {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < ' ' || c >= 0x7f {
-			fmt.Fprintf(&b, "\\x%02x", c)
-			continue
-		}
-		b.WriteByte(c)
-	}
-	return b.String()
 }
 
 // maxRefusalLines bounds the lines one run prints: a sandbox that asks for thousands of hosts
@@ -165,10 +141,10 @@ func CheckAllow(s string) (string, error) {
 		if host == "" {
 			return "", fmt.Errorf("a URL is not a host: want HOST or HOST:PORT")
 		}
-		return "", fmt.Errorf("a URL is not a host: use --allow %s", printable(host))
+		return "", fmt.Errorf("a URL is not a host: use --allow %s", termtext.Escape(host))
 	}
 	if strings.ContainsAny(s, "/?#@") {
-		return "", fmt.Errorf("want HOST or HOST:PORT without a path or user (e.g. --allow %s)", printable(strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune("/?#@", r) })[0]))
+		return "", fmt.Errorf("want HOST or HOST:PORT without a path or user (e.g. --allow %s)", termtext.Escape(strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune("/?#@", r) })[0]))
 	}
 	hostPart, port := s, ""
 	if strings.HasPrefix(s, "[") {
@@ -180,7 +156,7 @@ func CheckAllow(s string) (string, error) {
 	}
 	if port != "" || strings.HasSuffix(s, ":") {
 		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 || strconv.Itoa(p) != port {
-			return "", fmt.Errorf("port %q is not a port: want 1-65535, e.g. --allow %s:443", printable(port), printable(hostPart))
+			return "", fmt.Errorf("port %q is not a port: want 1-65535, e.g. --allow %s:443", termtext.Escape(port), termtext.Escape(hostPart))
 		}
 	}
 	if strings.Contains(hostPart, "*") {

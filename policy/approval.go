@@ -11,7 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/jail-sandbox/jail/termtext"
 )
 
 // Outcome is what happened to a call, as the audit log records it.
@@ -402,25 +403,6 @@ func (g *Gate) check(ctx context.Context, c Call) Decision {
 	return finish(Decision{Allowed: true, Outcome: OutcomeApproved, ApprovalSource: SourceHuman, Step: "ask", Reason: reason})
 }
 
-// TerminalText returns s with every control character (C0, DEL, C1) and invalid UTF-8 byte
-// written as an escape (\x1b, \u009b), so printing it on a terminal shows it and does nothing.
-func TerminalText(s string) string {
-	var b strings.Builder
-	for i, r := range s {
-		switch {
-		case r == utf8.RuneError && len(s) > i && !strings.HasPrefix(s[i:], "\uFFFD"):
-			fmt.Fprintf(&b, "\\x%02x", s[i])
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, "\\x%02x", r)
-		case r >= 0x80 && r <= 0x9f:
-			fmt.Fprintf(&b, "\\u%04x", r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
 // TerminalAsker asks on a terminal: it writes the question to Out and reads one line from In
 // ("y", "yes", "a"/"always" to remember; anything else refuses). "always" is offered only when
 // the question names a grants file to save it to. In should be the controlling
@@ -434,7 +416,7 @@ type TerminalAsker struct {
 
 // Ask prompts and waits for one line. What the question quotes (the agent's name, a reason
 // naming a command, the arguments) may come from the sandbox, so it is shown with every
-// control character escaped (TerminalText): it can neither redraw the terminal nor hide part
+// control character escaped (termtext.Escape): it can neither redraw the terminal nor hide part
 // of the question. Before the prompt the terminal's attributes are reset and its pending input
 // is discarded (TCIFLUSH), so a line typed earlier (an answer to a prompt someone else drew)
 // is never taken as the answer (docs/terminal.md).
@@ -443,13 +425,13 @@ func (t *TerminalAsker) Ask(ctx context.Context, q Question) (Answer, error) {
 	// "always" is offered only when it can last: saved to the grants file.
 	always := ""
 	if q.GrantsFile != "" {
-		always = " / [a]lways (saved to " + TerminalText(q.GrantsFile) + ")"
+		always = " / [a]lways (saved to " + termtext.Escape(q.GrantsFile) + ")"
 	}
 	if f, ok := t.In.(*os.File); ok {
 		flushInput(f)
 	}
 	fmt.Fprintf(t.Out, "\r\x1b[0m\x1b[K\njail: %s wants %s (%s): %s\n  args: %s\n  allow? [y]es%s / [N]o: ",
-		TerminalText(orDash(q.Agent)), TerminalText(q.Tool), q.Risk, TerminalText(q.Reason), args, always)
+		termtext.Escape(orDash(q.Agent)), termtext.Escape(q.Tool), q.Risk, termtext.Escape(q.Reason), args, always)
 	if f, ok := t.In.(*os.File); ok {
 		if dl, ok := ctx.Deadline(); ok {
 			_ = f.SetReadDeadline(dl) // best effort: not every file supports deadlines
