@@ -353,6 +353,12 @@ func (a *adopter) adoptRef(x, b, s string, host map[string]string) {
 		}
 	}
 	h := host[x]
+	if ids := oids(s); len(ids) > 0 && h != s && a.opt.Hold != nil {
+		if paths, err := a.opt.Hold(ids); err != nil || len(paths) > 0 {
+			a.holdRef(x, h, s, paths, err)
+			return
+		}
+	}
 	for try := 0; try < 5; try++ {
 		switch {
 		case h == s:
@@ -415,6 +421,64 @@ func (a *adopter) conflictRef(x, s, h string) {
 		return
 	}
 	a.rep.conflict("%s: changed on the host and in the sandbox; the host's kept, the sandbox's is %s", esc(x), esc(name))
+}
+
+// holdRef keeps the host's value of x and stores the sandbox's s under
+// refs/jail/<run>/, because the commits it brings change paths the
+// host's tools run code from (Options.Hold), or could not be listed
+// (err).
+//
+// h is the host's value: the review command shows the commits from it on.
+func (a *adopter) holdRef(x, h, s string, paths []string, err error) {
+	// HEAD's reflog would name the held commit as well.
+	a.skipLogs[x], a.skipLogs["HEAD"] = true, true
+	why := heldWhy(paths, err)
+	name := "refs/jail/" + a.run + "/" + strings.TrimPrefix(x, "refs/")
+	if !validRefName(name) {
+		a.rep.held("%s: %s; not moved", esc(x), why)
+		return
+	}
+	if err := a.refs.update(name, "", s); err != nil {
+		a.rep.held("%s: %s; not moved; saving the sandbox's as %s failed: %v", esc(x), why, esc(name), err)
+		return
+	}
+	// The commands are meant to be pasted: a ref name may hold $, `, ;
+	// and quotes, so each name is one shell word.
+	from := ""
+	if h != "" {
+		from = shellWord(esc(x)) + ".."
+	}
+	a.rep.held("%s: %s; not moved, the sandbox's is %s: look at it with `git log -p %s%s`, and take it with `git update-ref %s %s`",
+		esc(x), why, esc(name), from, shellWord(esc(name)), shellWord(esc(x)), shellWord(esc(name)))
+}
+
+// heldWhy says why refs are held: the paths their commits add or change,
+// or err, the reason they could not be listed.
+func heldWhy(paths []string, err error) string {
+	if err != nil {
+		return "their commits could not be checked for files the host's tools run code from (" + esc(err.Error()) + ")"
+	}
+	shown := make([]string, 0, 4)
+	for i, p := range paths {
+		if i == 3 {
+			shown = append(shown, fmt.Sprintf("%d more", len(paths)-3))
+			break
+		}
+		shown = append(shown, esc(p))
+	}
+	return "new commits add or change files the host's tools run code from (" + strings.Join(shown, ", ") + ")"
+}
+
+// shellWord is s as one word of a POSIX shell that expands nothing in it.
+func shellWord(s string) string {
+	plain := s != ""
+	for _, c := range s {
+		plain = plain && (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._/@%+=:,-", c))
+	}
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // dirFileConflict finds a host ref that is a directory prefix of x, or of

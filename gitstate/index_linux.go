@@ -73,6 +73,13 @@ func (a *adopter) adoptIndex(up *upperTree, base *Snapshot) {
 		a.rep.dropped("index: stages new gitlinks (nested repositories) %s; the host's kept", strings.Join(bad, ", "))
 		return
 	}
+	if bad := ix.protectedStaged(hostIx, a.opt.Protected); len(bad) > 0 {
+		if len(bad) > 3 {
+			bad = append(bad[:3:3], fmt.Sprintf("%d more", len(bad)-3))
+		}
+		a.rep.dropped("index: stages files the host's tools run code from (%s), which the host's git restore or checkout would write into the work tree; the host's kept", strings.Join(bad, ", "))
+		return
+	}
 	// Every object an entry the sandbox staged names must be on the host
 	// (its objects were adopted first): the host's git status and diff
 	// would fail on one that is not.
@@ -164,4 +171,35 @@ func (a *adopter) sharedIndex(up *upperTree) func(string) ([]byte, error) {
 		data, _, err := readFile(a.gitfd, name, maxIndexFile, false)
 		return data, err
 	}
+}
+
+// protectedStaged lists (escaped) the paths at which ix stages content
+// (mode and object id) that old does not and that protected says the
+// host's tools run code from. A restaged entry with the host's own
+// content (new stat data only) is not one.
+func (ix *Index) protectedStaged(old *Index, protected func(path, oid string) bool) []string {
+	if protected == nil {
+		return nil
+	}
+	type key struct {
+		path  string
+		stage int
+	}
+	had := map[key]IndexEntry{}
+	if old != nil {
+		for _, e := range old.Entries {
+			had[key{e.Path, e.Stage}] = e
+		}
+	}
+	var bad []string
+	for _, e := range ix.Entries {
+		h, ok := had[key{e.Path, e.Stage}]
+		if ok && h.Mode == e.Mode && h.OID == e.OID || e.Mode == modeGitlink {
+			continue
+		}
+		if protected(e.Path, e.OID) {
+			bad = append(bad, esc(e.Path))
+		}
+	}
+	return bad
 }

@@ -131,6 +131,7 @@ func AdoptNew(gitdirFD, srcFD int, opt Options) (*Report, error) {
 					base.Packed[r.Name] = r.OID
 				}
 			}
+			keep = a.holdPacked(keep)
 			if err := writeFile(gitdirFD, "packed-refs", formatPackedRefs(keep, false), 0o644); err != nil {
 				return rep, fmt.Errorf("gitstate: adopt new: write packed-refs: %w", err)
 			}
@@ -176,6 +177,14 @@ func AdoptNew(gitdirFD, srcFD int, opt Options) (*Report, error) {
 	for _, id := range oids(head) {
 		if !a.objects.has(id) {
 			rep.dropped("HEAD: points to %s, which is not in the objects; wrote ref: refs/heads/main", id)
+			head = "ref: refs/heads/main"
+		}
+	}
+	if ids := oids(head); len(ids) > 0 && a.opt.Hold != nil {
+		// A detached HEAD is checked out by the host's next git restore
+		// as a branch would be.
+		if paths, err := a.opt.Hold(ids); err != nil || len(paths) > 0 {
+			a.holdRef("HEAD", "", head, paths, err)
 			head = "ref: refs/heads/main"
 		}
 	}
@@ -300,4 +309,33 @@ func onlyComments(data []byte) bool {
 		}
 	}
 	return true
+}
+
+// holdPacked asks Options.Hold once about every ref of a new repository's
+// packed-refs (a clone's remote-tracking refs and tags, thousands of them
+// at times): when their commits add or change files the host's tools run
+// code from, every one is kept under refs/jail/<run>/ instead of its name,
+// and one line says how to take them all.
+func (a *adopter) holdPacked(keep []packedRef) []packedRef {
+	if a.opt.Hold == nil || len(keep) == 0 {
+		return keep
+	}
+	var ids []string
+	for _, r := range keep {
+		ids = append(ids, r.OID)
+	}
+	paths, err := a.opt.Hold(ids)
+	if err == nil && len(paths) == 0 {
+		return keep
+	}
+	held := make([]packedRef, 0, len(keep))
+	for _, r := range keep {
+		name := "refs/jail/" + a.run + "/" + strings.TrimPrefix(r.Name, "refs/")
+		if validRefName(name) {
+			held = append(held, packedRef{Name: name, OID: r.OID})
+		}
+	}
+	a.rep.held("packed-refs (%d refs): %s; kept under %s: look at them with `git log -p --all --not --glob=refs/heads`, and take them with `git fetch --update-head-ok . %s`",
+		len(keep), heldWhy(paths, err), esc("refs/jail/"+a.run+"/"), shellWord("+refs/jail/"+a.run+"/*:refs/*"))
+	return held
 }

@@ -15,6 +15,22 @@ type Options struct {
 	// newly stage because jail adopted those repositories itself. Any
 	// other new gitlink makes the index refused.
 	Submodules []string
+	// Hold, when set, is asked before a ref the sandbox moved is written
+	// with the object ids it names (a commit; a tag and the commit it
+	// peels to): it returns the work-tree paths of files the host's
+	// tools run code from (hooks, editor and agent settings, ...) that
+	// the commits new since launch add or change. A ref with any, or
+	// whose commits could not be listed (err), is not moved: the
+	// sandbox's value is kept as refs/jail/<RunID>/<ref> and named in
+	// Report.Held, so the host's git restore, checkout or reset never
+	// writes such a file from history it did not review.
+	Hold func(oids []string) (paths []string, err error)
+	// Protected, when set, reports whether an index entry staging the
+	// blob oid at path is a file the host's tools run code from. An
+	// index that stages such an entry the host's index did not have is
+	// not adopted (the host's git restore would write it into the work
+	// tree).
+	Protected func(path, oid string) bool
 	// Limits bound what is read from the sandbox's side.
 	Limits Limits
 	// Scratch, when above 0, is a directory descriptor in which the

@@ -13,6 +13,11 @@ type Report struct {
 	Applied   []string // what reached the host's git directory
 	Dropped   []string // what did not, each with its reason
 	Conflicts []string // changed on both sides: the host's kept, where the sandbox's went
+	// Held are refs not moved because the sandbox's new commits add or
+	// change files the host's tools run code from (Options.Hold): each
+	// names the ref, the paths, where the sandbox's value is kept and the
+	// commands to review and take it.
+	Held []string
 	// Incomplete is set when objects the sandbox wrote were refused
 	// (invalid, or their stream failed git's checks): refs naming them
 	// were not adopted, and the caller keeps the sandbox's copy aside.
@@ -28,10 +33,13 @@ func (r *Report) dropped(format string, a ...any) {
 func (r *Report) conflict(format string, a ...any) {
 	r.Conflicts = append(r.Conflicts, fmt.Sprintf(format, a...))
 }
+func (r *Report) held(format string, a ...any) {
+	r.Held = append(r.Held, fmt.Sprintf(format, a...))
+}
 
 // Empty reports whether nothing was applied, dropped or in conflict.
 func (r *Report) Empty() bool {
-	return len(r.Applied) == 0 && len(r.Dropped) == 0 && len(r.Conflicts) == 0
+	return len(r.Applied) == 0 && len(r.Dropped) == 0 && len(r.Conflicts) == 0 && len(r.Held) == 0
 }
 
 // Summary is one line for a terminal: counts, and the first few dropped
@@ -68,6 +76,12 @@ func (r *Report) Summary() string {
 	list("adopted", r.Applied)
 	list("dropped", r.Dropped)
 	list("conflicts", r.Conflicts)
+	if len(r.Held) > 0 {
+		if b.Len() > len("git:") {
+			b.WriteString(";")
+		}
+		fmt.Fprintf(&b, " held %d (refs whose new commits change files the host runs code from; each on a line below)", len(r.Held))
+	}
 	// Entries are escaped when made; this is the last line of defence for
 	// a caller that appended its own.
 	return strings.Map(func(c rune) rune {

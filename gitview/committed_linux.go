@@ -101,6 +101,12 @@ func committedGitlinks(gitfd int, base map[string]string) ([]string, error) {
 // runHostGit runs the host's git on the git directory gitfd (passed as
 // descriptor 3) and returns its standard output.
 func runHostGit(gitfd int, stdin io.Reader, args ...string) ([]byte, error) {
+	return runHostGitEnv(gitfd, stdin, nil, args...)
+}
+
+// runHostGitEnv is runHostGit with env added to (and overriding) its
+// fixed environment.
+func runHostGitEnv(gitfd int, stdin io.Reader, env []string, args ...string) ([]byte, error) {
 	bin := ""
 	for _, b := range gitBins {
 		var st unix.Stat_t
@@ -127,6 +133,7 @@ func runHostGit(gitfd int, stdin io.Reader, args ...string) ([]byte, error) {
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_PAGER=cat", "PAGER=cat",
 		"GIT_NO_REPLACE_OBJECTS=1", "GIT_TERMINAL_PROMPT=0", "GIT_NO_LAZY_FETCH=1", "GIT_OPTIONAL_LOCKS=0",
 	}
+	cmd.Env = append(cmd.Env, env...) // os/exec keeps the last value of a name
 	var out, errb limited
 	out.max, errb.max = maxCommittedOut, 4<<10
 	cmd.Stdout, cmd.Stderr = &out, &errb

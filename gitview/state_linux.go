@@ -291,7 +291,7 @@ func cleanKey(kfd int, keyDir, ws string, w io.Writer) {
 	if rel, err := filepath.Rel(ws, filepath.Dir(filepath.Dir(keyDir))); err == nil && !strings.HasPrefix(rel, "..") {
 		skip = rel
 	}
-	recoverKey(w, wsfd, ws, kfd, keyDir, skip)
+	recoverKey(w, wsfd, ws, kfd, keyDir, skip, nil) // the names a run's meta does not record are not known here
 }
 
 // recoverNew removes the .new-RUN leftovers of a workspace's directory.

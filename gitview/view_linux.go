@@ -634,7 +634,7 @@ func (r *Run) Finish() {
 	out := adopted
 	if r.dirfd >= 0 {
 		for i, g := range r.repos {
-			out = out.and(adoptOne(r.opt.Report, r.ws, r.dirfd, r.name, i, g))
+			out = out.and(adoptOne(r.opt.Report, r.ws, r.opt.Workspace, r.dirfd, r.name, i, g, newNameSet(r.opt.Protected, r.opt.Later)))
 		}
 	}
 	var committed []string
@@ -715,9 +715,10 @@ const keptPrefix = "kept-"
 
 // adoptOne adopts repository i of a RUN directory into the host git
 // directory g.fd.
-func adoptOne(w io.Writer, wsfd, dirfd int, run string, i int, g *repo) outcome {
+func adoptOne(w io.Writer, wsfd int, ws string, dirfd int, run string, i int, g *repo, names *nameSet) outcome {
+	code := newCodeFiles(names, g.fd, filepath.Join(ws, filepath.Dir(g.Rel)))
 	if g.Fresh {
-		return adoptFresh(w, wsfd, dirfd, run, i, g)
+		return adoptFresh(w, wsfd, dirfd, run, i, g, code)
 	}
 	up, err := openDir(dirfd, filepath.Join(repoDir(i), "upper"))
 	if errors.Is(err, unix.ENOENT) {
@@ -738,7 +739,7 @@ func adoptOne(w io.Writer, wsfd, dirfd int, run string, i int, g *repo) outcome 
 	}
 	// The RUN directory is the scratch space of the git that verifies
 	// the sandbox's objects: private, and in no sandbox's view.
-	rep, err := gitstate.Adopt(g.fd, up, base, gitstate.Options{RunID: run, Scratch: dirfd})
+	rep, err := gitstate.Adopt(g.fd, up, base, code.options(gitstate.Options{RunID: run, Scratch: dirfd}, base.Refs()))
 	report(w, g.Rel, rep)
 	if err != nil {
 		termtext.Fprintf(w, "jail: git: %s: the sandbox's changes were not adopted: %v\n", g.Rel, err)
@@ -753,7 +754,7 @@ func adoptOne(w io.Writer, wsfd, dirfd int, run string, i int, g *repo) outcome 
 // adoptFresh adopts the repository the sandbox made in the private git
 // directory of repository i, if it made one, and removes the host's
 // empty .git when no other run holds it.
-func adoptFresh(w io.Writer, wsfd, dirfd int, run string, i int, g *repo) outcome {
+func adoptFresh(w io.Writer, wsfd, dirfd int, run string, i int, g *repo, code *codeFiles) outcome {
 	src, err := openDir(dirfd, repoDir(i))
 	if errors.Is(err, unix.ENOENT) {
 		return adopted
@@ -765,7 +766,7 @@ func adoptFresh(w io.Writer, wsfd, dirfd int, run string, i int, g *repo) outcom
 	defer unix.Close(src)
 	out := adopted
 	if names, err := readNames(src); err == nil && len(names) > 0 {
-		rep, err := gitstate.AdoptNew(g.fd, src, gitstate.Options{RunID: run, Scratch: dirfd})
+		rep, err := gitstate.AdoptNew(g.fd, src, code.options(gitstate.Options{RunID: run, Scratch: dirfd}, nil))
 		report(w, g.Rel, rep)
 		if err != nil {
 			termtext.Fprintf(w, "jail: git: %s: the repository made in the sandbox was not adopted: %v\n", g.Rel, err)
@@ -813,6 +814,15 @@ func report(w io.Writer, rel string, rep *gitstate.Report) {
 	}
 	// Summary escapes the names it lists itself (termtext.Escape).
 	fmt.Fprintf(w, "jail: %s%s\n", rep.Summary(), where)
+	reportHeld(w, rel, rep)
+}
+
+// reportHeld prints one line per ref an adoption held (gitstate.Report.Held,
+// escaped when made).
+func reportHeld(w io.Writer, rel string, rep *gitstate.Report) {
+	for _, h := range rep.Held {
+		fmt.Fprintf(w, "jail: git: %s: held: %s (docs/git-adoption.md)\n", termtext.Escape(rel), h)
+	}
 }
 
 // adoptPending adopts the RUN directories of this workspace that no live
@@ -823,7 +833,7 @@ func (r *Run) adoptPending() {
 		return
 	}
 	r.pendingDone = true
-	recoverKey(r.opt.Report, r.ws, r.opt.Workspace, r.keyfd, r.keyDir, r.skipState())
+	recoverKey(r.opt.Report, r.ws, r.opt.Workspace, r.keyfd, r.keyDir, r.skipState(), newNameSet(r.opt.Protected, r.opt.Later))
 }
 
 // skipState is jail's state directory relative to the workspace, when
@@ -848,12 +858,15 @@ const newLeftAge = 2 * time.Second
 // each .new-RUN directory a run was killed in the middle of making is
 // removed when no run holds it, it is old enough and it is empty. skip is
 // jail's state relative to the workspace ("" when outside it).
-func recoverKey(w io.Writer, wsfd int, ws string, keyfd int, keyDir, skip string) {
-	names, err := readNames(keyfd)
+//
+// protected are the protected names when a run's meta does not record
+// them, nil when not known (codeFiles).
+func recoverKey(w io.Writer, wsfd int, ws string, keyfd int, keyDir, skip string, protected *nameSet) {
+	entries, err := readNames(keyfd)
 	if err != nil {
 		return
 	}
-	for _, n := range names {
+	for _, n := range entries {
 		if t, ok := strings.CutPrefix(n, ".new-"); ok && isRunName(t) {
 			removeNewLeft(keyfd, n)
 			continue
@@ -871,7 +884,7 @@ func recoverKey(w io.Writer, wsfd int, ws string, keyfd int, keyDir, skip string
 		}
 		where := filepath.Join(keyDir, n)
 		m, merr := readMeta(fd)
-		out := adoptLeft(w, wsfd, ws, fd, where, n)
+		out := adoptLeft(w, wsfd, ws, fd, where, n, protected)
 		if merr == nil && m.Workspace == ws && !m.NoWalk {
 			// The run ended without looking for what its sandbox made
 			// below the root: reduce it now, against its launch walk.
@@ -934,7 +947,10 @@ func readMeta(fd int) (*meta, error) {
 // adoptLeft adopts the RUN directory fd (locked by the caller) after
 // checking that each git directory it names is still the one it was made
 // from (same device and inode).
-func adoptLeft(w io.Writer, wsfd int, ws string, fd int, where, name string) outcome {
+//
+// names are the protected names of the run when its meta does not record
+// them (a cached run's), nil when not known either (codeFiles).
+func adoptLeft(w io.Writer, wsfd int, ws string, fd int, where, name string, names *nameSet) outcome {
 	m, err := readMeta(fd)
 	if errors.Is(err, unix.ENOENT) {
 		return adopted // ended before its sandbox could start
@@ -946,6 +962,9 @@ func adoptLeft(w io.Writer, wsfd int, ws string, fd int, where, name string) out
 	if err != nil || m.Workspace != ws {
 		termtext.Fprintf(w, "jail: git: %s is not a run of this workspace; kept\n", where)
 		return retry
+	}
+	if ns := m.Launch.nameSet(); ns != nil {
+		names = ns
 	}
 	out := adopted
 	for i, g := range m.Repos {
@@ -976,7 +995,7 @@ func adoptLeft(w io.Writer, wsfd int, ws string, fd int, where, name string) out
 			termtext.Fprintf(w, "jail: git: %s: an earlier run's changes were not adopted (%v); they stay in %s\n", g.Rel, err, where)
 			out = out.and(retry)
 		} else {
-			out = out.and(adoptOne(w, wsfd, fd, name, i, g))
+			out = out.and(adoptOne(w, wsfd, ws, fd, name, i, g, names))
 		}
 		if g.fd >= 0 {
 			unix.Close(g.fd)
@@ -1106,7 +1125,7 @@ func AdoptMain(args []string, w io.Writer, protected, later []string) int {
 				scan, m = true, rm
 				launch = m.Launch.launchFound()
 			}
-			if !adoptHeld(w, wsfd, args[0], args[1], args[2], args[3]) {
+			if !adoptHeld(w, wsfd, args[0], args[1], args[2], args[3], newNameSet(protected, later)) {
 				code = 1
 			}
 		}
@@ -1164,7 +1183,7 @@ func AdoptMain(args []string, w io.Writer, protected, later []string) int {
 }
 
 // adoptHeld adopts the RUN directory held on the descriptor runArg.
-func adoptHeld(w io.Writer, wsfd int, ws, keyArg, runArg, name string) bool {
+func adoptHeld(w io.Writer, wsfd int, ws, keyArg, runArg, name string, names *nameSet) bool {
 	keyfd, err1 := strconv.Atoi(keyArg)
 	runfd, err2 := strconv.Atoi(runArg)
 	if err1 != nil || err2 != nil {
@@ -1180,7 +1199,7 @@ func adoptHeld(w io.Writer, wsfd int, ws, keyArg, runArg, name string) bool {
 		return false
 	}
 	where, _ := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", runfd))
-	out := adoptLeft(w, wsfd, ws, runfd, where, name)
+	out := adoptLeft(w, wsfd, ws, runfd, where, name, names)
 	if out == retry {
 		return false
 	}
@@ -1231,7 +1250,7 @@ func scanNew(w io.Writer, wsfd, scratch int, f *found, launch *found, run string
 			}
 		case isEmptyDir(dfd, ".git"):
 		default:
-			if reduce(w, dfd, scratch, ".git", g, run) {
+			if reduce(w, dfd, scratch, ".git", g, run, f.names) {
 				reduced = append(reduced, dir)
 			} else {
 				kept = append(kept, g)
@@ -1248,7 +1267,7 @@ func scanNew(w io.Writer, wsfd, scratch int, f *found, launch *found, run string
 			// Made whole during the run: a repository of the sandbox's,
 			// adopted anew under its own name.
 			dfd, err := openGitDir(wsfd, filepath.Dir(b))
-			if err == nil && reduce(w, dfd, scratch, filepath.Base(b), b, run) {
+			if err == nil && reduce(w, dfd, scratch, filepath.Base(b), b, run, f.names) {
 				reduced = append(reduced, b)
 			} else {
 				kept = append(kept, b)
@@ -1371,7 +1390,11 @@ func (f *found) idsOf() map[string]dirID {
 // directory) beneath dfd aside and adopts it anew into an empty
 // directory of that name; what cannot be adopted stays aside, out of
 // git's view, under NAME.jail-RUN.
-func reduce(w io.Writer, dfd, scratch int, name, rel, run string) bool {
+//
+// Its commits are held like those of any repository (codeFiles; names
+// are the protected names, its work tree's hooks directory is none: the
+// config it gets names none).
+func reduce(w io.Writer, dfd, scratch int, name, rel, run string, names *nameSet) bool {
 	aside, err := moveAside(dfd, name, run)
 	if err != nil {
 		return false
@@ -1389,7 +1412,7 @@ func reduce(w io.Writer, dfd, scratch int, name, rel, run string) bool {
 		return false
 	}
 	defer unix.Close(dst)
-	rep, err := gitstate.AdoptNew(dst, src, gitstate.Options{RunID: run, Scratch: scratch})
+	rep, err := gitstate.AdoptNew(dst, src, newCodeFiles(names, dst, "").options(gitstate.Options{RunID: run, Scratch: scratch}, nil))
 	if err == nil && rep != nil && rep.Incomplete {
 		// Its history is not all there; the original stays aside,
 		// without the HEAD that would make git inside it take it for a
@@ -1407,6 +1430,7 @@ func reduce(w io.Writer, dfd, scratch int, name, rel, run string) bool {
 		moveAside(src, "HEAD", run)
 		return false
 	}
+	reportHeld(w, rel, rep)
 	if err := removeAll(dfd, aside); err != nil {
 		termtext.Fprintf(w, "jail: git: cannot remove %s: %v\n", filepath.Join(filepath.Dir(rel), aside), err)
 	}

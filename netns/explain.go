@@ -45,7 +45,7 @@ func Explain(ev Event) string {
 	if ev.Decision != Denied || ev.Closed {
 		return ""
 	}
-	host := termtext.Escape(ev.Host)
+	host := termtext.Line(ev.Host) // an invalid name arrives Go-quoted (printable ASCII)
 	target := host
 	if ev.Port > 0 {
 		target = net.JoinHostPort(host, strconv.Itoa(ev.Port))
@@ -59,7 +59,7 @@ func Explain(ev Event) string {
 	if ev.Proto == "dns" {
 		what = "refused the name " + host
 	}
-	reason := termtext.Escape(ev.Reason)
+	reason := termtext.Line(ev.Reason)
 	switch ev.Cause {
 	case CauseNotAllowed:
 		return fmt.Sprintf("jail: network: %s: not in allow (add --allow %s)", what, allowArg)
