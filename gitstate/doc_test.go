@@ -98,6 +98,7 @@ read another file or repository); like every key not in the table, they are neve
 
 `)
 	b.WriteString("`" + strings.Join(dangerousConfig, "`, `") + "`\n")
+	b.WriteString(heldDoc)
 	return b.String()
 }
 
@@ -117,3 +118,41 @@ func TestAdoptionDoc(t *testing.T) {
 		t.Fatalf("%s is out of date: run go test ./gitstate -run TestAdoptionDoc -update-docs", path)
 	}
 }
+
+const heldDoc = `
+## Commits that change files the host runs code from
+
+The sandbox cannot write the hooks directory, ` + "`.envrc`" + `, ` + "`.vscode/`" + ` and the other protected
+names in the workspace, but in its view of the git directory it can write a blob and stage or
+commit it at such a path (` + "`git update-index --cacheinfo 100755,$BLOB,.githooks/pre-commit`" + `).
+Adopted as is, the host's next ` + "`git restore`" + `, ` + "`checkout`" + `, ` + "`reset --hard`" + ` or ` + "`stash`" + ` would write
+the sandbox's file into the work tree, and the host's next commit (or ` + "`cd`" + `, or editor) would run it.
+So, before a ref is moved, the host's own git lists the paths the commits new since launch add or
+change (` + "`git log --raw`" + ` over the commits reachable from the sandbox's value and from none of the
+launch's refs, with a fixed environment), and a path is a **file the host's tools run code from**
+when:
+
+- it lies in a hooks directory the host's git uses (` + "`core.hooksPath`" + ` of the repository's, the
+  user's and the system's config, within the work tree), or
+- one of its components is a protected name (` + "`sandbox.protected`" + `'s names and the names protected
+  after the run: ` + "`.vscode`" + `, ` + "`.envrc`" + `, ` + "`.husky`" + `, ` + "`.claude`" + `, ` + "`lefthook*`" + `, ... at any depth; when a
+  killed run is recovered without its names, every name beginning with a dot), or
+- it is a ` + "`.gitattributes`" + ` that sets a ` + "`filter`" + `, ` + "`diff`" + ` or ` + "`merge`" + ` driver other than git-lfs's (the
+  host's config says what each runs), a ` + "`.gitmodules`" + ` that sets any key but ` + "`path`" + `, ` + "`url`" + `,
+  ` + "`branch`" + `, ` + "`shallow`" + `, ` + "`ignore`" + `, ` + "`fetchRecurseSubmodules`" + ` or names a URL that is neither a
+  network one nor relative (` + "`./`" + `, ` + "`../`" + `), or any ` + "`.lfsconfig`" + ` (where git-lfs sends the host's
+  credentials).
+
+Such a ref is **held**: the host's value stays, the sandbox's is stored as
+` + "`refs/jail/<run>/<ref>`" + `, its reflog lines (and HEAD's) are not adopted, and a line names the ref,
+the paths and two commands: ` + "`git log -p REF..refs/jail/<run>/REF`" + ` to look at it and
+` + "`git update-ref REF refs/jail/<run>/REF`" + ` to take it (each name one shell word, quoted when it
+holds anything a shell would read). A repository made in the sandbox is held the same way (its
+branch, a detached ` + "`HEAD`" + `, and its ` + "`packed-refs`" + ` all together under ` + "`refs/jail/<run>/`" + `, taken with
+` + "`git fetch --update-head-ok . '+refs/jail/<run>/*:refs/*'`" + `). A ref whose commits cannot be listed
+(git missing, more than 60 s or 64 MiB of output) is held too.
+
+An **index** that stages, at such a path, content (mode and object) the host's index did not have
+is not adopted, whether or not it was committed: the host's ` + "`git restore`" + ` reads the index. The
+files in the work tree are untouched by all of this (the sandbox could not write them there).
+`
