@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jail-sandbox/jail/termtext"
 	"golang.org/x/sys/unix"
 )
 
@@ -305,7 +306,13 @@ func sweepAll(w io.Writer, wsfd, scratch int, ws, skip string, t int64, run, hom
 		}
 	}
 	s := sweep(wsfd, skip, t, known)
-	afterSweep(w, wsfd, scratch, ws, s, run, t, JailDirs(home))
+	var names *nameSet
+	for _, f := range []*found{now, launch} {
+		if f != nil && f.names != nil && names == nil {
+			names = f.names
+		}
+	}
+	afterSweep(w, wsfd, scratch, ws, s, run, t, JailDirs(home), names)
 	if launch != nil {
 		overAside(w, wsfd, launch.over, run, t)
 	}
@@ -331,10 +338,10 @@ func overAside(w io.Writer, wsfd int, over []string, run string, t int64) {
 		unix.Close(dfd)
 	}
 	if len(moved) > 0 {
-		fmt.Fprintf(w, "jail: editor, agent and hooks-manager files past the %d held read-only, which the sandbox changed, were moved aside (renamed NAME.jail-%s; look at them before you rename them back): %s\n", maxDeep, run, strings.Map(printableRune, strings.Join(moved, ", ")))
+		termtext.Fprintf(w, "jail: editor, agent and hooks-manager files past the %d held read-only, which the sandbox changed, were moved aside (renamed NAME.jail-%s; look at them before you rename them back): %s\n", maxDeep, run, strings.Join(moved, ", "))
 	}
 	if len(failed) > 0 {
-		fmt.Fprintf(w, "jail: WARNING: the sandbox changed these editor, agent and hooks-manager files and jail could not move them aside; look at them before any tool opens this workspace: %s\n", strings.Map(printableRune, strings.Join(failed, ", ")))
+		termtext.Fprintf(w, "jail: WARNING: the sandbox changed these editor, agent and hooks-manager files and jail could not move them aside; look at them before any tool opens this workspace: %s\n", strings.Join(failed, ", "))
 	}
 }
 
@@ -382,7 +389,10 @@ func changedTree(dirfd int, name string, t int64, budget *int) bool {
 // directory loses its HEAD, or, when born during the run, is reduced; a
 // symlink into jail's own directories (dirs) is removed. Everything done
 // is named on w.
-func afterSweep(w io.Writer, wsfd, scratch int, ws string, s *swept, run string, t int64, dirs []string) {
+//
+// names are the protected names a reduced repository's commits are held
+// for (reduce).
+func afterSweep(w io.Writer, wsfd, scratch int, ws string, s *swept, run string, t int64, dirs []string, names *nameSet) {
 	var reduced, unheaded, aside, kept, links, linksKept []string
 	for _, g := range s.gitDirs {
 		dir := filepath.Dir(g)
@@ -394,7 +404,7 @@ func afterSweep(w io.Writer, wsfd, scratch int, ws string, s *swept, run string,
 		switch {
 		case isEmptyDir(dfd, ".git"):
 		case bornAfter(dfd, ".git", t):
-			if reduce(w, dfd, scratch, ".git", g, run) {
+			if reduce(w, dfd, scratch, ".git", g, run, names) {
 				reduced = append(reduced, dir)
 			} else {
 				kept = append(kept, g)
@@ -427,7 +437,7 @@ func afterSweep(w io.Writer, wsfd, scratch int, ws string, s *swept, run string,
 			continue
 		}
 		if bornAfter(pfd, filepath.Base(b), t) {
-			if reduce(w, pfd, scratch, filepath.Base(b), b, run) {
+			if reduce(w, pfd, scratch, filepath.Base(b), b, run, names) {
 				reduced = append(reduced, b)
 			} else {
 				kept = append(kept, b)
@@ -459,7 +469,7 @@ func afterSweep(w io.Writer, wsfd, scratch int, ws string, s *swept, run string,
 	}
 	say := func(items []string, format string) {
 		if len(items) > 0 {
-			fmt.Fprintf(w, format, strings.Map(printableRune, strings.Join(items, ", ")))
+			termtext.Fprintf(w, format, strings.Join(items, ", "))
 		}
 	}
 	say(reduced, "jail: git: repositories the sandbox made past the launch walk's bounds were reduced to what runs nothing (hooks and config keys that run programs dropped): %s\n")
@@ -471,15 +481,6 @@ func afterSweep(w io.Writer, wsfd, scratch int, ws string, s *swept, run string,
 	if s.cut {
 		fmt.Fprintf(w, "jail: WARNING: the workspace has more than %d directories (or deeper than %d): the sweep after the run did not list all of them, so a repository or symlink the sandbox left past that is not reduced\n", sweepDirs, sweepDepth)
 	}
-}
-
-// printableRune keeps a name the sandbox chose from carrying control
-// characters to the terminal.
-func printableRune(c rune) rune {
-	if c < ' ' || c == 0x7f {
-		return '?'
-	}
-	return c
 }
 
 // bornAfter reports whether name beneath dirfd was made at or after t

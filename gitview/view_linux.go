@@ -1450,7 +1450,8 @@ func reduce(w io.Writer, dfd, scratch int, name, rel, run string, names *nameSet
 		if filepath.Base(rel) == ".git" {
 			where = filepath.Dir(rel)
 		}
-		fmt.Fprintf(w, "jail: git: %s: %s\n", where, strings.Map(printableRune, strings.Join(noted, "; ")))
+		// The entries are escaped when made (gitstate.Report).
+		fmt.Fprintf(w, "jail: git: %s: %s\n", termtext.Escape(where), termtext.Line(strings.Join(noted, "; ")))
 	}
 	return true
 }
