@@ -393,16 +393,26 @@ func readers() []string {
 
 // gitActions classifies a git command by its sub-command (gitcmd reads
 // the global options and the line's aliases). A line that makes git run
-// a program it does not name (--exec-path=DIR, an alias that is a shell
-// command or comes from the environment) also runs a process.
+// a program (--exec-path=DIR, an alias that is a shell command or comes
+// from the environment, rebase -x, bisect run, submodule foreach, the
+// filters of filter-branch, difftool -x, --upload-pack, -c keys such as
+// core.sshCommand: gitcmd's Commands) also runs a process, and the walk
+// classifies the shell commands among them as commands of their own. A
+// line that may send the repository elsewhere (push, send-pack,
+// http-push, a remote helper, send-email, or a sub-command git does not
+// know, which may be an alias of push from a config file) is a push.
 func gitActions(l gitcmd.Line) []Action {
 	var acts []Action
-	if l.ExecPath != "" || l.Shell != "" || l.Dynamic {
+	shell, programs := l.Commands()
+	if l.ExecPath != "" || l.Shell != "" || l.Dynamic || len(shell) > 0 || len(programs) > 0 {
 		acts = append(acts, ActProcRun)
 	}
 	if l.Shell != "" || l.Dynamic {
 		// The shell command's own commands are classified by the walk.
 		return acts
+	}
+	if l.Pushes() {
+		acts = append(acts, ActVCSPush)
 	}
 	return append(acts, gitAction(l))
 }
@@ -424,7 +434,7 @@ func gitAction(l gitcmd.Line) Action {
 		return ActVCSRead
 	case "fetch", "pull", "clone", "submodule":
 		return ActVCSFetch
-	case "push":
+	case "push", "send-pack", "http-push", "remote-ext", "remote-fd", "remote-ftp", "remote-ftps", "remote-http", "remote-https", "send-email", "imap-send":
 		return ActVCSPush
 	case "branch", "checkout", "switch", "worktree":
 		if l.Sub == "branch" && (next == "" || next == "-a" || next == "-r" || next == "--list" || next == "-v" || next == "-vv" || next == "--show-current") {

@@ -424,16 +424,10 @@ func (s *rules) git(l gitcmd.Line, text string) {
 	case l.Dynamic:
 		s.hit(GuardDynamic, text, "the git alias "+l.Alias+" is read from the environment at run time")
 	}
-	if l.Sub != "push" {
-		return
-	}
-	for _, a := range l.Args {
-		if a == "-f" || a == "--force" || strings.HasPrefix(a, "--force-with-lease") || a == "--force-if-includes" || a == "--mirror" ||
-			(strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "f")) ||
-			(strings.HasPrefix(a, "+") && len(a) > 1) {
-			s.hit(GuardForcePush, text, "force-pushes, which can destroy others' commits")
-			return
-		}
+	// push, send-pack and http-push alike (gitcmd's Forced); a push in
+	// a command git runs (rebase -x, an alias) is walked as its own.
+	if l.Forced() {
+		s.hit(GuardForcePush, text, "force-pushes, which can destroy others' commits")
 	}
 }
 

@@ -125,6 +125,12 @@ func TestGuardCases(t *testing.T) {
 		// git's own reading of the line (gitcmd): aliases the line defines.
 		{"git -c alias.p='push --force' p origin main", soft, GuardForcePush},
 		{"git -c alias.a=b -c 'alias.b=push -f' a", soft, GuardForcePush},
+		{"git send-pack --force r.git HEAD:refs/heads/main", soft, GuardForcePush},
+		{"git send-pack r.git +HEAD:refs/heads/main", soft, GuardForcePush},
+		{"git http-push --force https://example.com/r.git main", soft, GuardForcePush},
+		{`git rebase -x "git push --force origin HEAD" --root`, soft, GuardForcePush},
+		{`git submodule foreach "git push -f"`, soft, GuardForcePush},
+		{`git -c 'core.sshCommand=rm -rf ~' fetch`, hard, GuardRmRoot},
 		{"git --git-dir=.git --work-tree=. -c user.name=x push -f", soft, GuardForcePush},
 		{"git -c 'alias.x=!rm -rf ~' x", hard, GuardRmRoot},
 		{"git -c 'alias.x=!make test' x", soft, GuardInline},

@@ -220,8 +220,16 @@ func (w *walk) command(args []arg, depth int) {
 		for _, sub := range subs {
 			w.command(sub, depth)
 		}
-	case name == "git" && c.git.Shell != "":
-		w.shellAlias(*c.git, depth)
+	case name == "git":
+		if c.git.Shell != "" {
+			w.shellAlias(*c.git, depth)
+		}
+		// rebase -x, bisect run, submodule foreach, filter-branch's
+		// filters, -c core.sshCommand=...: git runs each with sh.
+		shell, _ := c.git.Commands()
+		for _, text := range shell {
+			w.script(text, depth+1)
+		}
 	case name == "eval":
 		w.reparse(c.args[1:], depth)
 	case isShell(name):
