@@ -118,6 +118,11 @@ var programKeys = []string{"core.sshcommand", "core.pager", "core.editor", "sequ
 	"protocol.allow", "protocol.*.allow", "remote.*.vcs", "url.*.insteadof", "url.*.pushinsteadof",
 	"core.worktree", "ssh.variant"}
 
+// RunsProgram reports whether git runs (or reads another file or
+// repository by) the value of the config key: a `git config KEY VALUE`
+// of one changes what later git commands run.
+func RunsProgram(key string) bool { return keyMatch(key) }
+
 // keyMatch reports whether the config key (any case) matches a pattern of
 // programKeys (* matches a name, dots included: remote."a.b".uploadpack).
 func keyMatch(key string) bool {

@@ -414,7 +414,27 @@ func gitActions(l gitcmd.Line) []Action {
 	if l.Pushes() {
 		acts = append(acts, ActVCSPush)
 	}
+	if l.Sub == "config" && configSetsProgram(l.Args) {
+		// git config core.sshCommand ./p.sh: the next fetch runs it.
+		acts = append(acts, ActProcRun)
+	}
 	return append(acts, gitAction(l))
+}
+
+// configSetsProgram reports whether git config's arguments set a key
+// whose value git runs (gitcmd.RunsProgram): the first word that is not
+// an option, followed by a value, or --add/--replace-all.
+func configSetsProgram(args []string) bool {
+	for i, a := range args {
+		if strings.HasPrefix(a, "-") {
+			if a == "-f" || a == "--file" || a == "--blob" || a == "--type" {
+				return configSetsProgram(args[min(i+2, len(args)):])
+			}
+			continue
+		}
+		return i+1 < len(args) && gitcmd.RunsProgram(a)
+	}
+	return false
 }
 
 // gitAction is the action of git's sub-command.
