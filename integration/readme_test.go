@@ -22,17 +22,31 @@ import (
 // such as "jail run: ..." is jail's output, not a command.
 var jailCommand = regexp.MustCompile(`(?:^(?:\$ )?|\| |-- )(jail (?:run|check|clean|policy|tool|serve|mcp|version)(?: .*)?)$`)
 
-// readmeExamples returns the jail commands of README.md's code blocks, as
-// printed (a trailing "# comment" cut), with whatever feeds them through a
-// pipe. The inspector's line (npx ... --cli jail mcp ...) mixes its own
-// flags with jail's; TestMCPInspector runs it.
+// readmeExamples returns the jail commands of the code blocks of README.md
+// and docs/*.md, as printed (a trailing "# comment" cut), with whatever
+// feeds them through a pipe. The inspector's line (npx ... --cli jail mcp
+// ...) mixes its own flags with jail's; TestMCPInspector runs it.
 func readmeExamples(t *testing.T) (examples []string, blocks map[string]string) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	files, _ := filepath.Glob(filepath.Join("..", "docs", "*.md"))
+	blocks = map[string]string{}
+	for _, f := range append([]string{filepath.Join("..", "README.md")}, files...) {
+		examples = append(examples, docExamples(t, f, blocks)...)
+	}
+	if len(examples) < 5 {
+		t.Fatalf("found %d examples in README.md and docs: the extraction is broken", len(examples))
+	}
+	return examples, blocks
+}
+
+// docExamples returns the jail commands of one file's code blocks, and adds
+// the blocks that name themselves to blocks.
+func docExamples(t *testing.T, file string, blocks map[string]string) (examples []string) {
+	t.Helper()
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks = map[string]string{}
 	in, name := false, ""
 	var block strings.Builder
 	sc := bufio.NewScanner(bytes.NewReader(b))
@@ -68,20 +82,20 @@ func readmeExamples(t *testing.T) (examples []string, blocks map[string]string) 
 		}
 		examples = append(examples, m[1])
 	}
-	if len(examples) < 5 {
-		t.Fatalf("found %d examples in README.md: the extraction is broken", len(examples))
-	}
-	return examples, blocks
+	return examples
 }
 
-// TestREADMEExamples runs every jail command the README shows, as printed,
-// against the built binary, as root and as an unprivileged user, in a
-// project with the files the examples name (go.mod, a Makefile with a test
-// target, the README's own ci.toml; /path/to/project is that project). jail
-// must not refuse any (exit 2, or 125): an example that fails under the
-// default policy teaches the wrong command. The exit status of the command
-// run inside is its own; a third-party program that is not installed here
-// (claude) exits 127 and is reported.
+// TestREADMEExamples runs every jail command README.md and docs/*.md show,
+// as printed, against the built binary, as root and as an unprivileged
+// user, in a project with the files the examples name (go.mod, a Makefile
+// with a test target, the README's own ci.toml; /path/to/project and DIR
+// are that project), under the default policy (XDG_CONFIG_HOME is empty)
+// and with jail's homes and state in directories of the test's own (the
+// examples include jail clean --all). jail must not refuse any (exit 2, or
+// 125): an example that fails under the default policy teaches the wrong
+// command (jail policy explain --agent claude did). The exit status of the
+// command run inside is its own; a third-party program that is not
+// installed here (claude) exits 127 and is reported.
 func TestREADMEExamples(t *testing.T) {
 	examples, blocks := readmeExamples(t)
 	forEach(t, func(t *testing.T, r runner) {
@@ -95,12 +109,21 @@ func TestREADMEExamples(t *testing.T) {
 		if err := os.Symlink(suite.bin, filepath.Join(bin, "jail")); err != nil {
 			t.Fatal(err)
 		}
+		xdg := r.dir(t, "jail-it-readme-xdg-")
+		for _, d := range []string{"config", "data", "state"} {
+			if err := os.Mkdir(filepath.Join(xdg, d), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.own(t, xdg)
 		for _, ex := range examples {
 			line := strings.ReplaceAll(ex, "/path/to/project", ws)
+			line = strings.ReplaceAll(line, "-w DIR", "-w "+ws)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			cmd := exec.CommandContext(ctx, "/bin/sh", "-c", line)
 			cmd.Dir = ws
-			r.prepare(cmd, "PATH="+bin+":/usr/local/bin:/usr/bin:/bin")
+			r.prepare(cmd, "PATH="+bin+":/usr/local/bin:/usr/bin:/bin", "XDG_CONFIG_HOME="+filepath.Join(xdg, "config"),
+				"XDG_DATA_HOME="+filepath.Join(xdg, "data"), "XDG_STATE_HOME="+filepath.Join(xdg, "state"))
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			err := cmd.Run()

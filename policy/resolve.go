@@ -2,7 +2,9 @@ package policy
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 )
 
 // Subject is who is asking for tools: an agent from [agents.NAME], or a bare role. Both empty
@@ -37,7 +39,11 @@ type ToolDecision struct {
 // Toolset is the result of [Resolve]. Every registry tool appears in exactly one list, in
 // registry order.
 type Toolset struct {
-	Agent             string         `json:"agent,omitempty"`
+	Agent string `json:"agent,omitempty"`
+	// AgentUndefined is set for an agent named after one of the policy's agent profiles
+	// (claude, codex, ...) that the policy defines no [agents.NAME] for: it gets the operator's
+	// toolset, bounded by [tools] alone, as with no agent named ([Resolve]).
+	AgentUndefined    bool           `json:"agent_undefined,omitempty"`
 	Role              string         `json:"role,omitempty"`
 	WorkspaceReadOnly bool           `json:"workspace_read_only"`
 	Granted           []ToolDecision `json:"granted"`
@@ -74,21 +80,32 @@ func (ts *Toolset) Lookup(name string) (ToolDecision, bool) {
 //
 // So toolset = (role defaults ∪ grants) ∩ remit ∩ profile − denies − stripped capabilities.
 // With no role, the defaults are every tool and the remit is unbounded.
+//
+// An agent the policy does not define is refused, except one named after an agent profile the
+// policy knows (claude, codex, gemini, aider, opencode, or a [profiles.NAME]): the README's
+// `jail mcp --agent claude` works under the default policy, and gets what naming no agent
+// gets, which is never more. [agents.NAME] then narrows it. Any other name is refused: a typo
+// must not fall back to a toolset the operator did not mean for it.
 func Resolve(p *Policy, registry []ToolInfo, who Subject) (*Toolset, error) {
 	ts := &Toolset{Agent: who.Agent, Role: who.Role}
 	var agent Agent
 	if who.Agent != "" {
 		a, ok := p.Agents[who.Agent]
+		if _, profiled := p.Profile(who.Agent); !ok && !profiled {
+			return nil, fmt.Errorf("resolve: unknown agent %q: the policy has no [agents.%s] (%s); define one, or name no agent", who.Agent, who.Agent, p.agentNames())
+		}
 		if !ok {
-			return nil, fmt.Errorf("resolve: unknown agent %q", who.Agent)
-		}
-		agent = a
-		if who.Role != "" && who.Role != a.Role {
-			return nil, fmt.Errorf("resolve: agent %q has role %q, not %q", who.Agent, a.Role, who.Role)
-		}
-		ts.Role = a.Role
-		if ts.Role == "" {
-			ts.Role = "custom"
+			// Named after a profile: what naming no agent gets (with --role, that role's).
+			ts.AgentUndefined = true
+		} else {
+			agent = a
+			if who.Role != "" && who.Role != a.Role {
+				return nil, fmt.Errorf("resolve: agent %q has role %q, not %q", who.Agent, a.Role, who.Role)
+			}
+			ts.Role = a.Role
+			if ts.Role == "" {
+				ts.Role = "custom"
+			}
 		}
 	}
 	var role *Role
@@ -153,6 +170,15 @@ func Resolve(p *Policy, registry []ToolInfo, who Subject) (*Toolset, error) {
 		}
 	}
 	return ts, nil
+}
+
+// agentNames says which agents p defines, for an error naming an unknown one.
+func (p *Policy) agentNames() string {
+	names := slices.Sorted(maps.Keys(p.Agents))
+	if len(names) == 0 {
+		return "it defines no agents; an agent profile's name (" + strings.Join(p.ProfileNames(), ", ") + ") gets the default toolset"
+	}
+	return "defined: " + strings.Join(names, ", ") + "; an agent profile's name (" + strings.Join(p.ProfileNames(), ", ") + ") gets the default toolset"
 }
 
 func firstShared(a, b []string) string {

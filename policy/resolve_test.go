@@ -185,3 +185,41 @@ func TestResolveCompanionsFollowBash(t *testing.T) {
 		t.Errorf("b: a grant of bash_output alone gives it: %+v", d)
 	}
 }
+
+// TestResolveAgentNamedAfterProfile: under a policy that defines no
+// [agents.claude], --agent claude (the README's jail mcp --agent claude)
+// gets the operator's toolset, never more; --role narrows it as it would
+// alone; a name that is neither an agent nor a profile is refused, naming
+// the fix; a defined agent keeps its own toolset.
+func TestResolveAgentNamedAfterProfile(t *testing.T) {
+	p := mustLoad(t, "[agents.bot]\nrole = \"review\"\n")
+	op, err := Resolve(p, Catalogue(), Subject{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := Resolve(p, Catalogue(), Subject{Agent: "claude"})
+	if err != nil {
+		t.Fatalf("--agent claude under a policy without [agents.claude]: %v", err)
+	}
+	if !ts.AgentUndefined || ts.Agent != "claude" || ts.Role != "" || len(ts.Granted) != len(op.Granted) {
+		t.Errorf("claude = %+v, want the operator's %d granted tools", ts, len(op.Granted))
+	}
+	rv, err := Resolve(p, Catalogue(), Subject{Agent: "codex", Role: "review"})
+	if err != nil || rv.Role != "review" {
+		t.Fatalf("--agent codex --role review: %+v, %v", rv, err)
+	}
+	if d, _ := rv.Lookup("bash"); d.Status == StatusGranted {
+		t.Error("--agent codex --role review grants bash")
+	}
+	if _, err := Resolve(p, Catalogue(), Subject{Agent: "cluade"}); err == nil || !strings.Contains(err.Error(), "[agents.cluade]") || !strings.Contains(err.Error(), "defined: bot") {
+		t.Errorf("a typo: %v", err)
+	}
+	off := mustLoad(t, "[profiles.claude]\ndisabled = true\n")
+	if _, err := Resolve(off, Catalogue(), Subject{Agent: "claude"}); err == nil {
+		t.Error("an agent named after a disabled profile resolved")
+	}
+	bot, err := Resolve(p, Catalogue(), Subject{Agent: "bot"})
+	if err != nil || bot.AgentUndefined || bot.Role != "review" {
+		t.Errorf("bot = %+v, %v", bot, err)
+	}
+}
