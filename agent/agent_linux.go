@@ -27,6 +27,18 @@ type Setup struct {
 	Allow []string
 }
 
+// Check refuses what Apply would refuse about the caller's choices (no
+// home, a variable that moves the agent's files outside the home or into
+// the workspace) without making anything, so a refused run makes nothing
+// on the host.
+func Check(layout *confine.Layout, name string, prof policy.Profile, userHome string, getenv func(string) string) error {
+	if !filepath.IsAbs(userHome) {
+		return fmt.Errorf("profile %s: no home directory to find the agent's files in", name)
+	}
+	_, _, err := rebase(name, prof.ConfigEnv, userHome, layout.Workspace, getenv)
+	return err
+}
+
 // Apply adds profile prof to layout (docs/agents.md): its Own directories
 // are the sandbox's own with the host's entries bound read-only in them
 // (Private names, state and seeds excepted), its RW state bound read-write

@@ -144,6 +144,11 @@ func (c *Cmd) Start() error {
 		return e
 	}
 	if _, err := c.pre.plan.Write(body); err != nil {
+		// A child that failed first (its namespaces refused: a jail
+		// inside a jail) closed the plan's pipe: its report says why.
+		if r, rerr := c.next(); rerr == nil && r.Err != nil {
+			return abort(withFix(r.Err))
+		}
 		return abort(fmt.Errorf("send the plan: %w", err))
 	}
 	c.pre.plan.Close()

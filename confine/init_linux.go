@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -90,8 +91,27 @@ func withFix(e *LayerError) *LayerError {
 		e.Fix = mountFix(e.Errno)
 	case LayerUserNS:
 		e.Fix = userNSFix(e.Errno)
+		if e.Errno == unix.EPERM && Nested() {
+			e.Msg = "jail refuses to nest: this runs inside a jail sandbox, whose seccomp filter refuses new namespaces"
+			e.Fix = nestedFix
+		}
 	}
 	return e
+}
+
+// nestedFix says what to do instead of a jail run inside a jail sandbox.
+const nestedFix = "a sandbox cannot make another (seccomp refuses unshare, setns and clone with namespace flags in every jail sandbox, so nothing inside can build a file-system view or network of its own); run the command here without jail (it is confined by this sandbox already), or run jail outside, on the host, with what the command needs (--ro, --rw, --allow, a policy)"
+
+// Nested reports whether this process runs inside a jail sandbox: its pid
+// 1 is jail's init (named jail-init) and a seccomp filter applies. It
+// only chooses a message; nothing is allowed or refused on it.
+func Nested() bool {
+	b, err := os.ReadFile("/proc/1/cmdline")
+	if err != nil || strings.TrimRight(string(b), "\x00") != childArg0 {
+		return false
+	}
+	st, err := os.ReadFile("/proc/self/status")
+	return err == nil && strings.Contains(string(st), "\nSeccomp:\t2\n")
 }
 
 func mountFix(errno unix.Errno) string {

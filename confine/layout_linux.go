@@ -219,6 +219,28 @@ func (l *Layout) CheckWorkspace() (string, error) {
 	return ws, nil
 }
 
+// Check refuses, before anything is made on the host for a run (its
+// persistent home, an agent profile's files, the git view), what Build
+// would refuse about the layout as given: the workspace (CheckWorkspace)
+// and the --ro and --rw paths, which must exist. It makes nothing and
+// records no fact. Build checks all of it again.
+func (l *Layout) Check() error {
+	if _, err := l.CheckWorkspace(); err != nil {
+		return err
+	}
+	for _, p := range l.ReadOnly {
+		if _, err := userBind(p, false, nil); err != nil {
+			return fmt.Errorf("--ro %s: %w", p, err)
+		}
+	}
+	for _, p := range l.ReadWrite {
+		if _, err := userBind(p, true, nil); err != nil {
+			return fmt.Errorf("--rw %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
 // Build turns the layout into mounts for a Spec, creating placeholders for
 // missing protected paths. The caller must call Release on the returned
 // Placeholders after the sandbox exited, even on error.

@@ -117,6 +117,10 @@ func openRoot(root string, create bool) (int, string, error) {
 			os.Mkdir(filepath.Dir(data), 0o700)
 			os.Mkdir(data, 0o700)
 		}
+	} else if create {
+		// $XDG_DATA_HOME that does not exist yet is made, as the XDG
+		// base directory spec asks of a program that writes there (0700).
+		os.Mkdir(data, 0o700)
 	}
 	resolved, err := filepath.EvalSymlinks(data)
 	if err != nil {

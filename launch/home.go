@@ -25,38 +25,60 @@ func AttachHome(p *policy.Policy, penv policy.Env, layout *confine.Layout) (*hom
 	return home.Attach(layout, HomesRoot(penv), penv.Home, p.Sandbox.Home == policy.HomePersistent)
 }
 
-// ApplyHome gives the run its persistent home (docs/home.md) and its agent
-// profile (docs/agents.md): the profile named by --profile, else the one
-// the command's base name chooses. netGiven says --net was given, which
-// a profile does not override.
-func ApplyHome(o *Options, p *policy.Policy, penv policy.Env, layout *confine.Layout, pass *[]string, netGiven bool) error {
-	root := HomesRoot(penv)
-	h, err := AttachHome(p, penv, layout)
-	if err != nil {
-		return err
-	}
+// Profile is the agent profile a run gets (docs/agents.md), chosen and
+// checked before anything is made on disk.
+type Profile struct {
+	Name    string
+	Profile policy.Profile
+}
+
+// ChooseProfile returns the run's agent profile, nil for none: the one
+// named by --profile, else the one the command's base name chooses. It
+// refuses an unknown name and what the profile would refuse about the
+// caller's environment, and opens the network to the profile's hosts
+// (netGiven says --net was given, which a profile does not override). It
+// makes nothing on disk: a run refused later makes nothing either.
+func ChooseProfile(o *Options, p *policy.Policy, penv policy.Env, layout *confine.Layout, netGiven bool) (*Profile, error) {
 	name := o.Profile
 	if name == "" {
 		name = p.ProfileFor(o.Argv[0])
 	}
 	if name == "" || name == "none" {
-		return nil
+		return nil, nil
 	}
 	prof, ok := p.Profile(name)
 	if !ok {
-		return fmt.Errorf("--profile %q: no such profile (known: %s, or none; [profiles.NAME] defines one)", name, strings.Join(p.ProfileNames(), ", "))
+		return nil, fmt.Errorf("--profile %q: no such profile (known: %s, or none; [profiles.NAME] defines one)", name, strings.Join(p.ProfileNames(), ", "))
 	}
-	setup, err := agent.Apply(layout, name, prof, penv.Home, root, h, os.Getenv)
+	if err := agent.Check(layout, name, prof, penv.Home, os.Getenv); err != nil {
+		return nil, err
+	}
+	p.Network.Allow = append(p.Network.Allow, prof.Allow...)
+	if !netGiven && o.Net == policy.NetNone {
+		o.Net = policy.NetProxy
+	}
+	return &Profile{Name: name, Profile: prof}, nil
+}
+
+// ApplyHome gives the run its persistent home (docs/home.md) and the agent
+// profile ChooseProfile chose (nil: none): the first things a run makes on
+// disk, after every refusal that does not depend on them.
+func ApplyHome(o *Options, p *policy.Policy, penv policy.Env, layout *confine.Layout, pass *[]string, prof *Profile) error {
+	root := HomesRoot(penv)
+	h, err := AttachHome(p, penv, layout)
+	if err != nil {
+		return err
+	}
+	if prof == nil {
+		return nil
+	}
+	setup, err := agent.Apply(layout, prof.Name, prof.Profile, penv.Home, root, h, os.Getenv)
 	if err != nil {
 		return err
 	}
 	*pass = append(*pass, setup.Env...)
 	// The profile's variables come first: the caller's --env wins.
 	o.Env = append(append(o.Env[:0:0], setup.Set...), o.Env...)
-	p.Network.Allow = append(p.Network.Allow, setup.Allow...)
-	if !netGiven && o.Net == policy.NetNone {
-		o.Net = policy.NetProxy
-	}
 	// A profile's run prepares the agent's files on the host first; it
 	// is planned every time.
 	layout.Facts.Unsure()

@@ -44,6 +44,10 @@ type Options struct {
 	EnvValues bool
 	// Argv is the command of `jail run`.
 	Argv []string
+	// Agent and Role are the --agent and --role of `jail mcp` and `jail
+	// tool`: the tool server refuses an unknown one before it makes
+	// anything on disk.
+	Agent, Role string
 
 	// Derived by Apply.
 

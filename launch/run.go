@@ -64,13 +64,25 @@ func (o *Run) Main(args []string, stdin *os.File, stdout, stderr io.Writer) int 
 			fmt.Fprintln(stderr, e)
 		}
 		fmt.Fprintln(stderr, "jail run: refusing to run: the policy binds paths that do not exist")
-		return 2
+		return o.Fail(2, StagePolicy, errs[0], stdout, stderr)
 	}
 	netGiven := o.Net != ""
 	layout, pass, sc, err := Apply(&o.Options, p, penv)
 	if err != nil {
 		fmt.Fprintln(stderr, "jail run:", err)
 		return o.Fail(2, StagePolicy, err, stdout, stderr)
+	}
+	// What would refuse the run is refused before anything is made on
+	// disk for it (the home, an agent's files, the git view): a run that
+	// never starts leaves nothing behind.
+	if err := layout.Check(); err != nil {
+		fmt.Fprintln(stderr, "jail run:", err)
+		return o.Fail(2, StagePrepare, err, stdout, stderr)
+	}
+	prof, err := ChooseProfile(&o.Options, p, penv, layout, netGiven)
+	if err != nil {
+		fmt.Fprintln(stderr, "jail run:", err)
+		return o.Fail(2, StagePrepare, err, stdout, stderr)
 	}
 	if o.JSONOut != "" {
 		// Held before any sandbox exists; Build refuses it inside a
@@ -85,10 +97,6 @@ func (o *Run) Main(args []string, stdin *os.File, stdout, stderr io.Writer) int 
 	cache := NewPlanCache(args, &o.Options, o.Capture || o.JSONOut != "", p, penv, pfacts, len(widenings) > 0)
 	if cache != nil {
 		layout.Facts = cache.Facts()
-	}
-	if err := ApplyHome(&o.Options, p, penv, layout, &pass, netGiven); err != nil {
-		fmt.Fprintln(stderr, "jail run:", err)
-		return 2
 	}
 	if o.JSON {
 		// The result names the policy that produced it. Hashing costs a
@@ -114,6 +122,10 @@ func (o *Run) Main(args []string, stdin *os.File, stdout, stderr io.Writer) int 
 		return o.Fail(2, StageNetwork, err, stdout, stderr)
 	}
 	defer nr.Close()
+	if err := ApplyHome(&o.Options, p, penv, layout, &pass, prof); err != nil {
+		fmt.Fprintln(stderr, "jail run:", err)
+		return o.Fail(2, StagePrepare, err, stdout, stderr)
+	}
 	nr.ApplyTo(&o.Options, layout)
 	return o.launch(layout, pass, sc, nr, cache, stdin, stdout, stderr, msgs)
 }

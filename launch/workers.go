@@ -50,9 +50,12 @@ func NewToolServer(o *Options, maxConc int, stderr io.Writer) (s *tools.Server, 
 	if err != nil {
 		return nil, nil, err
 	}
-	// The workers and bash calls share the workspace's persistent home
-	// with its runs (docs/home.md), so caches last here too.
-	if _, err := AttachHome(p, penv, layout); err != nil {
+	// Refused before anything is made on disk (the home): the workspace,
+	// the binds, the agent or role served.
+	if err := layout.Check(); err != nil {
+		return nil, nil, err
+	}
+	if _, err := policy.Resolve(p, nil, policy.Subject{Agent: o.Agent, Role: o.Role}); err != nil {
 		return nil, nil, err
 	}
 	// The worker is this binary, bound read-only into every sandbox at
@@ -67,6 +70,12 @@ func NewToolServer(o *Options, maxConc int, stderr io.Writer) (s *tools.Server, 
 	layout.Extra = append(layout.Extra, confine.Mount{Kind: confine.Bind, Source: exe, Dest: WorkerPath, Exec: true})
 	nr, err := PrepareNet(o.Net, p, stderr)
 	if err != nil {
+		return nil, nil, err
+	}
+	// The workers and bash calls share the workspace's persistent home
+	// with its runs (docs/home.md), so caches last here too.
+	if _, err := AttachHome(p, penv, layout); err != nil {
+		nr.Close()
 		return nil, nil, err
 	}
 	nr.ApplyTo(o, layout)

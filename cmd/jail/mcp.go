@@ -44,6 +44,7 @@ func mcpMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "jail mcp: takes no arguments; --max-concurrency must be at least 1")
 		return 2
 	}
+	o.run.Agent, o.run.Role = o.agent, o.role
 	ts, closeAll, err := launch.NewToolServer(&o.run, o.maxConc, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "jail mcp:", err)

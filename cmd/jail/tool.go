@@ -58,6 +58,7 @@ func toolMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			raw = b
 		}
 	}
+	o.run.Agent, o.run.Role = o.agent, o.role
 	s, closeAll, err := launch.NewToolServer(&o.run, o.maxConc, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "jail tool:", err)

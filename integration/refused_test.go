@@ -1,0 +1,150 @@
+//go:build linux
+
+package integration
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestRefusedRunMakesNothing: a run jail refuses (a bad flag value, a
+// refused workspace, a bind that does not exist, an unknown profile or
+// agent, a policy that does not load, an agent's directory moved outside
+// the home) exits 2 and makes nothing on disk: no persistent home under
+// the homes directory, none of an agent profile's files in the home, no
+// state. Each refusal is checked against a home and XDG directories of the
+// test's own, walked before and after, as root and as an unprivileged
+// user. Before, the home was made before the workspace and the binds were
+// checked (-w /tmp, --ro /missing, --profile nosuch each left a home), and
+// jail mcp --agent nosuch left one too.
+func TestRefusedRunMakesNothing(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		root := r.dir(t, "jail-it-refused-")
+		home := filepath.Join(root, "home")
+		ws := filepath.Join(home, "proj")
+		bad := filepath.Join(home, "bad")
+		for _, d := range []string{ws, filepath.Join(bad, ".jail"), filepath.Join(root, "data"), filepath.Join(root, "state"), filepath.Join(root, "cache"), filepath.Join(root, "config")} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		os.WriteFile(filepath.Join(bad, ".jail", "policy.toml"), []byte("[network]\nmode = \"bogus\"\n"), 0o644)
+		missing := filepath.Join(root, "missing.toml")
+		os.WriteFile(missing, []byte("[sandbox]\nro = [\""+filepath.Join(root, "nonexistent")+"\"]\n"), 0o644)
+		r.own(t, root)
+		env := []string{"HOME=" + home, "XDG_DATA_HOME=" + filepath.Join(root, "data"), "XDG_STATE_HOME=" + filepath.Join(root, "state"),
+			"XDG_CACHE_HOME=" + filepath.Join(root, "cache"), "XDG_CONFIG_HOME=" + filepath.Join(root, "config")}
+		before := tree(t, root)
+		for _, c := range []struct {
+			name string
+			dir  string
+			args []string
+			env  []string
+		}{
+			{"bad --timeout", ws, []string{"run", "--timeout", "soon", "--", "true"}, nil},
+			{"bad --memory", ws, []string{"run", "--memory", "1Q", "--", "true"}, nil},
+			{"bad --net", ws, []string{"run", "--net", "wifi", "--", "true"}, nil},
+			{"--allow with --net none", ws, []string{"run", "--net", "none", "--allow", "example.com", "--", "true"}, nil},
+			{"workspace /tmp", ws, []string{"run", "-w", "/tmp", "--", "true"}, nil},
+			{"workspace /tmp, claude", ws, []string{"run", "-w", "/tmp", "--", "claude", "--version"}, nil},
+			{"workspace that is not a directory", ws, []string{"run", "-w", missing, "--", "true"}, nil},
+			{"--ro that does not exist", ws, []string{"run", "--ro", filepath.Join(root, "nonexistent"), "--", "true"}, nil},
+			{"--rw that does not exist", ws, []string{"run", "--rw", filepath.Join(root, "nonexistent"), "--", "true"}, nil},
+			{"unknown profile", ws, []string{"run", "--profile", "nosuch", "--", "true"}, nil},
+			{"claude's directory outside the home", ws, []string{"run", "--", "claude", "--version"}, []string{"CLAUDE_CONFIG_DIR=/var/lib/elsewhere"}},
+			{"project policy that does not load", bad, []string{"run", "--", "true"}, nil},
+			{"policy binds a missing path", ws, []string{"run", "--policy", missing, "--", "true"}, nil},
+			{"mcp, unknown agent", ws, []string{"mcp", "--agent", "nosuch"}, nil},
+			{"tool, unknown agent", ws, []string{"tool", "--agent", "nosuch", "read", `{"path":"x"}`}, nil},
+			{"mcp, workspace /tmp", ws, []string{"mcp", "-w", "/tmp"}, nil},
+		} {
+			res := r.jail(t, call{args: c.args, dir: c.dir, env: append(slices.Clone(env), c.env...)})
+			if res.code != 2 {
+				t.Errorf("%s: jail %q: exit %d, want 2 (refused)\nstderr: %s", c.name, c.args, res.code, res.stderr)
+			}
+			if !strings.Contains(res.stderr, "jail") {
+				t.Errorf("%s: the refusal does not say it is jail's: %q", c.name, res.stderr)
+			}
+			if after := tree(t, root); !slices.Equal(after, before) {
+				t.Errorf("%s: jail %q was refused but made %q", c.name, c.args, added(before, after))
+				before = after
+			}
+		}
+	})
+}
+
+// tree lists every path under root.
+func tree(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
+		if err == nil {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+func added(before, after []string) []string {
+	var out []string
+	for _, p := range after {
+		if !slices.Contains(before, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestNestedRunRefused: jail run inside a jail sandbox cannot make a
+// sandbox (seccomp refuses new namespaces there); it says so, as jail,
+// with why and what to do, where it used to print a bare "unshare:
+// operation not permitted". jail check inside says the same on its launch
+// line.
+func TestNestedRunRefused(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-nested-")
+		res := r.jail(t, call{args: []string{"run", "--ro", suite.bin, "--", suite.bin, "run", "--", "true"}, dir: ws})
+		if res.code != 125 {
+			t.Fatalf("nested jail run: exit %d, want 125\nstderr: %s", res.code, res.stderr)
+		}
+		for _, want := range []string{"jail: cannot start the sandbox", "jail refuses to nest", "inside a jail sandbox", "fix: ", "run the command here without jail", "outside, on the host"} {
+			if !strings.Contains(res.stderr, want) {
+				t.Errorf("nested jail run: stderr lacks %q:\n%s", want, res.stderr)
+			}
+		}
+		res = r.jail(t, call{args: []string{"run", "--ro", suite.bin, "--", suite.bin, "check"}, dir: ws})
+		if !strings.Contains(res.stdout+res.stderr, "jail refuses to nest") {
+			t.Errorf("jail check inside a sandbox does not say nesting is refused:\n%s%s", res.stdout, res.stderr)
+		}
+	})
+}
+
+// TestProjectWideningSaysWhereToAllow: a project file's key that would
+// widen the user's policy is ignored with a warning that names where the
+// user allows it (their policy file's path and key, or the flag), and shows
+// each value in its own unit: approver_timeout = "30s" used to be
+// "29296875K is above the user policy's 5000000000".
+func TestProjectWideningSaysWhereToAllow(t *testing.T) {
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-widen-")
+		cfg := r.dir(t, "jail-it-widen-cfg-")
+		r.writeFile(t, filepath.Join(ws, ".jail", "policy.toml"), "[sandbox]\nrw = [\"/etc\"]\n[limits]\npids = 99999\n[approval]\napprover_timeout = \"30s\"\n")
+		res := r.jail(t, call{args: []string{"run", "--", "true"}, dir: ws, env: []string{"XDG_CONFIG_HOME=" + cfg}})
+		mustExit(t, res, 0)
+		user := filepath.Join(cfg, "jail", "policy.toml")
+		for _, want := range []string{
+			`sandbox.rw: ignored: /etc is not writable under the user policy; to allow it, add "/etc" to [sandbox] rw in ` + user + ", or pass --rw /etc to jail run",
+			"limits.pids: ignored: 99999 is above the user policy's 4096; to allow it, set [limits] pids = 99999 in " + user + ", or pass --pids 99999",
+			`approval.approver_timeout: ignored: 30s is above the user policy's 5s; to allow it, set [approval] approver_timeout = "30s" in ` + user,
+		} {
+			if !strings.Contains(res.stderr, want) {
+				t.Errorf("stderr lacks %q:\n%s", want, res.stderr)
+			}
+		}
+	})
+}
