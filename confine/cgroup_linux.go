@@ -387,16 +387,20 @@ func MemTotal() int64 {
 	return 0
 }
 
-// FormatSize writes a byte count as the largest exact unit (4G, 512M,
-// 1536K) or bytes, for messages; the cached run's report formats it the
-// same way (format_size in fast_linux.c).
+// FormatSize writes a byte count for messages: the largest binary unit
+// it reaches, exact where it is (4G, 512M), else to one decimal (the
+// default memory bound, half of the machine's, is 11.8G, not 12341792K).
+// The cached run's report prints the text stored in its entry.
 func FormatSize(n int64) string {
 	for _, u := range []struct {
 		suffix string
 		shift  uint
-	}{{"G", 30}, {"M", 20}, {"K", 10}} {
-		if n > 0 && n%(1<<u.shift) == 0 {
-			return strconv.FormatInt(n>>u.shift, 10) + u.suffix
+	}{{"T", 40}, {"G", 30}, {"M", 20}, {"K", 10}} {
+		if n >= 1<<u.shift {
+			if n%(1<<u.shift) == 0 {
+				return strconv.FormatInt(n>>u.shift, 10) + u.suffix
+			}
+			return strconv.FormatFloat(float64(n)/float64(int64(1)<<u.shift), 'f', 1, 64) + u.suffix
 		}
 	}
 	return strconv.FormatInt(n, 10)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/jail-sandbox/jail/confine"
 	"github.com/jail-sandbox/jail/policy"
 	"github.com/jail-sandbox/jail/tools"
 )
@@ -55,8 +56,11 @@ type Confinement struct {
 	Allow             []string `json:"network_allow"`
 	Timeout           string   `json:"timeout"`
 	Memory            string   `json:"memory"`
-	Pids              int64    `json:"pids"`
-	OutputChars       int64    `json:"output_chars"`
+	// MemoryBound is what Memory comes to on this machine: the default
+	// (zero) is half of its memory, not no bound.
+	MemoryBound string `json:"memory_bound"`
+	Pids        int64  `json:"pids"`
+	OutputChars int64  `json:"output_chars"`
 }
 
 // Explain explains p for who (the operator when both are empty), with
@@ -72,6 +76,10 @@ func Explain(p *policy.Policy, widenings []policy.Widening, reg *tools.Registry,
 		Hide: p.Sandbox.Hide, Protected: p.Sandbox.Protected, ProtectedAfterRun: policy.DefaultProtectedLater(), Network: p.Network.Mode, Allow: p.Network.Allow,
 		Timeout: p.Limits.Timeout.String(), Memory: p.Limits.Memory.String(), Pids: p.Limits.Pids, OutputChars: p.Limits.OutputChars,
 	}}
+	ex.Confinement.MemoryBound = ex.Confinement.Memory
+	if p.Limits.Memory == 0 {
+		ex.Confinement.MemoryBound = confine.FormatSize(confine.MemTotal()/policy.DefaultMemoryFraction) + " (the default: half of the machine's)"
+	}
 	ex.Absent = absentTools(p, reg)
 	if ex.Sources == nil {
 		ex.Sources = []string{"(embedded default)"}
@@ -91,9 +99,14 @@ func (ex *Explanation) Print(w io.Writer) {
 	c := ex.Confinement
 	fmt.Fprintf(w, "policy:   %s\nsha256:   %s\n", strings.Join(ex.Sources, " + "), ex.Hash)
 	who := "operator (bounded by [tools])"
-	if ex.Toolset.Agent != "" {
+	switch {
+	case ex.Toolset.AgentUndefined && ex.Toolset.Role != "":
+		who = "agent " + ex.Toolset.Agent + " (the policy defines no [agents." + ex.Toolset.Agent + "]: role " + ex.Toolset.Role + ", as --role alone gives)"
+	case ex.Toolset.AgentUndefined:
+		who = "agent " + ex.Toolset.Agent + " (the policy defines no [agents." + ex.Toolset.Agent + "]: the operator's toolset, bounded by [tools]; an [agents." + ex.Toolset.Agent + "] table with a role narrows it)"
+	case ex.Toolset.Agent != "":
 		who = "agent " + ex.Toolset.Agent + " (role " + ex.Toolset.Role + ")"
-	} else if ex.Toolset.Role != "" {
+	case ex.Toolset.Role != "":
 		who = "role " + ex.Toolset.Role
 	}
 	fmt.Fprintf(w, "subject:  %s\n\n", who)
@@ -106,7 +119,7 @@ func (ex *Explanation) Print(w io.Writer) {
 		net += " (allow " + strings.Join(c.Allow, ", ") + ")"
 	}
 	fmt.Fprintf(w, "every tool runs confined under:\n  workspace  %s (%s)\n  ro         %s\n  rw         %s\n  hidden     %s\n  protected  %s\n  after run  %s\n             (read-only where they exist; moved aside when the run ends where the sandbox made them;\n             the first component of every entry counts in each directory below the root: docs/workspace.md)\n  network    %s\n  limits     timeout %s, memory %s, pids %s, output %d chars\n",
-		c.Workspace, mode, list(c.RO), list(c.RW), list(c.Hide), list(c.Protected), list(c.ProtectedAfterRun), net, orNone(c.Timeout, "0s"), orNone(c.Memory, "0"), orNone(fmt.Sprint(c.Pids), "0"), c.OutputChars)
+		c.Workspace, mode, list(c.RO), list(c.RW), list(c.Hide), list(c.Protected), list(c.ProtectedAfterRun), net, orNone(c.Timeout, "0s"), orNone(c.MemoryBound, "0"), orNone(fmt.Sprint(c.Pids), "0"), c.OutputChars)
 	fmt.Fprintf(w, "\naccess level %s", ex.Access.Level)
 	if len(ex.Access.ExpandsTo) == 0 {
 		fmt.Fprintln(w, ": sets nothing; the file's keys alone apply")

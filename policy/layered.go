@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -19,13 +21,83 @@ type Widening struct {
 	Line   int    `json:"line,omitempty"`
 	Key    string `json:"key"`
 	Reason string `json:"reason"`
+	// Fix says where the user allows it instead: the key in the user's own policy file (the
+	// --policy file when one is given), and the flag of jail run when there is one.
+	Fix string `json:"fix,omitempty"`
 }
 
 func (w Widening) String() string {
-	if w.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s: ignored: %s", w.File, w.Line, w.Key, w.Reason)
+	fix := ""
+	if w.Fix != "" {
+		fix = "; to allow it, " + w.Fix
 	}
-	return fmt.Sprintf("%s: %s: ignored: %s", w.File, w.Key, w.Reason)
+	if w.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s: ignored: %s%s", w.File, w.Line, w.Key, w.Reason, fix)
+	}
+	return fmt.Sprintf("%s: %s: ignored: %s%s", w.File, w.Key, w.Reason, fix)
+}
+
+// widenFlags are jail run's flags that allow for one run what a project file's key asked
+// for: "%s" is the value.
+var widenFlags = map[string]string{
+	"sandbox.ro": "--ro %s", "sandbox.rw": "--rw %s", "sandbox.env": "--env %s", "network.allow": "--allow %s",
+	"network.mode": "--net %s", "limits.timeout": "--timeout %s", "limits.memory": "--memory %s", "limits.pids": "--pids %s",
+	"limits.output_chars": "--output-limit %s", "seccomp.allow_ptrace": "--allow-ptrace", "sandbox.home_workspace": "--home-workspace",
+}
+
+// widenLists are the keys whose value is a list: the fix adds the entry.
+var widenLists = []string{"sandbox.ro", "sandbox.rw", "sandbox.env", "network.allow", "network.allow_private", "seccomp.allow",
+	"tools.allow", "tools.also_allow", "approval.auto_approve"}
+
+// widenValues are the keys whose widening has no value of its own to quote: the value that
+// would allow it.
+var widenValues = map[string]string{
+	"seccomp.allow_ptrace": "true", "network.ask": "true", "docker.enabled": "true", "sandbox.home_workspace": "true",
+	"approval.auto_approve_read_only": "true", "approval.auto_approve_write": "true", "docker.raw_logs": "true",
+	"sandbox.workspace_ro": "false", "audit.enabled": "false", "access.level": `"elevated"`,
+}
+
+// widenFix says how the user allows what key (with value val, as the project wrote it; "" for
+// none) asked for: in userFile, their own policy, and with a flag where jail run has one. A
+// project file is untrusted, so the fix is always the user's to make.
+func widenFix(key, val, userFile string) string {
+	if userFile == "" {
+		userFile = "your policy file (~/.config/jail/policy.toml)"
+	}
+	section, name := key, ""
+	if i := strings.LastIndex(key, "."); i >= 0 {
+		section, name = key[:i], key[i+1:]
+	}
+	var fix string
+	switch {
+	case strings.HasPrefix(key, "agents.") && strings.Count(key, ".") == 1:
+		fix = fmt.Sprintf("define [%s] in %s", key, userFile)
+	case strings.HasPrefix(key, "roles.") && strings.Count(key, ".") == 1, key == "profiles":
+		fix = fmt.Sprintf("define it in %s (a project file cannot)", userFile)
+	case slices.Contains(widenLists, key) || strings.HasPrefix(key, "agents.") && strings.HasSuffix(key, ".grants"):
+		if val == "" {
+			return ""
+		}
+		fix = fmt.Sprintf("add %q to [%s] %s in %s", val, section, name, userFile)
+	case widenValues[key] != "":
+		val = widenValues[key]
+		fix = fmt.Sprintf("set [%s] %s = %s in %s", section, name, val, userFile)
+	case val != "":
+		shown := val
+		if _, err := strconv.ParseFloat(val, 64); err != nil {
+			shown = strconv.Quote(val)
+		}
+		fix = fmt.Sprintf("set [%s] %s = %s in %s", section, name, shown, userFile)
+	default:
+		fix = fmt.Sprintf("set [%s] %s in %s (a project file cannot)", section, name, userFile)
+	}
+	if f, ok := widenFlags[key]; ok && (val != "" || !strings.Contains(f, "%s")) {
+		if strings.Contains(f, "%s") {
+			f = fmt.Sprintf(f, val)
+		}
+		fix += ", or pass " + f + " to jail run"
+	}
+	return fix
 }
 
 // LoadEffective is what `jail run`, `jail serve` and `jail policy explain` all call, so they
@@ -138,7 +210,13 @@ func Tighten(base *Policy, projectFile string, env Env) (*Policy, []Widening, er
 	if err != nil {
 		return nil, nil, err
 	}
-	t := &tightener{f: f, out: clonePolicy(base), proj: f.policy, memTotal: env.MemTotal}
+	// Where the user allows what the project file may not: their own file, or the one named
+	// with --policy.
+	userFile := UserFile(env)
+	if len(base.Sources) > 0 {
+		userFile = base.Sources[0]
+	}
+	t := &tightener{f: f, out: clonePolicy(base), proj: f.policy, memTotal: env.MemTotal, userFile: userFile}
 	// A project file's access level is expanded like a user file's, and its keys then tighten
 	// like keys written out; elevated would only widen, so it is ignored whole.
 	if f.policy.Access.Level == LevelElevated && base.Access.Level != LevelElevated {
@@ -158,10 +236,18 @@ type tightener struct {
 	ws   []Widening
 	// memTotal is Env.MemTotal: what the defaults that are shares of the memory come to.
 	memTotal int64
+	// userFile is the policy file a fix names (Widening.Fix).
+	userFile string
 }
 
+// widen records that key was ignored, with the reason; the first argument, when there is one,
+// is the value the project file gave (an entry of a list, or the scalar), which the fix names.
 func (t *tightener) widen(key, format string, args ...any) {
-	t.ws = append(t.ws, Widening{File: t.f.name, Line: t.f.line(key), Key: key, Reason: fmt.Sprintf(format, args...)})
+	val := ""
+	if len(args) > 0 {
+		val = fmt.Sprint(args[0])
+	}
+	t.ws = append(t.ws, Widening{File: t.f.name, Line: t.f.line(key), Key: key, Reason: fmt.Sprintf(format, args...), Fix: widenFix(key, val, t.userFile)})
 }
 
 func (t *tightener) has(key ...string) bool { return t.f.defined(key...) }
@@ -244,19 +330,19 @@ func (t *tightener) apply(base *Policy) {
 		o.Sandbox.Tmp = t.smallerOfShare("sandbox.tmp", p.Sandbox.Tmp, base.Sandbox.Tmp, DefaultTmpFraction)
 	}
 	if t.has("limits", "timeout") {
-		o.Limits.Timeout = time.Duration(t.smaller("limits.timeout", Bytes(p.Limits.Timeout), Bytes(base.Limits.Timeout)))
+		o.Limits.Timeout = t.smallerDuration("limits.timeout", p.Limits.Timeout, base.Limits.Timeout)
 	}
 	if t.has("limits", "memory") {
 		o.Limits.Memory = t.smallerOfShare("limits.memory", p.Limits.Memory, base.Limits.Memory, DefaultMemoryFraction)
 	}
 	if t.has("limits", "pids") {
-		o.Limits.Pids = int64(t.smaller("limits.pids", Bytes(p.Limits.Pids), Bytes(base.Limits.Pids)))
+		o.Limits.Pids = t.smallerCount("limits.pids", p.Limits.Pids, base.Limits.Pids)
 	}
 	if t.has("limits", "output_chars") {
-		o.Limits.OutputChars = int64(t.smaller("limits.output_chars", Bytes(p.Limits.OutputChars), Bytes(base.Limits.OutputChars)))
+		o.Limits.OutputChars = t.smallerCount("limits.output_chars", p.Limits.OutputChars, base.Limits.OutputChars)
 	}
 	if t.has("limits", "background") {
-		o.Limits.Background = int64(t.smaller("limits.background", Bytes(p.Limits.Background), Bytes(base.Limits.Background)))
+		o.Limits.Background = t.smallerCount("limits.background", p.Limits.Background, base.Limits.Background)
 	}
 
 	if t.has("network", "mode") {
@@ -386,10 +472,10 @@ func (t *tightener) apply(base *Policy) {
 		t.widen("approval.approver", "a project file cannot choose who approves calls")
 	}
 	if t.has("approval", "approver_timeout") {
-		o.Approval.ApproverTimeout = time.Duration(t.smaller("approval.approver_timeout", Bytes(pa.ApproverTimeout), Bytes(ba.ApproverTimeout)))
+		o.Approval.ApproverTimeout = t.smallerDuration("approval.approver_timeout", pa.ApproverTimeout, ba.ApproverTimeout)
 	}
 	if t.has("approval", "ask_timeout") {
-		o.Approval.AskTimeout = time.Duration(t.smaller("approval.ask_timeout", Bytes(pa.AskTimeout), Bytes(ba.AskTimeout)))
+		o.Approval.AskTimeout = t.smallerDuration("approval.ask_timeout", pa.AskTimeout, ba.AskTimeout)
 	}
 
 	if len(p.Guards.Disable) > 0 {
@@ -434,7 +520,7 @@ func (t *tightener) apply(base *Policy) {
 		}
 	}
 	if t.has("docker", "pids") {
-		o.Docker.Pids = int64(t.smaller("docker.pids", Bytes(pd.Pids), orDefault(Bytes(bd.Pids), DefaultDockerPids)))
+		o.Docker.Pids = t.smallerCount("docker.pids", pd.Pids, int64(orDefault(Bytes(bd.Pids), DefaultDockerPids)))
 	}
 	if t.has("docker", "cpus") && pd.CPUs > 0 {
 		baseCPUs := bd.CPUs
@@ -448,7 +534,7 @@ func (t *tightener) apply(base *Policy) {
 		}
 	}
 	if t.has("docker", "idle_grace") {
-		o.Docker.IdleGrace = time.Duration(t.smaller("docker.idle_grace", Bytes(pd.IdleGrace), orDefault(Bytes(bd.IdleGrace), Bytes(DefaultDockerIdleGrace))))
+		o.Docker.IdleGrace = t.smallerDuration("docker.idle_grace", pd.IdleGrace, time.Duration(orDefault(Bytes(bd.IdleGrace), Bytes(DefaultDockerIdleGrace))))
 	}
 	if t.has("docker", "lifecycle") {
 		o.Docker.Lifecycle = t.stricter("docker.lifecycle", pd.Lifecycle, cmp.Or(bd.Lifecycle, DefaultDockerLifecycle),
@@ -481,8 +567,22 @@ func (t *tightener) narrow(key string, proj, base []string, why string) []string
 	return keep
 }
 
-// smaller takes the project value when it is lower; zero in the project means "not set".
+// smaller takes the project value when it is lower; zero in the project means "not set". The
+// values are sizes; smallerDuration and smallerCount are the same for durations and counts, so
+// a warning shows each in its own unit (30s, not 29296875K).
 func (t *tightener) smaller(key string, proj, base Bytes) Bytes {
+	return Bytes(t.smallerShown(key, int64(proj), int64(base), func(v int64) string { return Bytes(v).String() }))
+}
+
+func (t *tightener) smallerDuration(key string, proj, base time.Duration) time.Duration {
+	return time.Duration(t.smallerShown(key, int64(proj), int64(base), func(v int64) string { return time.Duration(v).String() }))
+}
+
+func (t *tightener) smallerCount(key string, proj, base int64) int64 {
+	return t.smallerShown(key, proj, base, func(v int64) string { return strconv.FormatInt(v, 10) })
+}
+
+func (t *tightener) smallerShown(key string, proj, base int64, show func(int64) string) int64 {
 	// Zero means "no limit": a project value tightens an unlimited base.
 	if proj == 0 {
 		return base
@@ -490,7 +590,7 @@ func (t *tightener) smaller(key string, proj, base Bytes) Bytes {
 	if base == 0 || proj <= base {
 		return proj
 	}
-	t.widen(key, "%v is above the user policy's %v", proj, base)
+	t.widen(key, "%s is above the user policy's %s", show(proj), show(base))
 	return base
 }
 
@@ -507,7 +607,7 @@ func (t *tightener) smallerOfShare(key string, proj, base Bytes, frac int64) Byt
 		return base
 	}
 	if def := Bytes(t.memTotal / frac); proj > def {
-		t.widen(key, "%v is above the default, 1/%d of the machine's memory (%v)", proj, frac, def)
+		t.widen(key, "%v is above the default, 1/%d of the machine's memory (%s)", proj, frac, def.Approx())
 		return base
 	}
 	return proj

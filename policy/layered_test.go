@@ -252,3 +252,78 @@ memory = "100G"
 		t.Errorf("memory not known: shm %v, widenings %v; want nothing applied", p.Sandbox.Shm, ws)
 	}
 }
+
+// TestWideningNamesTheFix: every ignored key says where the user allows it:
+// their own policy file (the --policy file when given) and key, and the
+// flag of jail run where there is one; a value is shown in its own unit
+// (a duration as 30s, a count as a number, never as a size).
+func TestWideningNamesTheFix(t *testing.T) {
+	dir := t.TempDir()
+	env := Env{Home: "/home/alice", Workspace: dir, MemTotal: 16 << 30}
+	user := writeFile(t, dir, "user.toml", "[approval]\napprover_timeout = \"5s\"\nask_timeout = \"1m\"\n[limits]\ntimeout = \"5m\"\n")
+	project := writeFile(t, dir, ".jail/policy.toml", `
+[sandbox]
+rw = ["/etc"]
+env = ["TOKEN"]
+[limits]
+timeout = "1h"
+pids = 99999
+memory = "1T"
+[network]
+mode = "host"
+allow = ["evil.example.com"]
+[seccomp]
+allow_ptrace = true
+[approval]
+approver_timeout = "30s"
+ask_timeout = "10m"
+[audit]
+path = "/tmp/a.jsonl"
+`)
+	_, ws, err := LoadLayered(user, project, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"sandbox.rw":                {`add "/etc" to [sandbox] rw in ` + user, "--rw /etc"},
+		"sandbox.env":               {`add "TOKEN" to [sandbox] env in ` + user, "--env TOKEN"},
+		"limits.timeout":            {"1h0m0s is above the user policy's 5m0s", `set [limits] timeout = "1h0m0s" in ` + user, "--timeout 1h0m0s"},
+		"limits.pids":               {"99999 is above the user policy's 4096", "set [limits] pids = 99999 in " + user, "--pids 99999"},
+		"limits.memory":             {"1T is above the default, 1/2 of the machine's memory (8G)", "--memory 1T"},
+		"network.mode":              {`set [network] mode = "host" in ` + user, "--net host"},
+		"network.allow":             {`add "evil.example.com" to [network] allow in ` + user, "--allow evil.example.com"},
+		"seccomp.allow_ptrace":      {"set [seccomp] allow_ptrace = true in " + user, "--allow-ptrace"},
+		"approval.approver_timeout": {"30s is above the user policy's 5s", `set [approval] approver_timeout = "30s" in ` + user},
+		"approval.ask_timeout":      {"10m0s is above the user policy's 1m0s"},
+		"audit.path":                {"set [audit] path in " + user},
+	}
+	got := map[string]string{}
+	for _, w := range ws {
+		got[w.Key] = w.String()
+	}
+	for key, parts := range want {
+		line, ok := got[key]
+		if !ok {
+			t.Errorf("%s: no widening reported (got %v)", key, ws)
+			continue
+		}
+		if !strings.Contains(line, "; to allow it, ") {
+			t.Errorf("%s: %q names no fix", key, line)
+		}
+		for _, p := range parts {
+			if !strings.Contains(line, p) {
+				t.Errorf("%s: %q lacks %q", key, line, p)
+			}
+		}
+	}
+	// With no user file, the fix names the file jail would read.
+	_, ws, err = LoadLayered("", project, Env{Home: "/home/alice", Workspace: dir, XDGConfigHome: "/cfg"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ws {
+		if w.Key == "sandbox.rw" && !strings.Contains(w.Fix, "/cfg/jail/policy.toml") {
+			t.Errorf("without a user file: %q does not name /cfg/jail/policy.toml", w.Fix)
+		}
+	}
+}

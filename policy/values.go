@@ -67,5 +67,23 @@ func (b Bytes) String() string {
 	return strconv.FormatInt(n, 10)
 }
 
+// Approx is b for a person: exact where a unit divides it (String), else
+// to one decimal of the largest unit it reaches (11.8G, not 12341792K).
+func (b Bytes) Approx() string {
+	n := int64(b)
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if n >= u.size {
+			if n%u.size == 0 {
+				return strconv.FormatInt(n/u.size, 10) + u.suffix
+			}
+			return strconv.FormatFloat(float64(n)/float64(u.size), 'f', 1, 64) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
 // MarshalText keeps sizes readable in JSON and in the canonical hash encoding.
 func (b Bytes) MarshalText() ([]byte, error) { return []byte(b.String()), nil }

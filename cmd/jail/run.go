@@ -20,6 +20,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// durationFlag is a flag.Duration whose bad value says what is wanted.
+type durationFlag time.Duration
+
+func (d *durationFlag) String() string { return time.Duration(*d).String() }
+func (d *durationFlag) Set(v string) error {
+	x, err := time.ParseDuration(v)
+	if err != nil {
+		return errors.New("want a duration such as 30s, 10m or 1h30m")
+	}
+	*d = durationFlag(x)
+	return nil
+}
+
 // listFlag collects a repeatable flag.
 type listFlag []string
 
@@ -35,7 +48,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*launch.Run, error) {
 	fs.Var((*listFlag)(&o.RW), "rw", "bind host `PATH` read-write (repeatable)")
 	fs.Var((*listFlag)(&o.Hide), "hide", "cover `PATH` with an empty read-only object (repeatable)")
 	fs.Var((*listFlag)(&o.Env), "env", "pass variable `NAME` from the caller, or set NAME=VALUE (repeatable)")
-	fs.DurationVar(&o.Timeout, "timeout", 0, "kill the whole sandbox after `DURATION` (e.g. 30s, 10m) and exit 124")
+	fs.Var((*durationFlag)(&o.Timeout), "timeout", "kill the whole sandbox after `DURATION` (e.g. 30s, 10m) and exit 124")
 	memory := fs.String("memory", "", "memory limit `SIZE` (e.g. 512M, 2G)")
 	fs.Int64Var(&o.Pids, "pids", 0, "limit the number of processes to `N`")
 	fs.BoolVar(&o.JSON, "json", false, "print a JSON result object at the end (see README: Result)")
@@ -50,13 +63,19 @@ func parseRunFlags(args []string, stderr io.Writer) (*launch.Run, error) {
 	fs.StringVar(&o.Profile, "profile", "", "agent profile `NAME` (claude, codex, gemini, aider, opencode, a [profiles.NAME] of the policy, or none); default: chosen by the command's base name (docs/agents.md)")
 	fs.BoolVar(&o.AsRoot, "as-root", false, "map the caller to uid 0 inside the sandbox (files keep their host owners)")
 	homeWorkspaceFlag(fs, &o.HomeWorkspace)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: jail run [flags] -- CMD [ARG...]")
-		fs.PrintDefaults()
-		fmt.Fprintln(stderr, "\nA repeated run (same directory, same flags before --) is carried out from the plan\ncache while nothing it was planned from changed; JAIL_PLAN_CACHE=off turns it off,\nJAIL_PLAN_CACHE=trace reports what each run did (docs/plan-cache.md).")
-	}
+	// A bad flag is one line naming it (runMain prints the error), not
+	// the whole usage; -h prints the usage.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fmt.Fprintln(stderr, "usage: jail run [flags] -- CMD [ARG...]")
+			fs.PrintDefaults()
+			fmt.Fprintln(stderr, "\nA repeated run (same directory, same flags before --) is carried out from the plan\ncache while nothing it was planned from changed; JAIL_PLAN_CACHE=off turns it off,\nJAIL_PLAN_CACHE=trace reports what each run did (docs/plan-cache.md).")
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w (jail run -h lists the flags)", err)
 	}
 	o.Argv = fs.Args()
 	for _, e := range o.Env {
