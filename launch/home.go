@@ -54,6 +54,7 @@ func ChooseProfile(o *Options, p *policy.Policy, penv policy.Env, layout *confin
 		return nil, err
 	}
 	p.Network.Allow = append(p.Network.Allow, prof.Allow...)
+	p.Network.Quiet, p.Network.QuietProfile = prof.Quiet, name
 	if !netGiven && o.Net == policy.NetNone {
 		o.Net = policy.NetProxy
 	}

@@ -126,6 +126,7 @@ func PrepareNet(mode string, p *policy.Policy, stderr io.Writer) (nr *Net, err e
 	// Each refused host is named once on stderr with the setting that would allow it; the
 	// audit log keeps every decision.
 	refusals := netns.NewRefusals(stderr)
+	refusals.Quiet(n.QuietProfile, n.Quiet)
 	cfg.Audit = refusals.Event
 	if nr.audit != nil {
 		cfg.Audit = func(ev netns.Event) {

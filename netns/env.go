@@ -55,7 +55,10 @@ const OffNotice = "jail: network: {name}: the network is off, so no name resolve
 
 // OffEnv returns the variables of a run without network. Every lookup fails at once there
 // (confine.OffDNS), but npm retries every failed request twice, 10 and 60 seconds apart: with
-// the network off for the whole run a retry cannot succeed, so it is turned off.
+// the network off for the whole run a retry cannot succeed, so it is turned off. npm also
+// asks the registry whether a newer npm exists on every command (npm test, npm run build),
+// which looked up registry.npmjs.org and printed the network-off line on runs that need no
+// network: its update notifier is turned off too.
 func OffEnv() []string {
-	return []string{"npm_config_fetch_retries=0"}
+	return []string{"npm_config_fetch_retries=0", "npm_config_update_notifier=false"}
 }

@@ -92,6 +92,10 @@ type Refusals struct {
 	mu    sync.Mutex
 	seen  map[string]bool
 	lines int
+	// quiet (Quiet) are refused without a line each; quietSaid says their one line was written.
+	quietWho  string
+	quiet     []string
+	quietSaid bool
 }
 
 // NewRefusals returns a Refusals that writes to w.
@@ -99,11 +103,53 @@ func NewRefusals(w io.Writer) *Refusals {
 	return &Refusals{w: w, seen: map[string]bool{}}
 }
 
+// Quiet names hosts (allow syntax: host, host:port, *.domain) an agent asks for telemetry and
+// update checks that its profile leaves closed: the first refusal of any of them, for not
+// being allowed, is one line naming them all; the rest are not named (the audit log has
+// each). who is the profile, for the line.
+func (r *Refusals) Quiet(who string, hosts []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.quietWho, r.quiet = who, hosts
+}
+
+// quietHost says host:port is one of r.quiet's.
+func (r *Refusals) quietHost(host string, port int) bool {
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	for _, q := range r.quiet {
+		h, p := q, ""
+		if i := strings.LastIndexByte(q, ':'); i >= 0 {
+			h, p = q[:i], q[i+1:]
+		}
+		if p != "" && p != strconv.Itoa(port) || p == "" && port != 80 && port != 443 {
+			continue
+		}
+		if strings.HasPrefix(h, "*.") && strings.HasSuffix(host, h[1:]) || host == h {
+			return true
+		}
+	}
+	return false
+}
+
 // Event writes ev's line unless the same host and port (and cause) was reported already.
 func (r *Refusals) Event(ev Event) {
 	line := Explain(ev)
 	if line == "" {
 		return
+	}
+	if ev.Cause == CauseNotAllowed || ev.Cause == CausePort {
+		r.mu.Lock()
+		quiet := r.quietHost(ev.Host, ev.Port)
+		first := quiet && !r.quietSaid
+		r.quietSaid = r.quietSaid || quiet
+		r.mu.Unlock()
+		if first {
+			io.WriteString(r.w, line+"; it is one of the hosts the "+printable(r.quietWho)+
+				" profile leaves closed, for the agent's telemetry and update checks ("+printable(strings.Join(r.quiet, ", "))+"), which are not named again (the audit log has each)\n")
+		}
+		if quiet {
+			return
+		}
 	}
 	key := ev.Proto + " " + ev.Host + " " + strconv.Itoa(ev.Port) + " " + strconv.Itoa(int(ev.Cause))
 	if ev.Proto != "dns" {

@@ -94,3 +94,31 @@ func TestRefusalsOncePerHost(t *testing.T) {
 		t.Fatalf("%d lines, want %d ending with the audit note:\n%s", len(lines), maxRefusalLines+1, b.String())
 	}
 }
+
+// TestRefusalsQuietHosts: an agent's telemetry and update hosts (a profile's quiet list) are
+// named in one line for all of them, the first time one is refused; other hosts keep their
+// own line, and a quiet host refused for another cause (a deny rule) is named as usual.
+func TestRefusalsQuietHosts(t *testing.T) {
+	var b bytes.Buffer
+	r := NewRefusals(&b)
+	r.Quiet("gemini", []string{"play.googleapis.com:443", "*.sentry.io", "registry.npmjs.org:443"})
+	for _, ev := range []Event{
+		{Proto: "connect", Host: "play.googleapis.com", Port: 443, Decision: Denied, Cause: CauseNotAllowed},
+		{Proto: "connect", Host: "o1.ingest.sentry.io", Port: 443, Decision: Denied, Cause: CauseNotAllowed},
+		{Proto: "connect", Host: "registry.npmjs.org", Port: 443, Decision: Denied, Cause: CauseNotAllowed},
+		{Proto: "socks5", Host: "play.googleapis.com", Port: 443, Decision: Denied, Cause: CauseNotAllowed},
+	} {
+		r.Event(ev)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "refused play.googleapis.com:443: not in allow (add --allow play.googleapis.com)") ||
+		!strings.Contains(lines[0], "the gemini profile leaves closed") || !strings.Contains(lines[0], "registry.npmjs.org:443") {
+		t.Fatalf("quiet hosts: %q, want one line naming the first and the list", lines)
+	}
+	r.Event(Event{Proto: "http", Host: "play.googleapis.com", Port: 80, Decision: Denied, Cause: CauseNotAllowed})
+	r.Event(Event{Proto: "connect", Host: "other.example", Port: 443, Decision: Denied, Cause: CauseNotAllowed})
+	r.Event(Event{Proto: "connect", Host: "play.googleapis.com", Port: 443, Decision: Denied, Cause: CauseDenyRule, Reason: "denied by rule"})
+	if n := strings.Count(b.String(), "\n"); n != 4 {
+		t.Fatalf("%d lines, want 4 (a port the list does not name, another host and a deny rule are named):\n%s", n, b.String())
+	}
+}

@@ -81,6 +81,13 @@ type Profile struct {
 	// Env lists variables passed from the caller (pass-list syntax: NAME or PREFIX*).
 	// Empty keeps the built-in's.
 	Env []string `toml:"env" json:"env"`
+	// Quiet lists hosts (network.allow syntax) the agent asks for telemetry, crash reports or
+	// update checks, which the profile leaves closed where its SetEnv cannot turn them off
+	// (Gemini's play.googleapis.com, Codex's update check): refused like any host not allowed,
+	// they are named on stderr in one line for all of them, the first time one is refused,
+	// rather than one line each on every run (the audit log has every refusal). An --allow or
+	// [network] allow entry opens one as usual. Empty keeps the built-in's.
+	Quiet []string `toml:"quiet" json:"quiet"`
 	// Disabled turns the profile off: no command chooses it and --profile refuses it.
 	// Absent means false.
 	Disabled bool `toml:"disabled" json:"disabled"`
@@ -105,6 +112,12 @@ func BuiltinProfiles() map[string]Profile {
 			Seed:      []string{"~/.claude.json"},
 			Allow:     []string{"api.anthropic.com:443", "console.anthropic.com:443", "claude.ai:443", "platform.claude.com:443"},
 			Env:       []string{"ANTHROPIC_*", "CLAUDE_CODE_*", "DISABLE_*", "MAX_THINKING_TOKENS"},
+			// Claude Code's own opt-outs: its telemetry, error reports, update checks and
+			// release notes (raw.githubusercontent.com) go to hosts the profile does not open,
+			// and the install is read-only inside. The three DISABLE_ variables are what
+			// older versions read.
+			SetEnv: []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_AUTOUPDATER=1"},
+			Quiet:  []string{"statsig.anthropic.com:443", "*.sentry.io:443", "*.datadoghq.com:443", "browser-intake-us5-datadoghq.com:443", "cdn.growthbook.io:443", "storage.googleapis.com:443"},
 		},
 		"codex": {
 			Commands:  []string{"codex"},
@@ -116,6 +129,8 @@ func BuiltinProfiles() map[string]Profile {
 			SetEnv:    []string{"CODEX_SQLITE_HOME=~/.local/state/jail-codex"},
 			Allow:     []string{"api.openai.com:443", "auth.openai.com:443", "chatgpt.com:443"},
 			Env:       []string{"OPENAI_*", "CODEX_API_KEY", "RUST_LOG"},
+			// Codex has no variable for these: its update check and its metrics.
+			Quiet: []string{"api.github.com:443", "ab.chatgpt.com:443"},
 		},
 		"gemini": {
 			Commands:  []string{"gemini"},
@@ -126,6 +141,9 @@ func BuiltinProfiles() map[string]Profile {
 			Allow: []string{"generativelanguage.googleapis.com:443", "cloudcode-pa.googleapis.com:443", "oauth2.googleapis.com:443",
 				"accounts.google.com:443", "www.googleapis.com:443"},
 			Env: []string{"GEMINI_*", "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GEMINI_BASE_URL"},
+			// Gemini CLI's usage statistics and update notice are settings only (the host's
+			// settings.json, read-only inside), no variable.
+			Quiet: []string{"play.googleapis.com:443", "registry.npmjs.org:443"},
 		},
 		"aider": {
 			Commands: []string{"aider"},
@@ -134,6 +152,9 @@ func BuiltinProfiles() map[string]Profile {
 			RO:       []string{"~/.aider.conf.yml", "~/.aider.model.settings.yml", "~/.aider.model.metadata.json", "~/.env"},
 			Allow:    []string{"api.openai.com:443", "api.anthropic.com:443", "openrouter.ai:443"},
 			Env:      []string{"AIDER_*", "OPENAI_*", "ANTHROPIC_*", "OPENROUTER_API_KEY"},
+			// aider reads every option from AIDER_*: no update check, no analytics.
+			SetEnv: []string{"AIDER_CHECK_UPDATE=false", "AIDER_ANALYTICS=false"},
+			Quiet:  []string{"pypi.org:443", "*.posthog.com:443", "api.mixpanel.com:443"},
 		},
 		"opencode": {
 			Commands: []string{"opencode"},
@@ -147,6 +168,7 @@ func BuiltinProfiles() map[string]Profile {
 			ConfigEnv: []string{"XDG_DATA_HOME=~/.local/share", "XDG_CONFIG_HOME=~/.config", "XDG_CACHE_HOME=~/.cache"},
 			Allow:     []string{"api.anthropic.com:443", "api.openai.com:443", "opencode.ai:443", "models.dev:443", "openrouter.ai:443"},
 			Env:       []string{"OPENCODE_*", "ANTHROPIC_*", "OPENAI_*", "OPENROUTER_API_KEY"},
+			SetEnv:    []string{"OPENCODE_DISABLE_AUTOUPDATE=1"},
 		},
 	}
 }
@@ -171,7 +193,7 @@ func (p *Policy) Profile(name string) (prof Profile, ok bool) {
 	if set {
 		for _, f := range []struct{ dst, src *[]string }{
 			{&b.Commands, &o.Commands}, {&b.Own, &o.Own}, {&b.Private, &o.Private}, {&b.RW, &o.RW}, {&b.RWFiles, &o.RWFiles}, {&b.Create, &o.Create},
-			{&b.ConfigEnv, &o.ConfigEnv}, {&b.SetEnv, &o.SetEnv}, {&b.RO, &o.RO}, {&b.Seed, &o.Seed}, {&b.Allow, &o.Allow}, {&b.Env, &o.Env},
+			{&b.ConfigEnv, &o.ConfigEnv}, {&b.SetEnv, &o.SetEnv}, {&b.RO, &o.RO}, {&b.Seed, &o.Seed}, {&b.Allow, &o.Allow}, {&b.Env, &o.Env}, {&b.Quiet, &o.Quiet},
 		} {
 			if len(*f.src) > 0 {
 				*f.dst = slices.Clone(*f.src)
@@ -241,6 +263,11 @@ func (v *validator) validateProfiles(p *Policy) {
 		for _, h := range prof.Allow {
 			if err := checkAllowHost(h); err != nil {
 				v.add(key+".allow", "%v", err)
+			}
+		}
+		for _, h := range prof.Quiet {
+			if err := checkAllowHost(h); err != nil {
+				v.add(key+".quiet", "%v", err)
 			}
 		}
 		for _, c := range prof.Commands {

@@ -109,7 +109,8 @@ func TestExampleProfileIsTheBuiltin(t *testing.T) {
 		key       string
 		got, want []string
 	}{{"own", got.Own, want.Own}, {"private", got.Private, want.Private}, {"rw_files", got.RWFiles, want.RWFiles}, {"create", got.Create, want.Create},
-		{"config_env", got.ConfigEnv, want.ConfigEnv}, {"seed", got.Seed, want.Seed}, {"allow", got.Allow, want.Allow}, {"env", got.Env, want.Env}} {
+		{"config_env", got.ConfigEnv, want.ConfigEnv}, {"seed", got.Seed, want.Seed}, {"allow", got.Allow, want.Allow}, {"env", got.Env, want.Env},
+		{"set_env", got.SetEnv, want.SetEnv}, {"quiet", got.Quiet, want.Quiet}} {
 		if !slices.Equal(f.got, f.want) {
 			t.Errorf("policy.toml.example profiles.claude.%s = %v, the built-in has %v", f.key, f.got, f.want)
 		}

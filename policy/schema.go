@@ -136,6 +136,10 @@ type Network struct {
 	// answer holds for that host and port for the rest of the run. The address checks and the
 	// deny list still apply. False (the default) refuses such hosts; so does having no terminal.
 	Ask bool `toml:"ask" json:"ask"`
+	// Quiet and QuietProfile are set by a run's agent profile, never by a file: the hosts of
+	// Profile.Quiet, whose refusals are named in one line for all of them.
+	Quiet        []string `toml:"-" json:"-"`
+	QuietProfile string   `toml:"-" json:"-"`
 }
 
 // Seccomp adjusts jail's built-in syscall filter.

@@ -5,6 +5,7 @@ package integration
 import (
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -145,6 +146,67 @@ func TestProjectWideningSaysWhereToAllow(t *testing.T) {
 			if !strings.Contains(res.stderr, want) {
 				t.Errorf("stderr lacks %q:\n%s", want, res.stderr)
 			}
+		}
+	})
+}
+
+// TestAgentTelemetryOneLine: an agent profile's telemetry and update hosts stay refused, and
+// a run that asks for them gets one line for all of them, not one each (Gemini's
+// play.googleapis.com on every run); another host keeps its own line. The claude profile
+// turns Claude Code's telemetry, error reports and update checks off with its own variables.
+// Judged on jail's stderr and the sandbox's environment, through the real proxy.
+func TestAgentTelemetryOneLine(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		home, err := os.MkdirTemp("/home", "jail-it-telemetry-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(home) })
+		os.Chmod(home, 0o755)
+		ws := filepath.Join(home, "proj")
+		os.Mkdir(ws, 0o755)
+		r.own(t, home)
+		env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config")}
+		script := `for h in play.googleapis.com registry.npmjs.org play.googleapis.com other.example; do curl -s -o /dev/null --max-time 10 https://$h/ ; done; true`
+		res := r.jail(t, call{args: []string{"run", "--profile", "gemini", "--", "/bin/sh", "-c", script}, dir: ws, env: env})
+		mustExit(t, res, 0)
+		var refused []string
+		for _, l := range strings.Split(res.stderr, "\n") {
+			if strings.HasPrefix(l, "jail: network: refused") {
+				refused = append(refused, l)
+			}
+		}
+		if len(refused) != 2 || !strings.Contains(refused[0], "refused play.googleapis.com:443") || !strings.Contains(refused[0], "the gemini profile leaves closed") ||
+			!strings.Contains(refused[0], "registry.npmjs.org:443") || !strings.Contains(refused[1], "refused other.example:443: not in allow (add --allow other.example)") {
+			t.Errorf("want one line for gemini's telemetry and update hosts and one for other.example, got:\n%s", strings.Join(refused, "\n"))
+		}
+		res = r.jail(t, call{args: []string{"run", "--profile", "claude", "--", "/bin/sh", "-c", "env | grep -E '^(DISABLE_|CLAUDE_CODE_DISABLE_NONESSENTIAL)' | sort"}, dir: ws, env: env})
+		mustExit(t, res, 0)
+		if res.stdout != "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1\nDISABLE_AUTOUPDATER=1\nDISABLE_ERROR_REPORTING=1\nDISABLE_TELEMETRY=1\n" {
+			t.Errorf("the claude profile's opt-outs: %q", res.stdout)
+		}
+	})
+}
+
+// TestNpmTestQuietOffline: npm test in a project, with the network off (the default), runs
+// and prints no jail line: npm's update notifier asked the registry on every command and made
+// jail print that the network is off, on runs that need none. A command that does look a
+// name up still gets the line.
+func TestNpmTestQuietOffline(t *testing.T) {
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skip("npm is not installed")
+	}
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-npmtest-")
+		r.writeFile(t, filepath.Join(ws, "package.json"), `{"name":"p","version":"1.0.0","scripts":{"test":"node -e \"console.log('tests pass')\""}}`)
+		res := r.jail(t, call{args: []string{"run", "--", "npm", "test"}, dir: ws})
+		mustExit(t, res, 0)
+		if !strings.Contains(res.stdout, "tests pass") || strings.Contains(res.stderr, "jail: ") {
+			t.Errorf("npm test offline: stdout %q, stderr %q (want no jail line)", res.stdout, res.stderr)
+		}
+		res = r.jail(t, call{args: []string{"run", "--", "npm", "view", "semver", "version"}, dir: ws})
+		if !strings.Contains(res.stderr, "jail: network: registry.npmjs.org: the network is off") {
+			t.Errorf("npm view offline does not say the network is off: %q", res.stderr)
 		}
 	})
 }
