@@ -129,8 +129,10 @@ func BuiltinProfiles() map[string]Profile {
 			SetEnv:    []string{"CODEX_SQLITE_HOME=~/.local/state/jail-codex"},
 			Allow:     []string{"api.openai.com:443", "auth.openai.com:443", "chatgpt.com:443"},
 			Env:       []string{"OPENAI_*", "CODEX_API_KEY", "RUST_LOG"},
-			// Codex has no variable for these: its update check and its metrics.
-			Quiet: []string{"api.github.com:443", "ab.chatgpt.com:443"},
+			// Codex has no variable for these: its update check, its metrics, the tip it fetches
+			// at start (raw.githubusercontent.com/openai/codex/main/announcement_tip.toml) and
+			// github.com, which it asks at start too.
+			Quiet: []string{"api.github.com:443", "ab.chatgpt.com:443", "raw.githubusercontent.com:443", "github.com:443"},
 		},
 		"gemini": {
 			Commands:  []string{"gemini"},
