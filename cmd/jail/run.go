@@ -33,6 +33,19 @@ func (d *durationFlag) Set(v string) error {
 	return nil
 }
 
+// countFlag is an int64 flag whose bad value says what is wanted.
+type countFlag int64
+
+func (c *countFlag) String() string { return strconv.FormatInt(int64(*c), 10) }
+func (c *countFlag) Set(v string) error {
+	x, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return errors.New("want a whole number such as 4096")
+	}
+	*c = countFlag(x)
+	return nil
+}
+
 // listFlag collects a repeatable flag.
 type listFlag []string
 
@@ -50,11 +63,12 @@ func parseRunFlags(args []string, stderr io.Writer) (*launch.Run, error) {
 	fs.Var((*listFlag)(&o.Env), "env", "pass variable `NAME` from the caller, or set NAME=VALUE (repeatable)")
 	fs.Var((*durationFlag)(&o.Timeout), "timeout", "kill the whole sandbox after `DURATION` (e.g. 30s, 10m) and exit 124")
 	memory := fs.String("memory", "", "memory limit `SIZE` (e.g. 512M, 2G)")
-	fs.Int64Var(&o.Pids, "pids", 0, "limit the number of processes to `N`")
+	fs.Var((*countFlag)(&o.Pids), "pids", "limit the number of processes to `N`")
 	fs.BoolVar(&o.JSON, "json", false, "print a JSON result object at the end (see README: Result)")
 	fs.StringVar(&o.JSONOut, "json-out", "", "write the JSON result to `FILE` instead of stdout/stderr (implies --json)")
 	fs.BoolVar(&o.Capture, "capture", false, "capture stdout and stderr into the JSON result (implies --json)")
-	fs.IntVar(&o.OutputLimit, "output-limit", 0, "characters of each captured stream to keep (default: the policy's [limits] output_chars, 100000)")
+	outputLimit := (*countFlag)(new(int64))
+	fs.Var(outputLimit, "output-limit", "`N` characters of each captured stream to keep (default: the policy's [limits] output_chars, 100000)")
 	fs.StringVar(&o.PolicyFile, "policy", "", "policy `FILE` (see policy.toml.example)")
 	fs.StringVar(&o.Net, "net", "", "network: none (loopback only), proxy (HTTP and SOCKS5 proxies enforcing the policy's allowlist), transparent (proxy, plus DNS and TCP for any program to allowed hosts) or host (the host's network; printed as a warning); default from the policy, none")
 	allowFlag(fs, (*listFlag)(&o.Allow))
@@ -78,6 +92,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*launch.Run, error) {
 		return nil, fmt.Errorf("%w (jail run -h lists the flags)", err)
 	}
 	o.Argv = fs.Args()
+	o.OutputLimit = int(min(*outputLimit, math.MaxInt32))
 	for _, e := range o.Env {
 		o.EnvValues = o.EnvValues || strings.Contains(e, "=")
 	}
