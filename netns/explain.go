@@ -144,8 +144,8 @@ func (r *Refusals) Event(ev Event) {
 		r.quietSaid = r.quietSaid || quiet
 		r.mu.Unlock()
 		if first {
-			io.WriteString(r.w, line+"; it is one of the hosts the "+printable(r.quietWho)+
-				" profile leaves closed, for the agent's telemetry and update checks ("+printable(strings.Join(r.quiet, ", "))+"), which are not named again (the audit log has each)\n")
+			io.WriteString(r.w, line+"; it is one of the hosts the "+termtext.Line(r.quietWho)+
+				" profile leaves closed, for the agent's telemetry and update checks ("+termtext.Line(strings.Join(r.quiet, ", "))+"), which are not named again (the audit log has each)\n")
 		}
 		if quiet {
 			return
