@@ -54,6 +54,7 @@
 #include "gitguard_linux.h"
 
 #define MAX_PLACEHOLDERS 64
+#define MAX_OVERLAYS 24 // maxRepos (gitview)
 #define REPLAN_ARG0 "jail-replan" // a fallback's argv[0]: plan afresh
 #define MAX_LOCKS 64
 
@@ -168,6 +169,10 @@ struct fast {
 	const char *fresh_old; // the RUN name the plan was stored with
 	char fresh_run[17];    // this run's
 	int gkey, grun, ggit, gws;
+	// noverlay is the number of repositories shown as overlays (g0 ...),
+	// whose upper and work directories this run makes; 0 for a fresh
+	// private directory
+	uint32_t noverlay;
 	// guard is the pipe to the git state's guardian (gitguard_linux.c),
 	// -1 when there is none
 	int guard;
@@ -183,7 +188,7 @@ struct fast {
 	int ndirs;
 	// descriptors of directories this run removed, closed by a process of
 	// their own once this one has exited (drop_deferred)
-	int defer[MAX_PLACEHOLDERS + 4];
+	int defer[MAX_PLACEHOLDERS + 4 + 4 * MAX_OVERLAYS];
 	int ndefer;
 };
 
@@ -506,6 +511,32 @@ static int check_facts(struct fast *f, struct cursor *c) {
 		case FACT_TREE:
 			if (check_tree(f, c, path) < 0) return -1;
 			break;
+		case FACT_STAT: {
+			// A file a repository's launch state was read from (full:
+			// its content and, for a directory, its entries), or a
+			// directory whose identity the view relies on.
+			uint32_t full = cur_u32(c), present = cur_u32(c), mode = 0;
+			uint64_t want[5] = {0}, have[5];
+			if (present) {
+				mode = cur_u32(c);
+				want[0] = cur_u64(c);
+				want[1] = cur_u64(c);
+				if (full)
+					for (int j = 2; j < 5; j++) want[j] = cur_u64(c);
+			}
+			if (c->bad) break;
+			if (lstat(path, &st) < 0) {
+				if (present || !absent(errno)) return miss(f, "a repository's state changed", path);
+				break;
+			}
+			identity(&st, have);
+			if (!full) {
+				have[2] = have[3] = have[4] = 0;
+				st.st_mode &= S_IFMT;
+			}
+			if (!present || mode != (uint32_t)st.st_mode || memcmp(want, have, sizeof(want))) return miss(f, "a repository's state changed", path);
+			break;
+		}
 		default:
 			return miss(f, "unknown fact in the entry", NULL);
 		}
@@ -581,10 +612,63 @@ static int same_file(int fd, int dirfd, const char *name) {
 // put_json is a JSON string of s.
 static void put_json(struct buf *b, const char *s);
 
+// overlays_written reports whether the sandbox changed anything in the
+// repositories shown as overlays (an upper that is not empty).
+static int overlays_written(struct fast *f) {
+	for (uint32_t i = 0; i < f->noverlay; i++) {
+		char up[32];
+		snprintf(up, sizeof(up), "g%u/upper", i);
+		int fd = openat(f->grun, up, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int empty = fd >= 0 && dir_empty(fd);
+		if (fd >= 0) close(fd);
+		if (!empty) return 1;
+	}
+	return 0;
+}
+
+// remove_dir removes the empty directory name beneath dirfd, keeping a
+// descriptor of it for drop_deferred (its last close can wait for the
+// device).
+static int remove_dir(struct fast *f, int dirfd, const char *name) {
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) return errno == ENOENT ? 0 : -1;
+	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0) {
+		close(fd);
+		return -1;
+	}
+	defer_close(f, fd);
+	return 0;
+}
+
+// overlays_release removes the RUN directory of a run whose sandbox
+// changed nothing in its overlays: each gN's upper, work (and the work
+// directory overlayfs made in it) and gN, the meta record, the RUN
+// directory. Anything else in it, or a removal that fails, leaves it for
+// the next run's adoption (Go), which finds nothing to adopt and removes
+// it.
+static void overlays_release(struct fast *f) {
+	int ok = !overlays_written(f);
+	for (uint32_t i = 0; ok && i < f->noverlay; i++) {
+		char g[16];
+		snprintf(g, sizeof(g), "g%u", i);
+		int gfd = openat(f->grun, g, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int wfd = gfd >= 0 ? openat(gfd, "work", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+		ok = gfd >= 0 && wfd >= 0 && remove_dir(f, wfd, "work") == 0 && remove_dir(f, gfd, "work") == 0 && remove_dir(f, gfd, "upper") == 0 &&
+		     remove_dir(f, f->grun, g) == 0;
+		if (wfd >= 0) close(wfd);
+		if (gfd >= 0) close(gfd);
+	}
+	if (ok && unlinkat(f->grun, "meta", 0) == 0 && unlinkat(f->gkey, f->fresh_run, AT_REMOVEDIR) == 0) {
+		defer_close(f, f->grun);
+		f->grun = -1;
+	}
+}
+
 // fresh_needs_adoption reports whether the sandbox left a repository in
-// its private git directory.
+// its private git directory, or changed a repository shown as an overlay.
 static int fresh_needs_adoption(struct fast *f) {
 	if (f->grun < 0) return 0;
+	if (f->noverlay) return overlays_written(f);
 	int g = openat(f->grun, "g0", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (g < 0) return 0;
 	int empty = dir_empty(g);
@@ -597,7 +681,8 @@ static int fresh_needs_adoption(struct fast *f) {
 // host's .git when it is still empty, marked as jail's and no other run
 // holds it (removeFresh in gitview).
 static void fresh_release(struct fast *f) {
-	if (f->grun >= 0) {
+	if (f->grun >= 0 && f->noverlay) overlays_release(f);
+	if (f->grun >= 0 && !f->noverlay) {
 		int g = openat(f->grun, "g0", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		int empty = g < 0 || dir_empty(g);
 		if (empty && g >= 0 && unlinkat(f->grun, "g0", AT_REMOVEDIR) == 0) defer_close(f, g);
@@ -647,7 +732,11 @@ static void git_after(struct fast *f, int adopt) {
 			fcntl(f->gkey, F_SETFD, 0);
 			fcntl(f->grun, F_SETFD, 0);
 		}
-		char *argv[] = {"jail", JAIL_ADOPT_COMMAND, (char *)f->ws, key, run, adopt ? f->fresh_run : "-", f->t0, NULL};
+		// Overlays: the adopter reduces against the launch walk the RUN
+		// directory's meta records ("meta"), as the guardian of a Go
+		// supervisor's run does; a fresh directory's plan was made where
+		// no repository lay below the root ("cached").
+		char *argv[] = {"jail", JAIL_ADOPT_COMMAND, (char *)f->ws, key, run, adopt ? f->fresh_run : "-", f->t0, f->noverlay ? "meta" : "cached", NULL};
 		if (f->mask) sigprocmask(SIG_SETMASK, f->mask, NULL);
 		execve("/proc/self/exe", argv, f->envp);
 		say("jail: git: cannot execute /proc/self/exe to adopt the sandbox's git changes; the next run in this workspace adopts them\n");
@@ -769,7 +858,10 @@ static int make_fresh(struct fast *f, struct cursor *c) {
 	if (c->bad || n > 1) return miss(f, "malformed entry", NULL);
 	if (n == 0) return 0;
 	const char *keydir = cur_str(c), *old = cur_str(c), *rel = cur_str(c);
-	if (c->bad || !is_run_name(old) || !rel[0] || strchr(rel, '/') || !f->ws) return miss(f, "malformed entry", NULL);
+	uint32_t nover = cur_u32(c), mn = 0;
+	const uint8_t *meta = cur_bytes(c, &mn);
+	if (c->bad || !is_run_name(old) || !f->ws || (rel[0] ? nover != 0 || strchr(rel, '/') : nover == 0 || nover > MAX_OVERLAYS || mn == 0))
+		return miss(f, "malformed entry", NULL);
 	f->fresh_old = old;
 	f->grel = rel;
 	f->gkey = open(keydir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -800,9 +892,29 @@ static int make_fresh(struct fast *f, struct cursor *c) {
 	snprintf(tmp, sizeof(tmp), ".new-%s", f->fresh_run);
 	if (mkdirat(f->gkey, tmp, 0700) < 0) return miss(f, "cannot make the run's git state directory", keydir);
 	f->grun = openat(f->gkey, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (f->grun < 0 || flock(f->grun, LOCK_EX | LOCK_NB) < 0 || renameat(f->gkey, tmp, f->gkey, f->fresh_run) < 0 ||
-	    mkdirat(f->grun, "g0", 0700) < 0)
+	if (f->grun < 0 || flock(f->grun, LOCK_EX | LOCK_NB) < 0 || renameat(f->gkey, tmp, f->gkey, f->fresh_run) < 0)
 		return miss(f, "cannot make the run's git state directory", keydir);
+	if (nover) {
+		// Repositories shown as overlays (addOverlay in gitview): each
+		// one's upper and work, and the record the Go supervisor made,
+		// which the entry's facts keep true (the repositories' identities
+		// and launch states, the launch walk).
+		f->noverlay = nover;
+		for (uint32_t i = 0; i < nover; i++) {
+			char g[16];
+			snprintf(g, sizeof(g), "g%u", i);
+			if (mkdirat(f->grun, g, 0700) < 0) return miss(f, "cannot make the run's git state directory", keydir);
+			int gfd = openat(f->grun, g, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			int bad = gfd < 0 || mkdirat(gfd, "upper", 0700) < 0 || mkdirat(gfd, "work", 0700) < 0;
+			if (gfd >= 0) close(gfd);
+			if (bad) return miss(f, "cannot make the run's git state directory", keydir);
+		}
+		int mfd = openat(f->grun, "meta", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		int bad = mfd < 0 || jail_write_all(mfd, meta, mn) < 0;
+		if (mfd >= 0) close(mfd);
+		return bad ? miss(f, "cannot write the run's git state", NULL) : 0;
+	}
+	if (mkdirat(f->grun, "g0", 0700) < 0) return miss(f, "cannot make the run's git state directory", keydir);
 	f->gws = open(f->ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (f->gws < 0) return miss(f, "cannot open the workspace", f->ws);
 	if (mkdirat(f->gws, rel, 0755) < 0) return miss(f, "a .git appeared in the workspace", NULL);
@@ -1911,7 +2023,7 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 				// From now on a kill -9 of this process would leave what
 				// the sandbox does to git unfinished: a guardian in its own
 				// session finishes it then (docs/git.md).
-				if (f->grun >= 0 && f->guard < 0) f->guard = jail_git_guard_fork(f->gkey, f->grun, f->ws, f->fresh_run, f->t0, pid1, f->envp);
+				if (f->grun >= 0 && f->guard < 0) f->guard = jail_git_guard_fork(f->gkey, f->grun, f->ws, f->fresh_run, f->t0, f->noverlay ? "meta" : "cached", pid1, f->envp);
 			} else if (strstr(line, "\"stage\":\"" JAIL_STAGE_STARTED "\"")) {
 				started = 1;
 				if (res->timeout_ns) deadline = now_ns() + res->timeout_ns;
@@ -2015,12 +2127,20 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 	// A repository the sandbox made is adopted, and those it made in
 	// subdirectories reduced, before the result, which is the last line
 	// jail prints.
-	if (fresh_needs_adoption(f)) {
+	// A run with overlays hands its RUN directory to the adopter when a
+	// directory the walk recorded changed, even with nothing to adopt:
+	// the reduction is against the launch walk its meta records.
+	int adopt = fresh_needs_adoption(f), changed = -1;
+	if (!adopt && f->noverlay) {
+		release_placeholders(f);
+		adopt = changed = facts_changed(f) || swept_changed(f);
+	}
+	if (adopt) {
 		release_placeholders(f);
 		git_after(f, 1);
 	} else {
 		release(f);
-		if (facts_changed(f) || swept_changed(f)) git_after(f, 0);
+		if ((changed < 0 ? facts_changed(f) : changed) || swept_changed(f)) git_after(f, 0);
 	}
 	report(res, code);
 	finish(f, 0, code);

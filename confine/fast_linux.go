@@ -40,6 +40,7 @@ const (
 	factDirs     = 6 // DirsHash of the directory path is value (its subdirectories and .git and HEAD entries; not its own .git with root)
 	factGlob     = 7 // the names in directory path matching the pattern value are names
 	factTree     = 8 // the entries tree of the walk of path (rootonly_linux.go) still hash to hash
+	factStat     = 9 // lstat(path) has this type, device and inode (full: and size, mode, mtime and ctime), or fails with ENOENT or ENOTDIR when absent
 )
 
 // Facts are what a plan depends on in the host's file system, in the order
@@ -59,6 +60,8 @@ type fact struct {
 	typ         uint32
 	present     bool
 	st          [5]uint64   // dev, ino, size, mtime ns, ctime ns (factDir: dev, ino, uid, birth ns; factDirs: dev, ino, mtime, ctime)
+	mode        uint32      // factStat: st_mode (only its type unless full)
+	full        bool        // factStat: size, mode, mtime and ctime count too
 	hash        uint64      // factDirs
 	root        bool        // factDirs: the workspace's root, whose .git does not count
 	names       []string    // factGlob: the matches, sorted
@@ -263,24 +266,58 @@ func (f *Facts) File(path string) {
 	}
 }
 
-// FilesUnchanged reports whether every file recorded with File still has
-// the identity it had then: a policy file edited while it was loaded must
-// not be cached under its new identity with the plan of the old.
+// Stat records the lstat of path, or its absence: with full, a file
+// whose content, mode or (for a directory) entries changed is a change
+// (its mtime or ctime moved, which no process can set back for ctime);
+// without, only its type, device and inode count (a directory replaced
+// by another of the same name). The git view records this way every file
+// a repository's launch state is read from (gitstate.TakeInputs).
+func (f *Facts) Stat(path string, full bool) {
+	if f == nil {
+		return
+	}
+	var st unix.Stat_t
+	err := unix.Lstat(path, &st)
+	switch {
+	case err == nil:
+		x := fact{kind: factStat, path: path, present: true, full: full, mode: st.Mode & unix.S_IFMT, st: [5]uint64{st.Dev, st.Ino}}
+		if full {
+			x.mode = st.Mode
+			x.st = identity(&st)
+		}
+		f.add(x)
+	case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR):
+		f.add(fact{kind: factStat, path: path, full: full})
+	default:
+		f.unsure = true
+	}
+}
+
+// FilesUnchanged reports whether every file recorded with File or Stat
+// still has the identity it had then: a policy file edited while it was
+// loaded, or a ref moved while a repository's state was read, must not be
+// cached under its new identity with the plan of the old.
 func (f *Facts) FilesUnchanged() bool {
 	again := &Facts{}
 	for _, x := range f.list {
-		if x.kind == factFile {
+		switch x.kind {
+		case factFile:
 			again.File(x.path)
-			if again.unsure || !sameFact(again.list[len(again.list)-1], x) {
-				return false
-			}
+		case factStat:
+			again.Stat(x.path, x.full)
+		default:
+			continue
+		}
+		if again.unsure || !sameFact(again.list[len(again.list)-1], x) {
+			return false
 		}
 	}
 	return true
 }
 
 func sameFact(a, b fact) bool {
-	return a.kind == b.kind && a.path == b.path && a.value == b.value && a.typ == b.typ && a.present == b.present && a.st == b.st && slices.Equal(a.names, b.names)
+	return a.kind == b.kind && a.path == b.path && a.value == b.value && a.typ == b.typ && a.present == b.present && a.st == b.st &&
+		a.mode == b.mode && a.full == b.full && slices.Equal(a.names, b.names)
 }
 
 func identity(st *unix.Stat_t) [5]uint64 {
@@ -328,16 +365,24 @@ type CacheEntry struct {
 	Fresh *CacheFresh
 }
 
-// CacheFresh is what a cached run redoes of a git view with a fresh
-// private git directory: it makes its own RUN directory in KeyDir (16 hex
-// digits, locked for the run), an empty host directory Rel in the
-// workspace, marked user.jail=git and held with a shared flock, and
+// CacheFresh is what a cached run redoes of a git view: it makes its own
+// RUN directory in KeyDir (16 hex digits, locked for the run) and
 // replaces Run, the RUN name of the run that stored the plan, with its
-// own wherever the plan names it. After the run it removes both when the
-// sandbox left the private directory empty, and otherwise hands them to
-// the Go adopter (the hidden command AdoptCommand).
+// own wherever the plan names it. Then either (Rel) an empty host
+// directory Rel in the workspace, marked user.jail=git and held with a
+// shared flock, for a fresh private git directory; or (Overlays) the
+// upper and work directories of each of the repositories g0 ... gN-1
+// shown as overlays, and Meta as the RUN directory's record (the
+// repositories' identities and launch states, and the launch walk), which
+// the facts of the entry keep true. After the run it removes the RUN
+// directory (and the empty .git) when the sandbox changed nothing there
+// and no directory the walk recorded changed, and otherwise hands them to
+// the Go adopter (the hidden command AdoptCommand; "meta" mode for
+// overlays, which reduces against the launch walk the record holds).
 type CacheFresh struct {
 	KeyDir, Run, Rel string
+	Overlays         int
+	Meta             []byte
 }
 
 // AdoptCommand is the hidden command a cached run executes, and waits
@@ -400,7 +445,7 @@ func planCacheName(uid int, cwd string, args []string) string {
 	return fmt.Sprintf("%016x.plan", h)
 }
 
-const cacheMagic = "JAILFST3"
+const cacheMagic = "JAILFST4"
 
 // maxCacheEntry bounds an entry; fast_linux.c refuses larger ones.
 const maxCacheEntry = 1 << 20
@@ -484,6 +529,19 @@ func (c *Cmd) CachePlan(dir string, e *CacheEntry) error {
 			for _, n := range f.names {
 				p.str(n)
 			}
+		case factStat:
+			p.u32(boolU32(f.full))
+			p.u32(boolU32(f.present))
+			if f.present {
+				p.u32(f.mode)
+				p.u64(f.st[0])
+				p.u64(f.st[1])
+				if f.full {
+					for _, v := range f.st[2:] {
+						p.u64(v)
+					}
+				}
+			}
 		case factTree:
 			p.u32(uint32(len(f.tree)))
 			for _, e := range f.tree {
@@ -518,10 +576,15 @@ func (c *Cmd) CachePlan(dir string, e *CacheEntry) error {
 		if len(f.Run) != 16 || !bytes.Contains(c.setup, []byte(f.Run)) {
 			return errors.New("plan cache: the plan does not name the run's git directory")
 		}
+		if (f.Rel == "") == (f.Overlays == 0) || f.Overlays > 0 && len(f.Meta) == 0 || bytes.Contains(f.Meta, []byte(f.Run)) {
+			return errors.New("plan cache: the git view is neither one fresh directory nor overlays")
+		}
 		p.u32(1)
 		p.str(f.KeyDir)
 		p.str(f.Run)
 		p.str(f.Rel)
+		p.u32(uint32(f.Overlays))
+		p.bytes(f.Meta)
 	} else {
 		p.u32(0)
 	}

@@ -98,7 +98,7 @@ void jail_git_guard_main(int argc, char **argv, char **envp) {
 	guard(0, argv[2], argv[3], argv[4], argv[5], 0, envp);
 }
 
-int jail_git_guard_fork(int keyfd, int runfd, const char *ws, const char *run, const char *t0, int pid1, char **envp) {
+int jail_git_guard_fork(int keyfd, int runfd, const char *ws, const char *run, const char *t0, const char *mode, int pid1, char **envp) {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0) return -1;
 	pid_t pid = fork();
@@ -117,9 +117,9 @@ int jail_git_guard_fork(int keyfd, int runfd, const char *ws, const char *run, c
 		syscall(NR_close_range, 5, ~0U, 0);
 		// Executed rather than run in this fork: it then shows as what
 		// it is (ps, /proc/PID/cmdline), as the Go supervisor's does.
-		char *argv[] = {"jail", JAIL_GUARD_COMMAND, (char *)ws, (char *)run, (char *)t0, "cached", NULL};
+		char *argv[] = {"jail", JAIL_GUARD_COMMAND, (char *)ws, (char *)run, (char *)t0, (char *)mode, NULL};
 		execve("/proc/self/exe", argv, envp);
-		guard(0, ws, run, t0, "cached", pid1, envp);
+		guard(0, ws, run, t0, mode, pid1, envp);
 	}
 	close(p[0]);
 	char line[32];

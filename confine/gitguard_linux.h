@@ -19,7 +19,9 @@ void jail_git_guard_main(int argc, char **argv, char **envp);
 // jail_git_guard_fork forks the guardian of the RUN directory run (held
 // locked on runfd, beneath keyfd) of the workspace ws, begun at t0 (unix
 // ns, in decimal), whose sandbox's pid 1 is pid1, and returns the descriptor the supervisor writes "done\n" to
-// when it finished (close-on-exec), or -1.
-int jail_git_guard_fork(int keyfd, int runfd, const char *ws, const char *run, const char *t0, int pid1, char **envp);
+// when it finished (close-on-exec), or -1. mode is the adopter's:
+// "cached" (a plan made where no repository lay below the root) or
+// "meta" (reduce against the launch walk the RUN directory records).
+int jail_git_guard_fork(int keyfd, int runfd, const char *ws, const char *run, const char *t0, const char *mode, int pid1, char **envp);
 
 #endif

@@ -74,7 +74,7 @@ enum {
 
 // ---- the plan cache (fast_linux.go writes entries, fast_linux.c replays) ---
 
-#define CACHE_MAGIC "JAILFST3"           // cacheMagic
+#define CACHE_MAGIC "JAILFST4"           // cacheMagic
 #define MAX_ENTRY (1 << 20)              // maxCacheEntry
 #define CACHE_KEY_NAME "jail:plan-cache" // cacheKeyName
 
@@ -87,6 +87,7 @@ enum {
 #define FACT_DIRS 6
 #define FACT_GLOB 7
 #define FACT_TREE 8
+#define FACT_STAT 9
 #define MAX_TREE 100001 // maxUnreadableWalk (rootonly_linux.go), and the root
 
 // Limit methods (limitCode of a LimitMethod).

@@ -93,3 +93,53 @@ func ReadConfig(fd int) (*Config, error) {
 	}
 	return c, nil
 }
+
+// TakeInputs lists, relative to the git directory gitdirFD, every file
+// Take reads there: config, packed-refs, index, the pseudo-refs (present
+// or not), refs/ and every entry beneath it. A snapshot taken again can
+// differ only where one of them changed (its inode, size, mode or times;
+// a directory's times move when an entry is added, removed or renamed).
+// ok is false past max entries, or when refs/ cannot be listed. The plan
+// cache keeps a repository's launch state as long as they are unchanged
+// (package gitview).
+func TakeInputs(gitdirFD int, max int) (paths []string, ok bool) {
+	paths = append([]string{"config", "packed-refs", "index"}, pseudoRefs...)
+	paths = append(paths, "refs")
+	var walk func(dirfd int, prefix string) bool
+	walk = func(dirfd int, prefix string) bool {
+		ents, err := readDir(dirfd, max)
+		if err != nil {
+			return false
+		}
+		for _, e := range ents {
+			name := prefix + "/" + e.Name
+			if paths = append(paths, name); len(paths) > max {
+				return false
+			}
+			if e.Type == unix.S_IFDIR {
+				sub, err := openDir(dirfd, e.Name)
+				if err != nil {
+					return false
+				}
+				ok := walk(sub, name)
+				unix.Close(sub)
+				if !ok {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	rfd, err := openDir(gitdirFD, "refs")
+	if errors.Is(err, unix.ENOENT) {
+		return paths, true
+	}
+	if err != nil {
+		return nil, false
+	}
+	defer unix.Close(rfd)
+	if !walk(rfd, "refs") {
+		return nil, false
+	}
+	return paths, true
+}

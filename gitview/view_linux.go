@@ -84,6 +84,12 @@ type Run struct {
 	// t0 is when the view began to be made (unix ns): a directory born
 	// since is the sandbox's.
 	t0 int64
+	// meta is the RUN directory's record as written (writeMeta), which a
+	// cached run writes again (Cache).
+	meta []byte
+	// inputs are, for each repository the plan cache's facts cover, the
+	// files its launch state was read from (gitstate.TakeInputs).
+	inputs map[string][]string
 }
 
 // repo is one host git directory the sandbox sees through the view.
@@ -333,12 +339,12 @@ func (r *Run) prepareRoot(gitPath string) error {
 			return nil
 		default:
 			// A repository: the plan depends on the directory's
-			// identity and contents, which the plan cache cannot check
-			// yet.
-			r.opt.Facts.Unsure()
+			// identity and on the files its launch state is read from,
+			// which become facts of the plan (repoFacts).
 			if err := r.openRun(); err != nil {
 				return err
 			}
+			r.repoFacts(".git")
 			return r.addOverlay(".git")
 		}
 	}
@@ -407,16 +413,76 @@ func (r *Run) openRun() error {
 }
 
 // Cache is what a cached run must redo of this view (a fresh private
-// git directory, made anew by each run), or nil when the view is the
-// same for every run. ok is false when the plan cache cannot redo it.
+// git directory, or the uppers of the repositories shown as overlays,
+// made anew by each run, and the RUN directory's record), or nil when the
+// view is the same for every run. ok is false when the plan cache cannot
+// redo it.
 func (r *Run) Cache() (c *confine.CacheFresh, ok bool) {
 	if r == nil || len(r.repos) == 0 {
 		return nil, true
 	}
-	if len(r.repos) != 1 || !r.repos[0].Fresh || len(r.mounts) != 1 {
+	if len(r.repos) == 1 && r.repos[0].Fresh {
+		if len(r.mounts) != 1 {
+			return nil, false
+		}
+		return &confine.CacheFresh{KeyDir: r.keyDir, Run: r.name, Rel: r.repos[0].Rel}, true
+	}
+	for _, g := range r.repos {
+		if g.Fresh || r.inputs[g.Rel] == nil {
+			return nil, false
+		}
+	}
+	if len(r.meta) == 0 {
 		return nil, false
 	}
-	return &confine.CacheFresh{KeyDir: r.keyDir, Run: r.name, Rel: r.repos[0].Rel}, true
+	return &confine.CacheFresh{KeyDir: r.keyDir, Run: r.name, Overlays: len(r.repos), Meta: r.meta}, true
+}
+
+// maxStateInputs bounds the files of a repository's launch state the
+// plan cache checks on each run (a few lstat calls each): a repository
+// with more loose refs is planned each time.
+const maxStateInputs = 512
+
+// repoFacts records what the plan depends on of the repository rel,
+// before its launch state is taken (addOverlay): that it is the same
+// directory, still a repository of its own to git (isGitDir), with no
+// submodule git directories, and every file its launch state is read
+// from unchanged. The cached run then writes the record this run made
+// (its Base) as its own.
+func (r *Run) repoFacts(rel string) {
+	facts := r.opt.Facts
+	if facts == nil {
+		return
+	}
+	fd, err := openGitDir(r.ws, rel)
+	if err != nil {
+		facts.Unsure()
+		return
+	}
+	defer unix.Close(fd)
+	dir := filepath.Join(r.opt.Workspace, rel)
+	facts.Stat(dir, false)
+	for _, n := range []string{"objects", "refs", "commondir", "modules"} {
+		facts.Stat(filepath.Join(dir, n), false)
+	}
+	var st unix.Stat_t
+	if unix.Fstatat(fd, "modules", &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+		// Submodules' git directories: their listing is not a fact.
+		facts.Unsure()
+		return
+	}
+	paths, ok := gitstate.TakeInputs(fd, maxStateInputs)
+	if !ok {
+		facts.Unsure()
+		return
+	}
+	for _, p := range paths {
+		facts.Stat(filepath.Join(dir, p), true)
+	}
+	if r.inputs == nil {
+		r.inputs = map[string][]string{}
+	}
+	r.inputs[rel] = paths
 }
 
 // Env are variables the command needs because of the view. A workspace
@@ -535,6 +601,14 @@ func (r *Run) addOverlay(rel string) error {
 	if err != nil {
 		return fmt.Errorf("git view: the state of %s: %w", rel, err)
 	}
+	if want, ok := r.inputs[rel]; ok {
+		// A ref made or removed while the state was read: the facts
+		// recorded before may not name every file it was read from.
+		if again, ok := gitstate.TakeInputs(g.fd, maxStateInputs); !ok || !slices.Equal(again, want) {
+			delete(r.inputs, rel)
+			r.opt.Facts.Unsure()
+		}
+	}
 	for _, d := range []string{"upper", "work"} {
 		if err := unix.Mkdirat(sfd, d, 0o700); err != nil {
 			return fmt.Errorf("git state: %w", err)
@@ -608,6 +682,7 @@ func (r *Run) writeMeta() error {
 	if err != nil {
 		return err
 	}
+	r.meta = b
 	fd, err := unix.Openat(r.dirfd, "meta", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return fmt.Errorf("git state: %w", err)
@@ -1108,6 +1183,56 @@ func AdoptMain(args []string, w io.Writer, protected, later []string) int {
 	var launch *found
 	var m *meta
 	scan := mode == "cached"
+	// reduce walks the workspace and reduces what the sandbox made below
+	// the root (scanNew), with the gitlinks its commits add.
+	reduce := func() {
+		skip := ""
+		if sd := StateDir(os.Getenv("HOME"), os.Getenv("XDG_STATE_HOME")); sd != "" {
+			if rs, err := filepath.EvalSymlinks(filepath.Dir(sd)); err == nil {
+				if rel, err := filepath.Rel(args[0], rs); err == nil && !strings.HasPrefix(rel, "..") {
+					skip = rel
+				}
+			}
+		}
+		// Directories below the walk's depth made during the run (born
+		// after the launch the plan cache's run says) are walked too.
+		f := &found{skip: skip, depth: map[string]int{}, ids: map[string]dirID{}, hashes: map[string]uint64{},
+			names: newNameSet(protected, later), prot: map[string][]string{}, deep: since > 0, at: since}
+		f.walkFrom(wsfd, ".", 0)
+		switch {
+		case mode == "meta" && m != nil:
+			// The commits the sandbox added to the repositories of the
+			// run, as its Finish would have listed them.
+			rr := &Run{ws: wsfd, opt: Options{Report: w}}
+			for _, g := range m.Repos {
+				if fd, err := openGitDir(wsfd, g.Rel); err == nil {
+					g.fd = fd
+					rr.repos = append(rr.repos, g)
+				}
+			}
+			f.addCommitted(wsfd, rr.committedPaths())
+			for _, g := range rr.repos {
+				unix.Close(g.fd)
+			}
+		case args[3] != "-":
+			// The repository made in the private git directory, adopted
+			// now: every commit of it is the sandbox's.
+			if gfd, err := openGitDir(wsfd, ".git"); err == nil {
+				if isGitDir(wsfd, ".git") {
+					paths, err := committedGitlinks(gfd, nil)
+					if err != nil {
+						termtext.Fprintf(w, "jail: git: the gitlinks the sandbox's commits add cannot be listed (%v); before you check out its commits, look at what their submodule paths hold\n", err)
+					}
+					f.addCommitted(wsfd, paths)
+				}
+				unix.Close(gfd)
+			}
+		}
+		scanNew(w, wsfd, scratch, f, launch, run)
+		if since > 0 {
+			sweepAll(w, wsfd, scratch, args[0], skip, since, run, os.Getenv("HOME"), launch, f)
+		}
+	}
 	if args[3] != "-" {
 		run = args[3]
 		runfd, _ := strconv.Atoi(args[2])
@@ -1121,11 +1246,16 @@ func AdoptMain(args []string, w io.Writer, protected, later []string) int {
 				return 0
 			}
 		} else {
+			// Against a launch walk, the reduction comes before the RUN
+			// directory goes (as in Finish): a guardian finding it gone
+			// takes the reduction for done.
+			var before func()
 			if rm, err := readMeta(runfd); mode == "meta" && err == nil && !rm.NoWalk && rm.Launch != nil {
-				scan, m = true, rm
+				m = rm
 				launch = m.Launch.launchFound()
+				before = reduce
 			}
-			if !adoptHeld(w, wsfd, args[0], args[1], args[2], args[3], newNameSet(protected, later)) {
+			if !adoptHeld(w, wsfd, args[0], args[1], args[2], args[3], newNameSet(protected, later), before) {
 				code = 1
 			}
 		}
@@ -1133,57 +1263,14 @@ func AdoptMain(args []string, w io.Writer, protected, later []string) int {
 	if !scan {
 		return code
 	}
-	skip := ""
-	if sd := StateDir(os.Getenv("HOME"), os.Getenv("XDG_STATE_HOME")); sd != "" {
-		if rs, err := filepath.EvalSymlinks(filepath.Dir(sd)); err == nil {
-			if rel, err := filepath.Rel(args[0], rs); err == nil && !strings.HasPrefix(rel, "..") {
-				skip = rel
-			}
-		}
-	}
-	// Directories below the walk's depth made during the run (born
-	// after the launch the plan cache's run says) are walked too.
-	f := &found{skip: skip, depth: map[string]int{}, ids: map[string]dirID{}, hashes: map[string]uint64{},
-		names: newNameSet(protected, later), prot: map[string][]string{}, deep: since > 0, at: since}
-	f.walkFrom(wsfd, ".", 0)
-	switch {
-	case mode == "meta" && m != nil:
-		// The commits the sandbox added to the repositories of the
-		// killed run, as its Finish would have listed them.
-		rr := &Run{ws: wsfd, opt: Options{Report: w}}
-		for _, g := range m.Repos {
-			if fd, err := openGitDir(wsfd, g.Rel); err == nil {
-				g.fd = fd
-				rr.repos = append(rr.repos, g)
-			}
-		}
-		f.addCommitted(wsfd, rr.committedPaths())
-		for _, g := range rr.repos {
-			unix.Close(g.fd)
-		}
-	case args[3] != "-":
-		// The repository made in the private git directory, adopted
-		// now: every commit of it is the sandbox's.
-		if gfd, err := openGitDir(wsfd, ".git"); err == nil {
-			if isGitDir(wsfd, ".git") {
-				paths, err := committedGitlinks(gfd, nil)
-				if err != nil {
-					termtext.Fprintf(w, "jail: git: the gitlinks the sandbox's commits add cannot be listed (%v); before you check out its commits, look at what their submodule paths hold\n", err)
-				}
-				f.addCommitted(wsfd, paths)
-			}
-			unix.Close(gfd)
-		}
-	}
-	scanNew(w, wsfd, scratch, f, launch, run)
-	if since > 0 {
-		sweepAll(w, wsfd, scratch, args[0], skip, since, run, os.Getenv("HOME"), launch, f)
-	}
+	reduce()
 	return code
 }
 
 // adoptHeld adopts the RUN directory held on the descriptor runArg.
-func adoptHeld(w io.Writer, wsfd int, ws, keyArg, runArg, name string, names *nameSet) bool {
+// before, when not nil, runs once the changes are adopted and before the
+// RUN directory is removed.
+func adoptHeld(w io.Writer, wsfd int, ws, keyArg, runArg, name string, names *nameSet, before func()) bool {
 	keyfd, err1 := strconv.Atoi(keyArg)
 	runfd, err2 := strconv.Atoi(runArg)
 	if err1 != nil || err2 != nil {
@@ -1200,6 +1287,9 @@ func adoptHeld(w io.Writer, wsfd int, ws, keyArg, runArg, name string, names *na
 	}
 	where, _ := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", runfd))
 	out := adoptLeft(w, wsfd, ws, runfd, where, name, names)
+	if before != nil {
+		before()
+	}
 	if out == retry {
 		return false
 	}
