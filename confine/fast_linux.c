@@ -628,9 +628,9 @@ static int overlays_written(struct fast *f) {
 
 // remove_dir removes the empty directory name beneath dirfd, keeping a
 // descriptor of it for drop_deferred (its last close can wait for the
-// device).
+// device). O_PATH: the work directory overlayfs makes in work has mode 0.
 static int remove_dir(struct fast *f, int dirfd, const char *name) {
-	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) return errno == ENOENT ? 0 : -1;
 	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0) {
 		close(fd);

@@ -76,6 +76,7 @@ func sharedHeader() map[string]string {
 		"FACT_DIRS":                    fmt.Sprint(C.FACT_DIRS),
 		"FACT_GLOB":                    fmt.Sprint(C.FACT_GLOB),
 		"FACT_TREE":                    fmt.Sprint(C.FACT_TREE),
+		"FACT_STAT":                    fmt.Sprint(C.FACT_STAT),
 		"MAX_TREE":                     fmt.Sprint(C.MAX_TREE),
 		"LIMIT_NONE":                   fmt.Sprint(C.LIMIT_NONE),
 		"LIMIT_CGROUP2":                fmt.Sprint(C.LIMIT_CGROUP2),

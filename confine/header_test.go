@@ -36,7 +36,7 @@ func TestSharedHeader(t *testing.T) {
 		"CHILD_ARG0": childArg0, "JAIL_GUARD_COMMAND": GuardCommand, "JAIL_ADOPT_COMMAND": AdoptCommand,
 		"CACHE_MAGIC": cacheMagic, "MAX_ENTRY": maxCacheEntry, "CACHE_KEY_NAME": cacheKeyName,
 		"FACT_REALPATH": factRealpath, "FACT_TYPE": factType, "FACT_LINK": factLink, "FACT_FILE": factFile, "FACT_DIR": factDir,
-		"FACT_DIRS": factDirs, "FACT_GLOB": factGlob, "FACT_TREE": factTree, "MAX_TREE": maxUnreadableWalk + 1,
+		"FACT_DIRS": factDirs, "FACT_GLOB": factGlob, "FACT_TREE": factTree, "FACT_STAT": factStat, "MAX_TREE": maxUnreadableWalk + 1,
 		"LIMIT_NONE": limitCode(LimitNone), "LIMIT_CGROUP2": limitCode(LimitCgroup2), "LIMIT_CGROUP1": limitCode(LimitCgroup1), "LIMIT_RLIMIT": limitCode(LimitRLimit),
 		"WATCH_INTERVAL_MS": watchInterval.Milliseconds(), "PIDS_BOMB_TICKS": pidsBombTicks,
 		"JAIL_FORWARDED_SIGNALS": signals(ForwardedSignals()),

@@ -343,10 +343,11 @@ var cacheExts = map[string]bool{"TREE": true, "EOIE": true, "IEOT": true}
 // with the assume-valid and skip-worktree flags cleared on every entry
 // whose path host (the host's index, nil for none) did not have them
 // on, and with the stat data cleared on every entry that is not, byte
-// for byte, the host's entry for its path: git then looks at those files
-// again rather than trusting stat data the sandbox chose to match a
-// file whose content is not the entry's.
-func (ix *Index) adoptable(data []byte, host *Index, hashLen int) (out []byte, cleared []string) {
+// for byte, the host's entry for its path, unless verified says the file
+// has that stat data now and the entry's content: git then looks at those
+// files again rather than trusting stat data the sandbox chose to match a
+// file whose content is not the entry's. (verified may be nil.)
+func (ix *Index) adoptable(data []byte, host *Index, hashLen int, verified func(i int, stat []byte) bool) (out []byte, cleared []string) {
 	type hostEntry struct {
 		fixed       []byte
 		valid, skip bool
@@ -373,7 +374,7 @@ func (ix *Index) adoptable(data []byte, host *Index, hashLen int) (out []byte, c
 			binary.BigEndian.PutUint16(out[at+42+hashLen:], x&^ceSkipWorktree)
 			skip = append(skip, esc(e.Path))
 		}
-		if !ok || !bytes.Equal(out[at:at+40+hashLen], h.fixed) {
+		if (!ok || !bytes.Equal(out[at:at+40+hashLen], h.fixed)) && (verified == nil || !verified(i, out[at:at+40])) {
 			// ctime, mtime, dev, ino (0-23), uid, gid, size (28-39);
 			// the mode (24-27) stays.
 			clear(out[at : at+24])

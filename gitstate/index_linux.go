@@ -1,9 +1,13 @@
 package gitstate
 
 import (
+	"crypto/sha1"
 	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"sort"
 	"strings"
 
@@ -114,7 +118,7 @@ func (a *adopter) adoptIndex(up *upperTree, base *Snapshot) {
 	// Without flags that hide a file's change from git status and git
 	// diff, and without extensions (see adoptable): what the host's git
 	// shows is what the entries stage.
-	data, cleared := ix.adoptable(data, hostIx, a.hexLen/2)
+	data, cleared := ix.adoptable(data, hostIx, a.hexLen/2, a.statVerifier(ix))
 	if err := lk.commit(data); err != nil {
 		a.rep.dropped("index: write: %v", err)
 		return
@@ -202,4 +206,100 @@ func (ix *Index) protectedStaged(old *Index, protected func(path, oid string) bo
 		}
 	}
 	return bad
+}
+
+// maxVerifiedBytes bounds what one adoption reads of the work tree to
+// keep the stat data of the sandbox's index entries (statVerifier); the
+// entries past it have theirs cleared.
+const maxVerifiedBytes = 256 << 20
+
+// statVerifier returns the check that lets an entry of the sandbox's
+// index keep its stat data (nil without Options.WorkTree): the file at
+// its path in the work tree, opened beneath it without following a
+// symlink now that the sandbox has ended, is a regular file with exactly
+// that stat data (ctime, mtime, device, inode, uid, gid, size, as git
+// stores them), before and after it is read, and its content hashes to
+// the entry's object id. The entry then says what the file holds, and any
+// later change moves the file's ctime, which no process can set: the host's
+// git looks at it again. Without this, every entry a git status inside
+// refreshed would have its stat data cleared, and the host's next git
+// status (or the sandbox's next one) would read and hash every such file
+// again, and write the index again, on every run.
+func (a *adopter) statVerifier(ix *Index) func(i int, stat []byte) bool {
+	if a.opt.WorkTree <= 0 {
+		return nil
+	}
+	var budget int64 = maxVerifiedBytes
+	return func(i int, stat []byte) bool {
+		e := ix.Entries[i]
+		if e.Stage != 0 || e.Mode != modeFile && e.Mode != modeExec || e.AssumeValid || e.SkipWorktree {
+			return false
+		}
+		fd, err := openBeneath(a.opt.WorkTree, e.Path, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+		if err != nil {
+			return false
+		}
+		defer unix.Close(fd)
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || !statMatches(stat, &st) || st.Size > budget {
+			return false
+		}
+		budget -= st.Size
+		sum, err := blobID(fd, st.Size, a.hexLen/2)
+		if err != nil || sum != e.OID {
+			return false
+		}
+		return unix.Fstat(fd, &st) == nil && statMatches(stat, &st)
+	}
+}
+
+// statMatches reports whether the 40 bytes of an index entry's stat data
+// (ctime, mtime, dev, ino, mode, uid, gid, size: 32 bits each, big
+// endian) are st's, as git writes them (fill_stat_data).
+func statMatches(stat []byte, st *unix.Stat_t) bool {
+	want := [10]uint32{uint32(st.Ctim.Sec), uint32(st.Ctim.Nsec), uint32(st.Mtim.Sec), uint32(st.Mtim.Nsec),
+		uint32(st.Dev), uint32(st.Ino), 0, uint32(st.Uid), uint32(st.Gid), uint32(st.Size)}
+	for k, w := range want {
+		if k == 6 {
+			continue // the mode: the entry's own, compared by git
+		}
+		if binary.BigEndian.Uint32(stat[4*k:]) != w {
+			return false
+		}
+	}
+	return true
+}
+
+// blobID is the object id of the blob holding the size bytes read from
+// fd, for object ids of hashLen bytes (SHA-1 or SHA-256).
+func blobID(fd int, size int64, hashLen int) (string, error) {
+	var h hash.Hash
+	if hashLen == 32 {
+		h = sha256.New()
+	} else {
+		h = sha1.New()
+	}
+	fmt.Fprintf(h, "blob %d\x00", size)
+	buf := make([]byte, 64<<10)
+	var n int64
+	for {
+		k, err := unix.Read(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if k == 0 {
+			break
+		}
+		h.Write(buf[:k])
+		if n += int64(k); n > size {
+			break
+		}
+	}
+	if n != size {
+		return "", errors.New("size changed while read")
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -5,11 +5,13 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // lsFiles is git ls-files -s in our terms: "mode oid stage\tpath".
@@ -327,5 +329,76 @@ func TestAdoptIndexKeepsExistingGitlink(t *testing.T) {
 	}
 	if got := r.git("ls-files", "-s", "sub"); !strings.HasPrefix(got, "160000 ") {
 		t.Fatalf("gitlink lost: %q", got)
+	}
+}
+
+// statOf is what git's index says of path's stat data ("ctime: S:N" and
+// the rest, git ls-files --debug).
+func (r *testRepo) statOf(path string) string {
+	return r.git("ls-files", "--debug", "--", path)
+}
+
+// An index a git status inside refreshed keeps the stat data its files
+// bear out (the work tree given), so that neither the host's next git
+// status nor the sandbox's hashes every file again; without the work
+// tree it is cleared, as before.
+func TestAdoptIndexKeepsVerifiedStat(t *testing.T) {
+	for _, verify := range []bool{true, false} {
+		r := newRepo(t)
+		// Stale stat data on the host: the file's times move (its mtime
+		// an hour back, so that no entry is racily clean).
+		past := time.Now().Add(-time.Hour)
+		if err := os.Chtimes(filepath.Join(r.dir, "README"), past, past); err != nil {
+			t.Fatal(err)
+		}
+		base := r.take()
+		o := r.overlay()
+		o.run(`git status --porcelain`)
+		opt := Options{RunID: "v1"}
+		if verify {
+			opt.WorkTree = openDirFD(t, r.dir)
+		}
+		rep := o.adopt(base, opt)
+		if !contains(rep.Applied, "index") {
+			t.Fatalf("index not applied: %+v", rep)
+		}
+		cleared := strings.Contains(r.statOf("README"), "ctime: 0:0")
+		if cleared == verify {
+			t.Fatalf("verify %v: stat data cleared %v:\n%s", verify, cleared, r.statOf("README"))
+		}
+		if got := r.git("status", "--porcelain"); got != "" {
+			t.Fatalf("host status: %q", got)
+		}
+	}
+}
+
+// An entry whose stat data the sandbox made match a file whose content is
+// not the entry's (a changed README with the committed blob's id put back
+// in the index, checksum and all) has it cleared: the host's git status
+// shows the change.
+func TestAdoptIndexForgedStatCleared(t *testing.T) {
+	if _, err := exec.LookPath("perl"); err != nil {
+		t.Skip("requires perl")
+	}
+	r := newRepo(t)
+	base := r.take()
+	o := r.overlay()
+	o.run(`A=$(git rev-parse :README)
+printf 'HELLO\n' > README
+touch -d '1 hour ago' README
+git add README
+B=$(git rev-parse :README)
+perl -e 'use Digest::SHA qw(sha1); local $/; open F, "<.git/index" or die; $d = <F>; close F; $d = substr($d, 0, -20);
+  $a = pack("H*", $ARGV[0]); $b = pack("H*", $ARGV[1]); $d =~ s/\Q$b\E/$a/ or die "no entry"; open O, ">.git/index" or die; print O $d . sha1($d); close O' "$A" "$B"
+git status --porcelain`)
+	rep := o.adopt(base, Options{RunID: "v2", WorkTree: openDirFD(t, r.dir)})
+	if !contains(rep.Applied, "index") {
+		t.Fatalf("index not applied: %+v", rep)
+	}
+	if !strings.Contains(r.statOf("README"), "ctime: 0:0") {
+		t.Fatalf("forged stat data kept:\n%s", r.statOf("README"))
+	}
+	if got := r.git("status", "--porcelain"); got != " M README\n" {
+		t.Fatalf("host status %q, want the change to README shown", got)
 	}
 }

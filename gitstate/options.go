@@ -39,6 +39,12 @@ type Options struct {
 	// and in no sandbox's view, as jail's state directory is. Without
 	// it, a private directory is made in the temporary directory.
 	Scratch int
+	// WorkTree, when above 0, is a descriptor of the repository's work
+	// tree: an index entry the sandbox refreshed keeps its stat data when
+	// the file there has that stat data and the entry's content (without
+	// it, that stat data is cleared). A submodule's or a bare repository's
+	// git directory has none.
+	WorkTree int
 }
 
 func (o Options) runID() (string, error) {

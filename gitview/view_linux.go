@@ -813,8 +813,18 @@ func adoptOne(w io.Writer, wsfd int, ws string, dirfd int, run string, i int, g 
 		return retry
 	}
 	// The RUN directory is the scratch space of the git that verifies
-	// the sandbox's objects: private, and in no sandbox's view.
-	rep, err := gitstate.Adopt(g.fd, up, base, code.options(gitstate.Options{RunID: run, Scratch: dirfd}, base.Refs()))
+	// the sandbox's objects: private, and in no sandbox's view. The work
+	// tree of a .git (not a submodule's or bare git directory) lets the
+	// index keep the stat data a git status inside refreshed, where the
+	// files bear it out.
+	opt := gitstate.Options{RunID: run, Scratch: dirfd}
+	if filepath.Base(g.Rel) == ".git" && !strings.Contains(g.Rel, ".git/") {
+		if wt, err := openGitDir(wsfd, filepath.Dir(g.Rel)); err == nil {
+			defer unix.Close(wt)
+			opt.WorkTree = wt
+		}
+	}
+	rep, err := gitstate.Adopt(g.fd, up, base, code.options(opt, base.Refs()))
 	report(w, g.Rel, rep)
 	if err != nil {
 		termtext.Fprintf(w, "jail: git: %s: the sandbox's changes were not adopted: %v\n", g.Rel, err)
