@@ -491,7 +491,8 @@ func under(rel string, dirs []string) bool {
 // read-only; and every gitlink path of a shown repository's index,
 // whatever its depth (gitlinks). It reports whether the plan depends on
 // more than the walk's directories (anything nested was found, or the
-// walk was cut short).
+// walk was cut short, or protected names below the root where no
+// repository is overlaid).
 func (r *Run) nested(f *found) (unsure bool) {
 	var overlaid []string
 	for _, g := range r.repos {
@@ -584,6 +585,12 @@ func (r *Run) nested(f *found) (unsure bool) {
 			}
 		}
 	}
+	// Protected names below the root that existed at launch: a cached
+	// run of a workspace that is a repository reduces against the launch
+	// walk its RUN directory records (the adopter's "meta" mode), which
+	// knows them; one with a fresh private directory takes every one it
+	// finds for the sandbox's.
+	deep = deep && len(overlaid) == 0
 	return len(todo) > 0 || len(gitDirs) > 0 || len(gitFiles) > 0 || len(f.bare) > 0 || len(links) > 0 || deep || f.truncated
 }
 
@@ -593,7 +600,7 @@ const maxDeep = 32
 
 // deepProtected makes the protected names the walk found below the root
 // read-only (protected paths), up to maxDeep, and reports whether there
-// were any: the post-run scan of a cached plan takes every one it finds
+// were any: the post-run scan of a cached plan without a repository takes every one it finds
 // for the sandbox's, so such a plan is not cached.
 func (r *Run) deepProtected(f *found) bool {
 	var all []string

@@ -103,6 +103,7 @@ func noHooks(t *testing.T, gitDir string) {
 func TestGitDirCannotBeReplaced(t *testing.T) {
 	needGit(t)
 	forEachPath(t, func(t *testing.T, r runner) {
+		r = r.requireCache()
 		ws := r.dir(t, "jail-it-ws-")
 		r.gitRepo(t, ws)
 		marker, plant := r.marker(t, ws)
@@ -148,6 +149,7 @@ echo SANDBOX-DONE`)
 func TestGitCommondirDropped(t *testing.T) {
 	needGit(t)
 	forEachPath(t, func(t *testing.T, r runner) {
+		r = r.requireCache()
 		ws := r.dir(t, "jail-it-ws-")
 		r.gitRepo(t, ws)
 		marker, plant := r.marker(t, ws)
@@ -175,6 +177,7 @@ echo SANDBOX-DONE`)
 func TestGitWorksInside(t *testing.T) {
 	needGit(t)
 	forEachPath(t, func(t *testing.T, r runner) {
+		r = r.requireCache()
 		ws := r.dir(t, "jail-it-ws-")
 		r.gitRepo(t, ws)
 		before, _ := r.hostGit(t, ws, "status", "--porcelain")
@@ -240,6 +243,7 @@ git log --oneline | wc -l`)
 func TestGitInitInside(t *testing.T) {
 	needGit(t)
 	forEachPath(t, func(t *testing.T, r runner) {
+		r = r.requireCache()
 		ws := r.dir(t, "jail-it-ws-")
 		marker, plant := r.marker(t, ws)
 		res := r.sh(t, ws, plant+`
@@ -274,6 +278,7 @@ echo SANDBOX-DONE`)
 func TestNoRepositoryLeavesNothing(t *testing.T) {
 	needGit(t)
 	forEachPath(t, func(t *testing.T, r runner) {
+		r = r.requireCache()
 		ws := r.dir(t, "jail-it-ws-")
 		r.writeFile(t, filepath.Join(ws, "file.txt"), "x\n")
 		mustExit(t, r.sh(t, ws, "test -d .git && ! ls -A .git | grep -q . && echo ok >/dev/null"), 0)
@@ -289,6 +294,7 @@ func TestNoRepositoryLeavesNothing(t *testing.T) {
 func TestHooksPathInWorkspace(t *testing.T) {
 	needGit(t)
 	forEachPath(t, func(t *testing.T, r runner) {
+		r = r.requireCache()
 		ws := r.dir(t, "jail-it-ws-")
 		r.gitRepo(t, ws)
 		if out, err := r.hostGit(t, ws, "config", "core.hooksPath", ".husky/_"); err != nil {
@@ -353,6 +359,7 @@ func TestGitWriteTool(t *testing.T) {
 func TestUserConfigTargets(t *testing.T) {
 	needGit(t)
 	forEachPath(t, func(t *testing.T, r runner) {
+		r = r.requireCache()
 		ws := r.dir(t, "jail-it-ws-")
 		home := r.dir(t, "jail-it-home-")
 		r.gitRepo(t, ws)
@@ -443,6 +450,7 @@ echo SANDBOX-DONE`)
 func TestRepositoryMadeInSubdirectory(t *testing.T) {
 	needGit(t)
 	forEachPath(t, func(t *testing.T, r runner) {
+		r = r.requireCache()
 		ws := r.dir(t, "jail-it-ws-")
 		r.gitRepo(t, ws)
 		marker, plant := r.marker(t, ws)

@@ -43,6 +43,7 @@ func hostObjectFiles(t *testing.T, ws string) map[string][]byte {
 func TestGitObjectsCannotBeRewritten(t *testing.T) {
 	needGit(t)
 	forEachPath(t, func(t *testing.T, r runner) {
+		r = r.requireCache()
 		ws := r.dir(t, "jail-it-ws-")
 		r.gitRepo(t, ws)
 		r.writeFile(t, filepath.Join(ws, ".envrc"), "echo committed\n")
@@ -156,6 +157,7 @@ func looseBytes(r runner, t *testing.T, ws, blob string) ([]byte, error) {
 func TestGitIndexHidesNothing(t *testing.T) {
 	needGit(t)
 	forEachPath(t, func(t *testing.T, r runner) {
+		r = r.requireCache()
 		ws := r.dir(t, "jail-it-ws-")
 		r.gitRepo(t, ws)
 		r.writeFile(t, filepath.Join(ws, "other.txt"), "other\n")
@@ -274,6 +276,7 @@ func TestKilledRunRepositoryReduced(t *testing.T) {
 		for _, next := range []string{"guardian", "run", "clean"} {
 			t.Run(fmt.Sprintf("repo=%v/%s", repo, next), func(t *testing.T) {
 				forEachPath(t, func(t *testing.T, r runner) {
+		r = r.requireCache()
 					ws := r.dir(t, "jail-it-ws-")
 					if repo {
 						r.gitRepo(t, ws)
@@ -393,6 +396,7 @@ func TestNewRunLeftoverRemoved(t *testing.T) {
 func TestGitReplaceRefsNotAdopted(t *testing.T) {
 	needGit(t)
 	forEachPath(t, func(t *testing.T, r runner) {
+		r = r.requireCache()
 		ws := r.dir(t, "jail-it-ws-")
 		r.gitRepo(t, ws)
 		r.writeFile(t, filepath.Join(ws, ".envrc"), "echo committed\n")

@@ -105,6 +105,11 @@ type runner struct {
 	name     string
 	uid, gid int
 	cached   bool
+	// mustCache, on a cached runner, fails a `jail run` whose warm-up did
+	// not store its plan: the case must take the plan cache's path
+	// (set with requireCache() by tests whose workspaces the cache repeats,
+	// such as a repository at the root).
+	mustCache bool
 	// groups are supplementary groups of an unprivileged runner (none unless a test sets
 	// them: the Docker tests add the docker group).
 	groups []uint32
@@ -137,6 +142,13 @@ func forEachPath(t *testing.T, f func(t *testing.T, r runner)) {
 		r.cached = true
 		t.Run(r.name+"-cached", func(t *testing.T) { f(t, r) })
 	}
+}
+
+// requireCache returns r, which requires every `jail run` of a cached runner
+// to take the plan cache's path.
+func (r runner) requireCache() runner {
+	r.mustCache = true
+	return r
 }
 
 // dir makes a fresh directory owned by r, readable by everyone.
@@ -226,6 +238,9 @@ func (r runner) jail(t *testing.T, c call) result {
 	warmed := false
 	if isRun && r.cached {
 		warmed = r.warm(t, c)
+		if !warmed && r.mustCache {
+			t.Fatalf("jail %v: the warm-up run's plan was not stored: this case must take the plan cache's path (JAIL_PLAN_CACHE=trace says why)", c.args)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.limit)
 	defer cancel()
