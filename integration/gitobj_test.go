@@ -276,7 +276,7 @@ func TestKilledRunRepositoryReduced(t *testing.T) {
 		for _, next := range []string{"guardian", "run", "clean"} {
 			t.Run(fmt.Sprintf("repo=%v/%s", repo, next), func(t *testing.T) {
 				forEachPath(t, func(t *testing.T, r runner) {
-		r = r.requireCache()
+					r = r.requireCache()
 					ws := r.dir(t, "jail-it-ws-")
 					if repo {
 						r.gitRepo(t, ws)
