@@ -344,7 +344,6 @@ func (r *Run) prepareRoot(gitPath string) error {
 			if err := r.openRun(); err != nil {
 				return err
 			}
-			r.repoFacts(".git")
 			return r.addOverlay(".git")
 		}
 	}
@@ -445,10 +444,10 @@ const maxStateInputs = 512
 
 // repoFacts records what the plan depends on of the repository rel,
 // before its launch state is taken (addOverlay): that it is the same
-// directory, still a repository of its own to git (isGitDir), with no
-// submodule git directories, and every file its launch state is read
-// from unchanged. The cached run then writes the record this run made
-// (its Base) as its own.
+// directory, still a repository of its own to git (isGitDir), and every
+// file its launch state is read from unchanged. The cached run then
+// writes the record this run made (its Base) as its own. (Its modules/
+// is listed by modules, which records what it looked at.)
 func (r *Run) repoFacts(rel string) {
 	facts := r.opt.Facts
 	if facts == nil {
@@ -462,15 +461,7 @@ func (r *Run) repoFacts(rel string) {
 	defer unix.Close(fd)
 	dir := filepath.Join(r.opt.Workspace, rel)
 	facts.Stat(dir, false)
-	for _, n := range []string{"objects", "refs", "commondir", "modules"} {
-		facts.Stat(filepath.Join(dir, n), false)
-	}
-	var st unix.Stat_t
-	if unix.Fstatat(fd, "modules", &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
-		// Submodules' git directories: their listing is not a fact.
-		facts.Unsure()
-		return
-	}
+	r.gitDirFacts(rel)
 	paths, ok := gitstate.TakeInputs(fd, maxStateInputs)
 	if !ok {
 		facts.Unsure()
@@ -483,6 +474,14 @@ func (r *Run) repoFacts(rel string) {
 		r.inputs = map[string][]string{}
 	}
 	r.inputs[rel] = paths
+}
+
+// gitDirFacts records what isGitDir looks at in rel: the type and
+// identity of HEAD, commondir, objects and refs, or their absence.
+func (r *Run) gitDirFacts(rel string) {
+	for _, n := range []string{"HEAD", "commondir", "objects", "refs"} {
+		r.opt.Facts.Stat(filepath.Join(r.opt.Workspace, rel, n), false)
+	}
 }
 
 // Env are variables the command needs because of the view. A workspace
@@ -589,6 +588,7 @@ func (r *Run) runPath(i int) string {
 // addOverlay shows the repository rel as an overlay over a private
 // upper, objects/ included.
 func (r *Run) addOverlay(rel string) error {
+	r.repoFacts(rel)
 	g, sfd, err := r.newRepo(rel)
 	if err != nil {
 		return err

@@ -67,7 +67,8 @@ func TestModules(t *testing.T) {
 		mkdirs(t, ws, g+"/objects", g+"/refs")
 		os.WriteFile(filepath.Join(ws, g, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
 	}
-	got := modules(openWS(t, ws), ".git/modules", 0)
+	r := &Run{ws: openWS(t, ws), opt: Options{Workspace: ws}}
+	got := r.modules(".git/modules", 0)
 	slices.Sort(got)
 	if want := []string{".git/modules/a", ".git/modules/a/modules/c", ".git/modules/ns/b"}; !slices.Equal(got, want) {
 		t.Errorf("modules %v, want %v", got, want)

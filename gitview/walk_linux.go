@@ -447,11 +447,14 @@ func bornSince(dirfd int, name string, t int64) bool {
 
 // modules lists the git directories of submodules beneath the git
 // directory rel (rel/modules/NAME, NAME possibly with slashes), and
-// theirs in turn.
-func modules(wsfd int, rel string, depth int) []string {
+// theirs in turn. Each directory it lists, and what isGitDir looks at in
+// each directory it meets, is a fact of the plan.
+func (r *Run) modules(rel string, depth int) []string {
 	if depth > modulesDepth {
 		return nil
 	}
+	wsfd := r.ws
+	r.opt.Facts.Stat(filepath.Join(r.opt.Workspace, rel), true)
 	fd, err := openGitDir(wsfd, rel)
 	if err != nil {
 		return nil
@@ -465,12 +468,13 @@ func modules(wsfd int, rel string, depth int) []string {
 			continue
 		}
 		sub := filepath.Join(rel, e.Name())
+		r.gitDirFacts(sub)
 		if isGitDir(wsfd, sub) {
 			out = append(out, sub)
-			out = append(out, modules(wsfd, filepath.Join(sub, "modules"), 0)...)
+			out = append(out, r.modules(filepath.Join(sub, "modules"), 0)...)
 			continue
 		}
-		out = append(out, modules(wsfd, sub, depth+1)...)
+		out = append(out, r.modules(sub, depth+1)...)
 	}
 	return out
 }
@@ -502,7 +506,7 @@ func (r *Run) nested(f *found) (unsure bool) {
 	}
 	var todo []string
 	for _, g := range overlaid {
-		todo = append(todo, modules(r.ws, filepath.Join(g, "modules"), 0)...)
+		todo = append(todo, r.modules(filepath.Join(g, "modules"), 0)...)
 	}
 	gitDirs, gitFiles := f.gitDirs, f.gitFiles
 	links := r.gitlinks(overlaid, f)
@@ -525,9 +529,10 @@ func (r *Run) nested(f *found) (unsure bool) {
 		if under(g, overlaid) {
 			continue
 		}
+		r.gitDirFacts(g)
 		if isGitDir(r.ws, g) {
 			todo = append(todo, g)
-			todo = append(todo, modules(r.ws, filepath.Join(g, "modules"), 0)...)
+			todo = append(todo, r.modules(filepath.Join(g, "modules"), 0)...)
 		} else {
 			// Not a repository (yet), even empty: filled in, it would
 			// become one for the host's git in that directory.
@@ -535,6 +540,9 @@ func (r *Run) nested(f *found) (unsure bool) {
 		}
 	}
 	for _, b := range f.bare {
+		if b != "." && !under(b, overlaid) {
+			r.gitDirFacts(b)
+		}
 		switch {
 		case b == ".":
 			if !slices.Contains(overlaid, ".git") {
@@ -543,7 +551,7 @@ func (r *Run) nested(f *found) (unsure bool) {
 		case under(b, overlaid):
 		case isGitDir(r.ws, b):
 			todo = append(todo, b)
-			todo = append(todo, modules(r.ws, filepath.Join(b, "modules"), 0)...)
+			todo = append(todo, r.modules(filepath.Join(b, "modules"), 0)...)
 		default:
 			r.protect = appendNew(r.protect, b)
 		}
@@ -552,8 +560,11 @@ func (r *Run) nested(f *found) (unsure bool) {
 		// Past the bound, or when no overlay can be made, the git
 		// directory is read-only as a whole instead: git inside cannot
 		// change it, but nothing of it can be planted either.
-		if len(r.repos) >= maxRepos || r.openRun() != nil || r.addOverlay(g) != nil {
+		if len(r.repos) >= maxRepos {
 			r.protect = appendNew(r.protect, g)
+		} else if r.openRun() != nil || r.addOverlay(g) != nil {
+			r.protect = appendNew(r.protect, g)
+			r.opt.Facts.Unsure()
 		}
 	}
 	for _, g := range gitFiles {
@@ -585,12 +596,17 @@ func (r *Run) nested(f *found) (unsure bool) {
 			}
 		}
 	}
-	// Protected names below the root that existed at launch: a cached
-	// run of a workspace that is a repository reduces against the launch
-	// walk its RUN directory records (the adopter's "meta" mode), which
-	// knows them; one with a fresh private directory takes every one it
-	// finds for the sandbox's.
-	deep = deep && len(overlaid) == 0
+	if len(overlaid) > 0 {
+		// A workspace that is a repository: what was found is facts of
+		// the plan (the walk's directories, what isGitDir and modules
+		// looked at, each overlay's state, the gitlinks' paths), and a
+		// cached run reduces against the launch walk its RUN directory
+		// records (the adopter's "meta" mode), which knows the protected
+		// names below the root.
+		return f.truncated
+	}
+	// A fresh private directory's cached run takes every repository and
+	// protected name it finds below the root for the sandbox's.
 	return len(todo) > 0 || len(gitDirs) > 0 || len(gitFiles) > 0 || len(f.bare) > 0 || len(links) > 0 || deep || f.truncated
 }
 
@@ -643,6 +659,7 @@ func (r *Run) bareRoot() {
 	for _, n := range []string{"HEAD", "config", "hooks", "commondir", "config.worktree", "info", "objects", "refs",
 		"packed-refs", "modules", "worktrees", "logs"} {
 		var st unix.Stat_t
+		r.opt.Facts.Stat(filepath.Join(r.opt.Workspace, n), false)
 		if n == "hooks" || n == "config" || n == "commondir" || unix.Fstatat(r.ws, n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
 			r.protect = appendNew(r.protect, n)
 		}
@@ -685,6 +702,11 @@ func (r *Run) gitlinks(overlaid []string, f *found) []link {
 			if slices.Contains(f.gitDirs, git) || slices.Contains(f.gitFiles, git) {
 				continue
 			}
+			// What is at the path decides how it is held: its .git, and
+			// the path itself (a directory's times move when an entry
+			// comes or goes).
+			r.opt.Facts.Stat(filepath.Join(r.opt.Workspace, git), false)
+			r.opt.Facts.Stat(filepath.Join(r.opt.Workspace, rel), true)
 			var st unix.Stat_t
 			if err := fstatBeneath(r.ws, git, &st); err == nil {
 				out = append(out, link{rel: git, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR, file: st.Mode&unix.S_IFMT != unix.S_IFDIR})

@@ -393,6 +393,7 @@ echo SANDBOX-DONE`}})
 func TestNestedRepositories(t *testing.T) {
 	needGit(t)
 	forEachPath(t, func(t *testing.T, r runner) {
+		r = r.requireCache()
 		ws := r.dir(t, "jail-it-ws-")
 		lib := r.dir(t, "jail-it-lib-")
 		r.gitRepo(t, ws)

@@ -50,6 +50,7 @@ func (r runner) hostStatusIn(t *testing.T, marker string, dirs ...string) {
 func TestBareShapedDirectory(t *testing.T) {
 	needGit(t)
 	forEachPath(t, func(t *testing.T, r runner) {
+		r = r.requireCache()
 		for _, repo := range []bool{false, true} {
 			ws := r.dir(t, "jail-it-ws-")
 			if repo {
@@ -94,6 +95,7 @@ echo SANDBOX-DONE`)
 func TestGitlinksAnyDepth(t *testing.T) {
 	needGit(t)
 	forEachPath(t, func(t *testing.T, r runner) {
+		r = r.requireCache()
 		ws := r.dir(t, "jail-it-ws-")
 		lib := r.dir(t, "jail-it-lib-")
 		r.gitRepo(t, ws)
