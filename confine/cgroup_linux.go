@@ -18,11 +18,12 @@ import (
 type Limits struct {
 	MemoryBytes int64
 	Pids        int64
-	// MemoryCgroupOnly applies MemoryBytes only where a cgroup enforces
-	// it, never as RLIMIT_DATA: the default bound, which must not break
-	// what reserves large writable address space it never touches
-	// (AddressSanitizer's shadow memory, some runtimes' heaps).
-	MemoryCgroupOnly bool
+	// MemoryNoRLimit never applies MemoryBytes as RLIMIT_DATA: the
+	// default bound, which must not break what reserves large writable
+	// address space it never touches (AddressSanitizer's shadow memory,
+	// some runtimes' heaps). With rlimits the census still holds the
+	// sandbox to it (watch_linux.go), counting memory used, not reserved.
+	MemoryNoRLimit bool
 }
 
 // LimitMethod says which kernel mechanism enforces Limits.
@@ -342,12 +343,15 @@ func (cg *cgroup) cleanup() {
 
 // rlimitsFor is the fallback where no cgroup can be made. RLIMIT_DATA
 // bounds the heap and private mappings of each process (not the sum of the
-// tree, and not file mappings); RLIMIT_NPROC bounds the processes of the
-// uid, which does not bind a caller that is root. Both are weaker than a
-// cgroup, which is why jail reports the method it used.
+// tree, and not shared or file mappings); RLIMIT_NPROC bounds the tasks of
+// the uid in the sandbox's user namespace. The sum of the tree, shared
+// memory, memory files and tmpfs included, is the census's to bound
+// (watch_linux.go), and so is ending a sandbox held at its task limit.
+// RLIMIT_FSIZE is not set: it would bound each file on disk too (the
+// workspace's), and one file rather than the sum.
 func rlimitsFor(l Limits) []RLimit {
 	var r []RLimit
-	if l.MemoryBytes > 0 && !l.MemoryCgroupOnly {
+	if l.MemoryBytes > 0 && !l.MemoryNoRLimit {
 		r = append(r, RLimit{Resource: unix.RLIMIT_DATA, Cur: uint64(l.MemoryBytes), Max: uint64(l.MemoryBytes)})
 	}
 	if l.Pids > 0 {

@@ -49,7 +49,10 @@ type Cmd struct {
 	start     time.Time
 	timer     *time.Timer
 	watch     *time.Timer // the next check of the process limit (startWatch)
-	pidsEnded bool        // the watch ended the sandbox at its process limit
+	census    *censusState
+	pidsEnded bool   // the watch ended the sandbox at its process limit
+	memEnded  bool   // the watch ended the sandbox above its memory bound (rlimits)
+	memSeen   census // what the census found then
 	mu        sync.Mutex
 	timedOut  bool
 	exited    bool
@@ -79,16 +82,23 @@ type Result struct {
 	// why a cgroup could not be used.
 	Limits     LimitMethod `json:"limits"`
 	LimitsNote string      `json:"limits_note,omitempty"`
-	// OOMKilled says the memory limit was hit and the kernel killed a
-	// process of the sandbox for it; PidsLimited that a fork or clone
-	// failed at the process limit. Both need a cgroup: with rlimits the
-	// command sees ENOMEM or EAGAIN and jail cannot tell.
+	// OOMKilled says the memory limit was hit and the sandbox lost a
+	// process for it: the kernel killed one in its cgroup, or (rlimits)
+	// jail ended it (MemoryEnded). PidsLimited says a fork or clone failed
+	// at the process limit: a cgroup counts the refusals; with rlimits
+	// only a sandbox jail ended says so.
 	OOMKilled   bool `json:"oom_killed,omitempty"`
 	PidsLimited bool `json:"pids_limited,omitempty"`
 	// PidsEnded says jail ended the sandbox because it stayed at its
 	// process limit with forks failing (a fork bomb: watch_linux.go);
 	// ExitCode is then 137 and Signal SIGKILL.
 	PidsEnded bool `json:"pids_ended,omitempty"`
+	// MemoryEnded says jail ended the sandbox because the census found it
+	// holding more memory than its bound (the rlimit fallback, where no
+	// cgroup's OOM killer can: watch_linux.go); ExitCode is then 137 and
+	// Signal SIGKILL, and MemoryHeld says what it held.
+	MemoryEnded bool       `json:"memory_ended,omitempty"`
+	MemoryHeld  *MemoryUse `json:"-"`
 	// Killed says the sandbox was ended (Signal, Abort or the timeout)
 	// before its init reported how the command ended.
 	Killed bool `json:"-"`
@@ -652,7 +662,7 @@ func (c *Cmd) wait() (*Result, error) {
 		c.timer.Stop()
 	}
 	c.stopWatch()
-	pidsEnded := c.pidsEnded
+	pidsEnded, memEnded, memSeen := c.pidsEnded, c.memEnded, c.memSeen
 	c.statusF.Close()
 	oom, pidsHit := c.cg.events()
 	c.cg.cleanup()
@@ -662,10 +672,16 @@ func (c *Cmd) wait() (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wait for sandbox: %w", err)
 	}
+	var held *MemoryUse
+	if memEnded {
+		held = &MemoryUse{Total: memSeen.Total, Anon: memSeen.Anon, Shmem: memSeen.Shmem, FdShm: memSeen.FdShm, Tmpfs: memSeen.Tmpfs, Files: memSeen.Files}
+	}
 	res := &Result{
-		OOMKilled:   oom,
+		MemoryHeld:  held,
+		OOMKilled:   oom || memEnded,
 		PidsLimited: pidsHit || pidsEnded,
 		PidsEnded:   pidsEnded,
+		MemoryEnded: memEnded,
 		DurationMS:  time.Since(c.start).Milliseconds(),
 		TimedOut:    timedOut,
 		MaxRSSKB:    r.MaxRSSKB,
@@ -677,7 +693,7 @@ func (c *Cmd) wait() (*Result, error) {
 	case timedOut:
 		res.ExitCode = 124
 		res.Signal = unix.SignalName(unix.SIGKILL)
-	case pidsEnded:
+	case pidsEnded || memEnded:
 		// Ended by jail, as a timeout is: the status of a kill.
 		res.ExitCode = 128 + int(unix.SIGKILL)
 		res.Signal = unix.SignalName(unix.SIGKILL)

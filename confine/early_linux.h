@@ -94,7 +94,7 @@ struct jail_result {
 	long long duration_ms;
 	long max_rss_kb;
 	const char *limits, *limits_note; // the method's name; why no cgroup ("" none)
-	int oom_killed, pids_limited, pids_ended;
+	int oom_killed, pids_limited, pids_ended, memory_ended;
 	const char *policy_sha256;
 	const char *error, *stage; // a run that ended before its command did, and where; "" or NULL: none
 };

@@ -52,6 +52,7 @@
 #include "early_linux.h"
 #include "jail_linux.h"
 #include "gitguard_linux.h"
+#include "census_linux.h"
 
 #define MAX_PLACEHOLDERS 64
 #define MAX_OVERLAYS 24 // maxRepos (gitview)
@@ -1431,7 +1432,8 @@ static uint64_t now_ns(void);
 
 struct limits {
 	uint32_t method;
-	uint64_t memory, pids;
+	uint64_t memory, pids; // RLIMIT_DATA (0: not set) and the task bound
+	uint64_t census;       // rlimits: the memory bound the census holds the sandbox to
 	const char *parent; // cgroup v2: where the sandbox's cgroup is made
 	const char *note;   // limits_note, a JSON string
 	const char *memtext;
@@ -1712,10 +1714,22 @@ static void lim_events(struct limits *l, int *oom, int *pids) {
 // refused meanwhile) is ended, the way a timeout ends it.
 
 struct watch {
-	uint64_t next_ns; // the next check; 0 before the command started
+	uint64_t next_ns;     // the next check of the tasks; 0 before the command started
+	uint64_t mem_next_ns; // the next census of the memory (rlimits); 0: none
 	long long last_max;
 	int held, refused;
+	struct jail_census_state st;
 };
+
+// mem_over is memOver in watch_linux.go: whether the census finds the
+// sandbox above its memory bound, by the precise count before it says so.
+static int mem_over(struct watch *w, const struct limits *l, pid_t outer, struct jail_census *c) {
+	if (!l->census || c->processes < 0 || jail_census_total(c) <= l->census) return 0;
+	struct jail_census p;
+	if (jail_census(outer, JAIL_CENSUS_MEMORY | JAIL_CENSUS_PRECISE, &w->st, &p) < 0) return 1;
+	*c = p;
+	return jail_census_total(c) > l->census;
+}
 
 // lim_pids_dir is the cgroup directory that holds the process limit.
 static const char *lim_pids_dir(const struct limits *l) {
@@ -1737,41 +1751,9 @@ static long long cg_value(const char *dir, const char *file) {
 	return strtoll(buf, NULL, 10);
 }
 
-// sandbox_processes is sandboxProcesses in watch_linux.go: the numeric
-// entries of the sandbox's own /proc, through the root of the process
-// outside its pid namespace, without following a symlink, checked to be
-// a procfs; -1 when it cannot be read.
-static int sandbox_processes(pid_t outer) {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/root", (int)outer);
-	int root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (root < 0) return -1;
-	// RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
-	struct { uint64_t flags, mode, resolve; } how = {O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, 0x08 | 0x04 | 0x02};
-	int fd = (int)syscall(437 /* openat2 */, root, "proc", &how, sizeof(how));
-	close(root);
-	if (fd < 0) return -1;
-	struct statfs st;
-	if (fstatfs(fd, &st) < 0 || st.f_type != PROC_SUPER_MAGIC) {
-		close(fd);
-		return -1;
-	}
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -1;
-	}
-	int n = 0;
-	struct dirent *de;
-	while ((de = readdir(d)))
-		if (de->d_name[0] >= '0' && de->d_name[0] <= '9') n++;
-	closedir(d);
-	return n;
-}
-
 // watch_tick is bombWatch.tick: whether the sandbox has been full long
-// enough to be ended.
-static int watch_tick(struct watch *w, const struct limits *l, pid_t outer) {
+// enough to be ended; tasks is the census's count (rlimits), -1 unknown.
+static int watch_tick(struct watch *w, const struct limits *l, long long tasks) {
 	if (!l->pids) return 0;
 	int full = 0;
 	const char *dir = lim_pids_dir(l);
@@ -1781,8 +1763,7 @@ static int watch_tick(struct watch *w, const struct limits *l, pid_t outer) {
 		w->refused = full && (w->refused || n > w->last_max);
 		w->last_max = n;
 	} else if (l->method == LIMIT_RLIMIT) {
-		int n = sandbox_processes(outer);
-		full = n >= 0 && (unsigned long long)n + 1 >= l->pids;
+		full = tasks >= 0 && (unsigned long long)tasks + 1 >= l->pids;
 		w->refused = full;
 	}
 	if (!full) {
@@ -1808,6 +1789,8 @@ struct result {
 	struct limits *lim;
 	int oom, pids_hit;
 	int pids_ended; // the watch ended the sandbox at its process limit
+	int mem_ended;  // the census found it above its memory bound (rlimits)
+	struct jail_census held; // what it found then
 };
 
 static uint64_t now_ns(void) {
@@ -1832,13 +1815,21 @@ static void report_error(const struct result *r, int code, const char *error) {
 	char buf[4096];
 	int n;
 	// limitsHit in run.go.
-	if (r->oom) {
+	if (r->mem_ended) {
+		// MemoryEndedMessage in watch_linux.go, in MiB rounded up.
+		const struct jail_census *h = &r->held;
+#define MIB(b) (((unsigned long long)(b) + (1ULL << 20) - 1) >> 20)
+		n = snprintf(buf, sizeof(buf), "jail: the sandbox held %lluM of memory, above its limit (%s): jail ended it (--memory, [limits] memory); processes %lluM, shared memory %lluM, memory files %lluM, tmpfs %lluM, pipes and sockets %lluM\n",
+			     MIB(jail_census_total(h)), r->lim->memtext, MIB(h->anon), MIB(h->shmem), MIB(h->fdshm), MIB(h->tmpfs), MIB(h->files));
+#undef MIB
+		if (n > 0 && (size_t)n < sizeof(buf)) jail_write_all(2, buf, n);
+	} else if (r->oom) {
 		n = snprintf(buf, sizeof(buf), "jail: the sandbox hit its memory limit (%s): the kernel killed a process of it (--memory, [limits] memory)\n", r->lim->memtext);
 		if (n > 0 && (size_t)n < sizeof(buf)) jail_write_all(2, buf, n);
 	}
 	if (r->pids_ended) {
 		// PidsEndedMessage in watch_linux.go.
-		n = snprintf(buf, sizeof(buf), "jail: the sandbox stayed at its process limit (%llu) for %ds, its forks failing all along (a fork bomb): jail ended it (--pids, [limits] pids)\n",
+		n = snprintf(buf, sizeof(buf), "jail: the sandbox stayed at its process limit (%llu) for %ds, its forks failing all along (a fork or thread bomb): jail ended it (--pids, [limits] pids)\n",
 			     (unsigned long long)r->lim->pids, PIDS_BOMB_TICKS * WATCH_INTERVAL_MS / 1000);
 		if (n > 0 && (size_t)n < sizeof(buf)) jail_write_all(2, buf, n);
 	} else if (r->pids_hit) {
@@ -1854,9 +1845,10 @@ static void report_error(const struct result *r, int code, const char *error) {
 		.max_rss_kb = r->max_rss_kb,
 		.limits = limit_name(r->lim->method),
 		.limits_note = r->lim->note,
-		.oom_killed = r->oom,
+		.oom_killed = r->oom || r->mem_ended,
 		.pids_limited = r->pids_hit || r->pids_ended,
 		.pids_ended = r->pids_ended,
+		.memory_ended = r->mem_ended,
 		.policy_sha256 = r->policy,
 		.error = error,
 		.stage = error ? "sandbox" : NULL,
@@ -1958,19 +1950,32 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 		struct pollfd p[4] = {{.fd = e->status, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
 		relay_events(&p[2], &p[3]);
 		int wait_ms = -1;
-		if (w.next_ns && !res->timed_out && !res->pids_ended) {
+		if ((w.next_ns || w.mem_next_ns) && !res->timed_out && !res->pids_ended && !res->mem_ended) {
+			// startWatch in watch_linux.go: the tasks once a second, the
+			// memory (rlimits) every MEM_WATCH_INTERVAL_MS, one census.
 			uint64_t now = now_ns();
-			if (now >= w.next_ns) {
-				w.next_ns = now + WATCH_INTERVAL_MS * 1000000ULL;
-				if (watch_tick(&w, res->lim, e->pid)) {
+			int tasks = w.next_ns && now >= w.next_ns, mem = w.mem_next_ns && now >= w.mem_next_ns;
+			if (tasks || mem) {
+				int what = (tasks && res->lim->method == LIMIT_RLIMIT ? JAIL_CENSUS_TASKS : 0) | (mem ? JAIL_CENSUS_MEMORY : 0);
+				struct jail_census c = {.processes = -1, .tasks = -1};
+				if (what) jail_census(e->pid, what, &w.st, &c);
+				if (tasks) w.next_ns = now + WATCH_INTERVAL_MS * 1000000ULL;
+				if (mem) w.mem_next_ns = now + MEM_WATCH_INTERVAL_MS * 1000000ULL;
+				if (mem && mem_over(&w, res->lim, e->pid, &c)) {
+					res->mem_ended = 1;
+					res->held = c;
+				} else if (tasks && watch_tick(&w, res->lim, c.processes < 0 ? -1 : c.tasks)) {
 					res->pids_ended = 1;
+				}
+				if (res->mem_ended || res->pids_ended) {
 					// As the timeout below: pid 1 takes the tree with it.
 					if (pid1 > 0) kill(pid1, SIGKILL);
 					else kill(e->pid, SIGKILL);
 					continue;
 				}
 			}
-			wait_ms = (int)((w.next_ns - now + 999999ULL) / 1000000ULL);
+			uint64_t next = w.next_ns && (!w.mem_next_ns || w.next_ns < w.mem_next_ns) ? w.next_ns : w.mem_next_ns;
+			wait_ms = (int)((next - now + 999999ULL) / 1000000ULL);
 		}
 		if (deadline && !res->timed_out) {
 			uint64_t now = now_ns();
@@ -2028,6 +2033,7 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 				started = 1;
 				if (res->timeout_ns) deadline = now_ns() + res->timeout_ns;
 				if (res->lim->pids) w.next_ns = now_ns() + WATCH_INTERVAL_MS * 1000000ULL;
+				if (res->lim->method == LIMIT_RLIMIT && res->lim->census) w.mem_next_ns = now_ns() + MEM_WATCH_INTERVAL_MS * 1000000ULL;
 			}
 			if (started && pid1 > 0 && nheld > 0) {
 				for (int i = 0; i < nheld; i++) kill(pid1, held[i]);
@@ -2083,7 +2089,7 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 		// timeout wins once it has killed the sandbox.
 		code = 124;
 		res->signal = SIGKILL;
-	} else if (code >= 0 && res->pids_ended) {
+	} else if (code >= 0 && (res->pids_ended || res->mem_ended)) {
 		code = 128 + SIGKILL;
 		res->signal = SIGKILL;
 	} else if (code < 0) {
@@ -2104,7 +2110,7 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 		if (res->timed_out) {
 			code = 124;
 			res->signal = SIGKILL;
-		} else if (res->pids_ended) {
+		} else if (res->pids_ended || res->mem_ended) {
 			code = 128 + SIGKILL;
 			res->signal = SIGKILL;
 		} else {
@@ -2112,6 +2118,7 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 			res->signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
 		}
 	}
+	jail_census_end(&w.st);
 	relay_close();
 	if (foreground) reclaim_terminal();
 	if (res->lim->ndirs > 0) {
@@ -2227,6 +2234,7 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	lim.method = cur_u32(&c);
 	lim.memory = cur_u64(&c);
 	lim.pids = cur_u64(&c);
+	lim.census = cur_u64(&c);
 	lim.parent = cur_str(&c);
 	lim.note = cur_str(&c);
 	lim.memtext = cur_str(&c);

@@ -607,13 +607,17 @@ func (c *Cmd) CachePlan(dir string, e *CacheEntry) error {
 	if c.cg.method == LimitCgroup2 && len(c.cg.dirs) > 0 {
 		cgParent = filepath.Dir(c.cg.dirs[0])
 	}
-	mem := c.Limits.MemoryBytes
-	if c.cg.method == LimitRLimit && c.Limits.MemoryCgroupOnly {
+	mem, census := c.Limits.MemoryBytes, int64(0)
+	if c.cg.method == LimitRLimit && c.Limits.MemoryNoRLimit {
 		mem = 0 // as rlimitsFor: no RLIMIT_DATA for the default bound
+	}
+	if c.cg.method == LimitRLimit {
+		census = c.Limits.MemoryBytes // as startWatch: the census holds it
 	}
 	p.u32(limitCode(c.cg.method))
 	p.u64(uint64(max(mem, 0)))
 	p.u64(uint64(max(c.Limits.Pids, 0)))
+	p.u64(uint64(max(census, 0)))
 	p.str(cgParent)
 	p.str(c.cg.why) // written by jail_result_json as the Go path writes it
 	p.str(FormatSize(c.Limits.MemoryBytes))

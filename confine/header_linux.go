@@ -84,6 +84,7 @@ func sharedHeader() map[string]string {
 		"LIMIT_RLIMIT":                 fmt.Sprint(C.LIMIT_RLIMIT),
 		"WATCH_INTERVAL_MS":            fmt.Sprint(C.WATCH_INTERVAL_MS),
 		"PIDS_BOMB_TICKS":              fmt.Sprint(C.PIDS_BOMB_TICKS),
+		"MEM_WATCH_INTERVAL_MS":        fmt.Sprint(C.MEM_WATCH_INTERVAL_MS),
 		"JAIL_FORWARDED_SIGNALS":       fmt.Sprint(forwardedSignals()),
 		"NR_open_tree":                 fmt.Sprint(C.NR_open_tree),
 		"NR_move_mount":                fmt.Sprint(C.NR_move_mount),

@@ -38,7 +38,7 @@ func TestSharedHeader(t *testing.T) {
 		"FACT_REALPATH": factRealpath, "FACT_TYPE": factType, "FACT_LINK": factLink, "FACT_FILE": factFile, "FACT_DIR": factDir,
 		"FACT_DIRS": factDirs, "FACT_GLOB": factGlob, "FACT_TREE": factTree, "FACT_STAT": factStat, "MAX_TREE": maxUnreadableWalk + 1,
 		"LIMIT_NONE": limitCode(LimitNone), "LIMIT_CGROUP2": limitCode(LimitCgroup2), "LIMIT_CGROUP1": limitCode(LimitCgroup1), "LIMIT_RLIMIT": limitCode(LimitRLimit),
-		"WATCH_INTERVAL_MS": watchInterval.Milliseconds(), "PIDS_BOMB_TICKS": pidsBombTicks,
+		"WATCH_INTERVAL_MS": watchInterval.Milliseconds(), "PIDS_BOMB_TICKS": pidsBombTicks, "MEM_WATCH_INTERVAL_MS": memWatchInterval.Milliseconds(),
 		"JAIL_FORWARDED_SIGNALS": signals(ForwardedSignals()),
 		"NR_open_tree":           unix.SYS_OPEN_TREE, "NR_move_mount": unix.SYS_MOVE_MOUNT, "NR_fsopen": unix.SYS_FSOPEN, "NR_fsconfig": unix.SYS_FSCONFIG,
 		"NR_fsmount": unix.SYS_FSMOUNT, "NR_openat2": unix.SYS_OPENAT2, "NR_mount_setattr": unix.SYS_MOUNT_SETATTR,

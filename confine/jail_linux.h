@@ -96,9 +96,10 @@ enum {
 #define LIMIT_CGROUP1 2
 #define LIMIT_RLIMIT 3
 
-// The process-limit watch (watch_linux.go).
+// The process-limit and memory watch (watch_linux.go).
 #define WATCH_INTERVAL_MS 1000 // watchInterval
-#define PIDS_BOMB_TICKS 10 
+#define PIDS_BOMB_TICKS 10 // pidsBombTicks
+#define MEM_WATCH_INTERVAL_MS 250 // memWatchInterval
 
 // ---- signals ----------------------------------------------------------------
 

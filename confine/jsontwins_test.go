@@ -135,6 +135,7 @@ func TestResultJSONTwins(t *testing.T) {
 		{Result: base(), PolicySHA256: strings.Repeat("ab", 32)},
 		{Result: &Result{ExitCode: 137, Signal: "SIGKILL", TimedOut: true, DurationMS: 30000, Limits: LimitRLimit, LimitsNote: "no cgroup: /sys/fs/cgroup is read-only"}, PolicySHA256: "ab"},
 		{Result: &Result{ExitCode: 137, Signal: "SIGKILL", Limits: LimitCgroup2, OOMKilled: true, PidsLimited: true, PidsEnded: true}},
+		{Result: &Result{ExitCode: 137, Signal: "SIGKILL", Limits: LimitRLimit, OOMKilled: true, MemoryEnded: true}},
 		{Result: &Result{ExitCode: 125, Limits: LimitCgroup1}, Error: "the sandbox's init ended before the command started", Stage: "sandbox"},
 		{Result: &Result{ExitCode: -1, DurationMS: -5, MaxRSSKB: 1 << 40, Limits: LimitNone}},
 		{Result: base(), Stage: "sandbox"},

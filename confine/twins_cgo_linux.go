@@ -122,6 +122,7 @@ func cResultJSON(r *Result, policy, errMsg, stage string, room int) (line string
 		oom_killed:    b2i(r.OOMKilled),
 		pids_limited:  b2i(r.PidsLimited),
 		pids_ended:    b2i(r.PidsEnded),
+		memory_ended:  b2i(r.MemoryEnded),
 		policy_sha256: str(policy),
 		error:         str(errMsg),
 		stage:         str(stage),

@@ -451,6 +451,7 @@ int jail_result_json(char *buf, size_t cap, const struct jail_result *r) {
 	if (r->oom_killed) put_json_fmt(&w, end, &over, ",\"oom_killed\":true");
 	if (r->pids_limited) put_json_fmt(&w, end, &over, ",\"pids_limited\":true");
 	if (r->pids_ended) put_json_fmt(&w, end, &over, ",\"pids_ended\":true");
+	if (r->memory_ended) put_json_fmt(&w, end, &over, ",\"memory_ended\":true");
 	put_json_key(&w, end, &over, "policy_sha256", r->policy_sha256 ? r->policy_sha256 : "");
 	if (r->error && r->error[0]) put_json_key(&w, end, &over, "error", r->error);
 	if (r->stage && r->stage[0]) put_json_key(&w, end, &over, "stage", r->stage);

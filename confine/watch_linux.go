@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // A fork bomb held at the process limit does not end: its processes retry
@@ -21,16 +19,24 @@ import (
 // that has been full, checked once a second, for pidsBombTicks checks in a
 // row: ten seconds with no check in between below the limit.
 //
-// Full means, with a cgroup: its process count (pids.current, threads
+// Full means, with a cgroup: its task count (pids.current, threads
 // included) at least the limit less one, and a fork refused (max in
 // pids.events grew) since it became full. With rlimits there is neither
-// count nor refusal to read: the sandbox's processes, the entries of its
-// own /proc, number at least the limit less one. RLIMIT_NPROC counts
-// threads too, so there a bomb of threads is held by the limit but not
-// ended.
+// count nor refusal to read: the sandbox's tasks (threads of every process
+// of its own /proc, the census) number at least the limit less one.
+// RLIMIT_NPROC counts threads, so a bomb of threads is held there and
+// ended like one of processes.
+//
+// Memory, with rlimits: RLIMIT_DATA is per process and blind to shared
+// memory, tmpfs and memfd files, and the default bound sets no rlimit at
+// all (it would break what reserves address space it never touches). So
+// every memWatchInterval the census sums what the sandbox holds
+// (census_linux.c), and a sandbox above its bound is ended at once: the
+// kernel's OOM killer would have killed in its cgroup; there is none.
 const (
-	watchInterval = time.Second // WATCH_INTERVAL_MS in jail_linux.h
-	pidsBombTicks = 10          // PIDS_BOMB_TICKS in jail_linux.h
+	watchInterval    = time.Second            // WATCH_INTERVAL_MS in jail_linux.h
+	pidsBombTicks    = 10                     // PIDS_BOMB_TICKS in jail_linux.h
+	memWatchInterval = 250 * time.Millisecond // MEM_WATCH_INTERVAL_MS in jail_linux.h
 )
 
 // bombWatch follows one sandbox's process limit, one check a second.
@@ -43,9 +49,9 @@ type bombWatch struct {
 }
 
 // tick reports whether the sandbox has been full long enough to be ended.
-// outer is the host pid of the process outside its pid namespace, which
-// shares its mount namespace (and so, since pid 1's pivot_root, its root).
-func (w *bombWatch) tick(outer int) bool {
+// tasks is the census's count of the sandbox's tasks (rlimits), -1 when
+// it could not be read.
+func (w *bombWatch) tick(tasks int64) bool {
 	if w.pids <= 0 {
 		return false
 	}
@@ -57,7 +63,7 @@ func (w *bombWatch) tick(outer int) bool {
 		w.refused = full && (w.refused || n > w.lastMax)
 		w.lastMax = n
 	case LimitRLimit:
-		full = int64(sandboxProcesses(outer)) >= w.pids-1
+		full = tasks >= 0 && tasks >= w.pids-1
 		w.refused = full
 	}
 	if !full {
@@ -94,49 +100,29 @@ func (cg *cgroup) pidsRefused() int64 {
 	return 0
 }
 
-// sandboxProcesses counts the processes of a sandbox: the numeric entries
-// of its own /proc, reached through the root of outer, a process of its
-// mount namespace outside its pid namespace (pid 1 itself is not dumpable,
-// so an unprivileged supervisor may not look at its root), without
-// following a symlink the sandbox could have put there, and checked to be
-// a procfs. -1 when it cannot be read.
-func sandboxProcesses(outer int) int {
-	root, err := unix.Open("/proc/"+strconv.Itoa(outer)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1
+// memOver reports whether a census found the sandbox above its memory
+// bound, taking the precise census (shared pages divided among their
+// processes) before it says so: the quick one counts a page once per
+// process that maps it.
+func memOver(st *censusState, outer int, limit int64, quick census) (census, bool) {
+	if limit <= 0 || quick.Processes < 0 || quick.Total <= uint64(limit) {
+		return quick, false
 	}
-	defer unix.Close(root)
-	fd, err := unix.Openat2(root, "proc", &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
-	if err != nil {
-		return -1
+	precise, ok := st.take(outer, censusMemory|censusPrecise)
+	if !ok {
+		return quick, true
 	}
-	var st unix.Statfs_t
-	if unix.Fstatfs(fd, &st) != nil || st.Type != unix.PROC_SUPER_MAGIC {
-		unix.Close(fd)
-		return -1
-	}
-	f := os.NewFile(uintptr(fd), "proc")
-	defer f.Close()
-	names, err := f.Readdirnames(-1)
-	if err != nil {
-		return -1
-	}
-	n := 0
-	for _, name := range names {
-		if name[0] >= '0' && name[0] <= '9' {
-			n++
-		}
-	}
-	return n
+	return precise, precise.Total > uint64(limit)
 }
 
 // startWatch arms the watch once the command runs; each check re-arms the
 // next until the sandbox has ended (Wait stops it).
 func (c *Cmd) startWatch() {
-	if c.Limits.Pids <= 0 {
+	memLimit := int64(0)
+	if c.cg.method == LimitRLimit {
+		memLimit = c.Limits.MemoryBytes
+	}
+	if c.Limits.Pids <= 0 && memLimit <= 0 {
 		return
 	}
 	w := &bombWatch{cg: c.cg, pids: c.Limits.Pids}
@@ -144,6 +130,13 @@ func (c *Cmd) startWatch() {
 	if c.cg.method == LimitCgroup1 || c.cg.method == LimitCgroup2 {
 		w.lastMax = c.cg.pidsRefused()
 	}
+	step := watchInterval
+	if memLimit > 0 {
+		step = memWatchInterval
+	}
+	st := newCensusState()
+	c.census = st
+	n := 0
 	var check func()
 	check = func() {
 		c.mu.Lock()
@@ -152,10 +145,32 @@ func (c *Cmd) startWatch() {
 		if exited {
 			return
 		}
-		end := w.tick(outer)
+		n++
+		pidsTick := time.Duration(n)*step%watchInterval == 0
+		what := 0
+		if pidsTick && c.cg.method == LimitRLimit && w.pids > 0 {
+			what |= censusTasks
+		}
+		if memLimit > 0 {
+			what |= censusMemory
+		}
+		var cs census
+		if what != 0 {
+			cs, _ = st.take(outer, what)
+		}
+		memEnd := false
+		if memLimit > 0 {
+			cs, memEnd = memOver(st, outer, memLimit, cs)
+		}
+		end := pidsTick && w.tick(cs.Tasks)
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.exited {
+			return
+		}
+		if memEnd {
+			c.memEnded, c.memSeen = true, cs
+			c.killLocked()
 			return
 		}
 		if end {
@@ -163,10 +178,10 @@ func (c *Cmd) startWatch() {
 			c.killLocked()
 			return
 		}
-		c.watch = time.AfterFunc(watchInterval, check)
+		c.watch = time.AfterFunc(step, check)
 	}
 	c.mu.Lock()
-	c.watch = time.AfterFunc(watchInterval, check)
+	c.watch = time.AfterFunc(step, check)
 	c.mu.Unlock()
 }
 
@@ -177,10 +192,29 @@ func (c *Cmd) stopWatch() {
 	if c.watch != nil {
 		c.watch.Stop()
 	}
+	if c.census != nil {
+		c.census.close()
+		c.census = nil
+	}
 }
 
 // PidsEndedMessage is the line jail prints for a sandbox it ended at its
 // process limit (the cached run prints the same: fast_linux.c).
 func PidsEndedMessage(pids int64) string {
-	return fmt.Sprintf("jail: the sandbox stayed at its process limit (%d) for %ds, its forks failing all along (a fork bomb): jail ended it (--pids, [limits] pids)", pids, pidsBombTicks*int(watchInterval/time.Second))
+	return fmt.Sprintf("jail: the sandbox stayed at its process limit (%d) for %ds, its forks failing all along (a fork or thread bomb): jail ended it (--pids, [limits] pids)", pids, pidsBombTicks*int(watchInterval/time.Second))
+}
+
+// MemoryEndedMessage is the line jail prints for a sandbox it ended above
+// its memory bound (the rlimit fallback's census; the cached run prints
+// the same: fast_linux.c), with what the census found, in MiB rounded up.
+func MemoryEndedMessage(limit int64, m MemoryUse) string {
+	mib := func(b uint64) uint64 { return (b + 1<<20 - 1) >> 20 }
+	return fmt.Sprintf("jail: the sandbox held %dM of memory, above its limit (%s): jail ended it (--memory, [limits] memory); processes %dM, shared memory %dM, memory files %dM, tmpfs %dM, pipes and sockets %dM",
+		mib(m.Total), FormatSize(limit), mib(m.Anon), mib(m.Shmem), mib(m.FdShm), mib(m.Tmpfs), mib(m.Files))
+}
+
+// MemoryUse is what the census found a sandbox held when jail ended it
+// above its memory bound, in bytes (census_linux.c says what each counts).
+type MemoryUse struct {
+	Total, Anon, Shmem, FdShm, Tmpfs, Files uint64
 }

@@ -75,3 +75,26 @@ func TestBombWatchRule(t *testing.T) {
 		t.Fatalf("ended at check %d, want %d", ended, pidsBombTicks)
 	}
 }
+
+// TestMemoryEndedMessageMatchesC ties the memory census's message to the
+// one fast_linux.c prints.
+func TestMemoryEndedMessageMatchesC(t *testing.T) {
+	src, err := os.ReadFile("fast_linux.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := regexp.MustCompile(`"(jail: the sandbox held %lluM of memory[^"]*)\\n"`).FindSubmatch(src)
+	if c == nil {
+		t.Fatal("the cached run's message is missing from fast_linux.c")
+	}
+	vals := []string{"201", "64M", "3", "4", "5", "6", "7"}
+	i := 0
+	want := regexp.MustCompile(`%llu|%s`).ReplaceAllStringFunc(string(c[1]), func(string) string {
+		i++
+		return vals[i-1]
+	})
+	m := MemoryUse{Total: 200<<20 + 1, Anon: 3 << 20, Shmem: 4 << 20, FdShm: 5 << 20, Tmpfs: 6 << 20, Files: 7 << 20}
+	if got := MemoryEndedMessage(64<<20, m); got != want {
+		t.Errorf("Go prints %q, the cached run %q", got, want)
+	}
+}

@@ -136,6 +136,14 @@ func Apply(o *Options, p *policy.Policy, penv policy.Env) (*confine.Layout, []st
 	if o.Pids == 0 {
 		o.Pids = p.Limits.Pids
 	}
+	// No tmpfs of the sandbox may hold more than its memory bound: their
+	// pages are memory (a cgroup's, or the census's with rlimits), and a
+	// write past it then fails with ENOSPC rather than ending the sandbox.
+	for _, size := range []*int64{&layout.TmpSize, &layout.ShmSize, &layout.HomeSize} {
+		if o.Memory > 0 && (*size <= 0 || *size > o.Memory) {
+			*size = o.Memory
+		}
+	}
 	if !o.OutputLimitSet {
 		o.OutputLimit = int(p.Limits.OutputChars)
 		if o.OutputLimit <= 0 {

@@ -134,7 +134,7 @@ func (o *Run) Main(args []string, stdin *os.File, stdout, stderr io.Writer) int 
 func (o *Run) launch(layout *confine.Layout, pass []string, sc confine.SeccompOptions, nr *Net, cache *PlanCache, stdin *os.File, stdout, stderr io.Writer, msgs *confine.LineWriter) int {
 	spec := NewSpec(&o.Options, o.Argv, stderr)
 	spec.Foreground = isForeground(stdin)
-	cmd := &confine.Cmd{Spec: spec, Stdin: stdin, Timeout: o.Timeout, Limits: confine.Limits{MemoryBytes: o.Memory, Pids: o.Pids, MemoryCgroupOnly: o.MemoryDefault},
+	cmd := &confine.Cmd{Spec: spec, Stdin: stdin, Timeout: o.Timeout, Limits: confine.Limits{MemoryBytes: o.Memory, Pids: o.Pids, MemoryNoRLimit: o.MemoryDefault},
 		Notice: func(line string) { fmt.Fprintln(msgs, termtext.Line(line)) }}
 	cmd.Stdout, cmd.Stderr = asFile(stdout), asFile(stderr)
 
@@ -307,7 +307,9 @@ func (o *Run) launch(layout *confine.Layout, pass []string, sc confine.SeccompOp
 // run prints the same: report in fast_linux.c).
 func limitsHit(res *confine.Result, o *Run) []string {
 	var out []string
-	if res.OOMKilled {
+	if res.MemoryEnded && res.MemoryHeld != nil {
+		out = append(out, confine.MemoryEndedMessage(o.Memory, *res.MemoryHeld))
+	} else if res.OOMKilled {
 		out = append(out, fmt.Sprintf("jail: the sandbox hit its memory limit (%s): the kernel killed a process of it (--memory, [limits] memory)", confine.FormatSize(o.Memory)))
 	}
 	switch {

@@ -108,7 +108,7 @@ func NewToolServer(o *Options, maxConc int, stderr io.Writer) (s *tools.Server, 
 			// No Timeout: a worker lives for many calls; each call has its
 			// own, enforced inside the worker and again by the supervisor.
 			cmd := &confine.Cmd{Spec: spec, Stdin: inR, Stdout: outW, Stderr: errFile,
-				Limits: confine.Limits{MemoryBytes: o.Memory, Pids: o.Pids, MemoryCgroupOnly: o.MemoryDefault}}
+				Limits: confine.Limits{MemoryBytes: o.Memory, Pids: o.Pids, MemoryNoRLimit: o.MemoryDefault}}
 			ph, err := Start(cmd, layout, pass, o.Env, filter, nr.Sockets(), stderr)
 			inR.Close()
 			outW.Close()
@@ -157,7 +157,7 @@ func NewToolServer(o *Options, maxConc int, stderr io.Writer) (s *tools.Server, 
 		}
 		spec := NewSpec(o, nil, io.Discard)
 		spec.Hold = true
-		cmd := &confine.Cmd{Spec: spec, Stderr: errFile, Limits: confine.Limits{MemoryBytes: o.Memory, Pids: o.Pids, MemoryCgroupOnly: o.MemoryDefault},
+		cmd := &confine.Cmd{Spec: spec, Stderr: errFile, Limits: confine.Limits{MemoryBytes: o.Memory, Pids: o.Pids, MemoryNoRLimit: o.MemoryDefault},
 			Notice: func(line string) { fmt.Fprintln(stderr, termtext.Line(line)) }}
 		ph, err := Start(cmd, l, pass, o.Env, filter, nr.Sockets(), stderr)
 		if err != nil {
