@@ -33,11 +33,12 @@ func newCensusState() *censusState {
 	return &censusState{p: (*C.struct_jail_census_state)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_jail_census_state{}))))}
 }
 
-// take counts the sandbox whose outer process is outer; ok is false when
-// its /proc could not be read.
-func (s *censusState) take(outer int, what int) (c census, ok bool) {
+// take counts the sandbox whose outer process is outer, skipping what
+// could only add past limit (0: none); ok is false when its /proc could
+// not be read.
+func (s *censusState) take(outer int, what int, limit int64) (c census, ok bool) {
 	var r C.struct_jail_census
-	if C.jail_census(C.int(outer), C.int(what), s.p, &r) != 0 {
+	if C.jail_census(C.int(outer), C.int(what), C.uint64_t(max(limit, 0)), s.p, &r) != 0 {
 		return census{Processes: -1}, false
 	}
 	return census{

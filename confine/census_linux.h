@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #define JAIL_CENSUS_MAX_TMPFS 16
+#define JAIL_CENSUS_FD_COST 256 // bytes a descriptor slot is counted as
 
 // jail_census_state is what a census keeps between checks of one sandbox:
 // its own tmpfs mounts, found once (a sandbox cannot mount), held by
@@ -32,7 +33,7 @@ struct jail_census {
 	uint64_t shmem;     // shared memory its processes map (MAP_SHARED, memfd, SysV, tmpfs files)
 	uint64_t fdshm;     // memory files held by a descriptor and counted once (memfd written, never mapped)
 	uint64_t tmpfs;     // what its own tmpfs mounts hold (/tmp, /var/tmp, /dev/shm, an empty home)
-	uint64_t files;     // its pipes' and sockets' buffers at their capacity
+	uint64_t files;     // its descriptors' kernel objects, pipes' and sockets' buffers at their capacity
 	int64_t fds;        // its descriptors
 	int precise;        // shared pages were divided among their processes (smaps_rollup)
 };
@@ -43,9 +44,10 @@ struct jail_census {
 #define JAIL_CENSUS_PRECISE 4 // proportional shares (smaps_rollup): slower, never more than the quick figure
 
 // jail_census looks at the sandbox whose outer process (the one outside its
-// pid namespace, in its mount namespace) is outer. It returns 0, or -1 when
-// the sandbox's /proc could not be read (c->processes is -1 then).
-int jail_census(int outer, int what, struct jail_census_state *st, struct jail_census *c);
+// pid namespace, in its mount namespace) is outer. Past limit (0: none) it
+// skips what could only add (its descriptors' walk). It returns 0, or -1
+// when the sandbox's /proc could not be read (c->processes is -1 then).
+int jail_census(int outer, int what, uint64_t limit, struct jail_census_state *st, struct jail_census *c);
 
 // jail_census_total is the sum the memory bound is held to.
 uint64_t jail_census_total(const struct jail_census *c);

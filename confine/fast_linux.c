@@ -1726,7 +1726,7 @@ struct watch {
 static int mem_over(struct watch *w, const struct limits *l, pid_t outer, struct jail_census *c) {
 	if (!l->census || c->processes < 0 || jail_census_total(c) <= l->census) return 0;
 	struct jail_census p;
-	if (jail_census(outer, JAIL_CENSUS_MEMORY | JAIL_CENSUS_PRECISE, &w->st, &p) < 0) return 1;
+	if (jail_census(outer, JAIL_CENSUS_MEMORY | JAIL_CENSUS_PRECISE, l->census, &w->st, &p) < 0) return 1;
 	*c = p;
 	return jail_census_total(c) > l->census;
 }
@@ -1819,7 +1819,7 @@ static void report_error(const struct result *r, int code, const char *error) {
 		// MemoryEndedMessage in watch_linux.go, in MiB rounded up.
 		const struct jail_census *h = &r->held;
 #define MIB(b) (((unsigned long long)(b) + (1ULL << 20) - 1) >> 20)
-		n = snprintf(buf, sizeof(buf), "jail: the sandbox held %lluM of memory, above its limit (%s): jail ended it (--memory, [limits] memory); processes %lluM, shared memory %lluM, memory files %lluM, tmpfs %lluM, pipes and sockets %lluM\n",
+		n = snprintf(buf, sizeof(buf), "jail: the sandbox held %lluM of memory, above its limit (%s): jail ended it (--memory, [limits] memory); processes %lluM, shared memory %lluM, memory files %lluM, tmpfs %lluM, descriptors, pipes and sockets %lluM\n",
 			     MIB(jail_census_total(h)), r->lim->memtext, MIB(h->anon), MIB(h->shmem), MIB(h->fdshm), MIB(h->tmpfs), MIB(h->files));
 #undef MIB
 		if (n > 0 && (size_t)n < sizeof(buf)) jail_write_all(2, buf, n);
@@ -1958,7 +1958,7 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 			if (tasks || mem) {
 				int what = (tasks && res->lim->method == LIMIT_RLIMIT ? JAIL_CENSUS_TASKS : 0) | (mem ? JAIL_CENSUS_MEMORY : 0);
 				struct jail_census c = {.processes = -1, .tasks = -1};
-				if (what) jail_census(e->pid, what, &w.st, &c);
+				if (what) jail_census(e->pid, what, res->lim->census, &w.st, &c);
 				if (tasks) w.next_ns = now + WATCH_INTERVAL_MS * 1000000ULL;
 				if (mem) w.mem_next_ns = now + MEM_WATCH_INTERVAL_MS * 1000000ULL;
 				if (mem && mem_over(&w, res->lim, e->pid, &c)) {

@@ -108,7 +108,7 @@ func memOver(st *censusState, outer int, limit int64, quick census) (census, boo
 	if limit <= 0 || quick.Processes < 0 || quick.Total <= uint64(limit) {
 		return quick, false
 	}
-	precise, ok := st.take(outer, censusMemory|censusPrecise)
+	precise, ok := st.take(outer, censusMemory|censusPrecise, limit)
 	if !ok {
 		return quick, true
 	}
@@ -156,7 +156,7 @@ func (c *Cmd) startWatch() {
 		}
 		var cs census
 		if what != 0 {
-			cs, _ = st.take(outer, what)
+			cs, _ = st.take(outer, what, memLimit)
 		}
 		memEnd := false
 		if memLimit > 0 {
@@ -209,7 +209,7 @@ func PidsEndedMessage(pids int64) string {
 // the same: fast_linux.c), with what the census found, in MiB rounded up.
 func MemoryEndedMessage(limit int64, m MemoryUse) string {
 	mib := func(b uint64) uint64 { return (b + 1<<20 - 1) >> 20 }
-	return fmt.Sprintf("jail: the sandbox held %dM of memory, above its limit (%s): jail ended it (--memory, [limits] memory); processes %dM, shared memory %dM, memory files %dM, tmpfs %dM, pipes and sockets %dM",
+	return fmt.Sprintf("jail: the sandbox held %dM of memory, above its limit (%s): jail ended it (--memory, [limits] memory); processes %dM, shared memory %dM, memory files %dM, tmpfs %dM, descriptors, pipes and sockets %dM",
 		mib(m.Total), FormatSize(limit), mib(m.Anon), mib(m.Shmem), mib(m.FdShm), mib(m.Tmpfs), mib(m.Files))
 }
 
