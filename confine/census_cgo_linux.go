@@ -8,7 +8,10 @@ package confine
 */
 import "C"
 
-import "unsafe"
+import (
+	"sync"
+	"unsafe"
+)
 
 // census is one look at a running sandbox (census_linux.c, shared with
 // the plan cache's run): its tasks, and the memory it holds by kind.
@@ -26,8 +29,11 @@ const (
 )
 
 // censusState is what the census of one sandbox keeps between checks (its
-// tmpfs mounts, held open); close releases it.
-type censusState struct{ p *C.struct_jail_census_state }
+// tmpfs mounts, held open); close releases it, also while a check runs.
+type censusState struct {
+	mu sync.Mutex
+	p  *C.struct_jail_census_state
+}
 
 func newCensusState() *censusState {
 	return &censusState{p: (*C.struct_jail_census_state)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_jail_census_state{}))))}
@@ -37,8 +43,10 @@ func newCensusState() *censusState {
 // could only add past limit (0: none); ok is false when its /proc could
 // not be read.
 func (s *censusState) take(outer int, what int, limit int64) (c census, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var r C.struct_jail_census
-	if C.jail_census(C.int(outer), C.int(what), C.uint64_t(max(limit, 0)), s.p, &r) != 0 {
+	if s.p == nil || C.jail_census(C.int(outer), C.int(what), C.uint64_t(max(limit, 0)), s.p, &r) != 0 {
 		return census{Processes: -1}, false
 	}
 	return census{
@@ -49,6 +57,8 @@ func (s *censusState) take(outer int, what int, limit int64) (c census, ok bool)
 }
 
 func (s *censusState) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.p != nil {
 		C.jail_census_end(s.p)
 		C.free(unsafe.Pointer(s.p))

@@ -9,6 +9,8 @@
 //	zygote_linux.c  the zygote of `jail serve` and `jail mcp`
 //	fast_linux.c    the plan cache's run (its own state; only early_linux.h)
 //	gitguard_linux.c the guardian of a run's git state (gitguard_linux.h)
+//	census_linux.c  a sandbox's tasks and memory, counted from outside
+//	                (census_linux.h: the plan cache's run and, through cgo, Go)
 
 #ifndef JAIL_CHILD_LINUX_H
 #define JAIL_CHILD_LINUX_H

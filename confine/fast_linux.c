@@ -1960,8 +1960,16 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 				struct jail_census c = {.processes = -1, .tasks = -1};
 				if (what) jail_census(e->pid, what, res->lim->census, &w.st, &c);
 				if (tasks) w.next_ns = now + WATCH_INTERVAL_MS * 1000000ULL;
-				if (mem) w.mem_next_ns = now + MEM_WATCH_INTERVAL_MS * 1000000ULL;
-				if (mem && mem_over(&w, res->lim, e->pid, &c)) {
+				int over = mem && mem_over(&w, res->lim, e->pid, &c);
+				if (mem) {
+					// Every MEM_WATCH_INTERVAL_MS, or four times as long as
+					// the census took (a million descriptors must not keep
+					// this loop from the signals and the terminal).
+					uint64_t after = now_ns(), gap = MEM_WATCH_INTERVAL_MS * 1000000ULL;
+					if (4 * (after - now) > gap) gap = 4 * (after - now);
+					w.mem_next_ns = after + gap;
+				}
+				if (over) {
 					res->mem_ended = 1;
 					res->held = c;
 				} else if (tasks && watch_tick(&w, res->lim, c.processes < 0 ? -1 : c.tasks)) {

@@ -130,13 +130,20 @@ func (c *Cmd) startWatch() {
 	if c.cg.method == LimitCgroup1 || c.cg.method == LimitCgroup2 {
 		w.lastMax = c.cg.pidsRefused()
 	}
-	step := watchInterval
-	if memLimit > 0 {
-		step = memWatchInterval
-	}
 	st := newCensusState()
 	c.census = st
-	n := 0
+	// The tasks once a second (watchInterval); the memory, with rlimits,
+	// every memWatchInterval, or four times as long as a census took, so a
+	// sandbox of a million descriptors cannot keep its supervisor counting.
+	start := time.Now()
+	nextPids, nextMem := start.Add(watchInterval), start.Add(memWatchInterval)
+	wake := func() time.Duration {
+		next := nextPids
+		if memLimit > 0 && (w.pids <= 0 || nextMem.Before(next)) {
+			next = nextMem
+		}
+		return max(time.Until(next), 0)
+	}
 	var check func()
 	check = func() {
 		c.mu.Lock()
@@ -145,13 +152,14 @@ func (c *Cmd) startWatch() {
 		if exited {
 			return
 		}
-		n++
-		pidsTick := time.Duration(n)*step%watchInterval == 0
+		now := time.Now()
+		pidsTick := w.pids > 0 && !now.Before(nextPids)
+		memTick := memLimit > 0 && !now.Before(nextMem)
 		what := 0
-		if pidsTick && c.cg.method == LimitRLimit && w.pids > 0 {
+		if pidsTick && c.cg.method == LimitRLimit {
 			what |= censusTasks
 		}
-		if memLimit > 0 {
+		if memTick {
 			what |= censusMemory
 		}
 		var cs census
@@ -159,10 +167,19 @@ func (c *Cmd) startWatch() {
 			cs, _ = st.take(outer, what, memLimit)
 		}
 		memEnd := false
-		if memLimit > 0 {
+		if memTick {
 			cs, memEnd = memOver(st, outer, memLimit, cs)
+			nextMem = time.Now().Add(max(memWatchInterval, 4*time.Since(now)))
 		}
-		end := pidsTick && w.tick(cs.Tasks)
+		end := false
+		if pidsTick {
+			tasks := cs.Tasks
+			if cs.Processes < 0 {
+				tasks = -1
+			}
+			end = w.tick(tasks)
+			nextPids = now.Add(watchInterval)
+		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.exited {
@@ -178,10 +195,10 @@ func (c *Cmd) startWatch() {
 			c.killLocked()
 			return
 		}
-		c.watch = time.AfterFunc(step, check)
+		c.watch = time.AfterFunc(wake(), check)
 	}
 	c.mu.Lock()
-	c.watch = time.AfterFunc(step, check)
+	c.watch = time.AfterFunc(wake(), check)
 	c.mu.Unlock()
 }
 

@@ -41,6 +41,21 @@ try:
                 time.sleep(1000); os._exit(0)
         os.wait()
         sys.exit(3)
+    elif mode == "pipes":
+        # Sixteen processes, each with 400 pipes filled and kept.
+        for k in range(16):
+            if os.fork() == 0:
+                keep = []
+                for i in range(400):
+                    r, w = os.pipe()
+                    os.set_blocking(w, False)
+                    try:
+                        while True: os.write(w, chunk[:65536])
+                    except BlockingIOError: pass
+                    os.close(w); keep.append(r)
+                time.sleep(1000); os._exit(0)
+        os.wait()
+        sys.exit(3)
 except OSError as e:
     print("refused:", e, flush=True)
     sys.exit(4)
@@ -69,7 +84,8 @@ func shmemKB(t *testing.T) int64 {
 
 // TestMemoryBombs: with --memory 64M, a sandbox that holds 300 MiB as shared
 // anonymous memory, a memfd written or fallocated and never mapped, a tmpfs
-// file, or eight processes each under the bound, ends with jail in control
+// file, or eight processes each under the bound, or pipes filled and kept by
+// sixteen processes, ends with jail in control
 // on both launch paths and both methods: with a cgroup (root here: v1) the
 // kernel kills in it; with rlimits (unprivileged here) jail's census ends
 // it. The result says the memory limit was hit, nothing of the bomb is left
@@ -77,7 +93,7 @@ func shmemKB(t *testing.T) int64 {
 func TestMemoryBombs(t *testing.T) {
 	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
-		for _, mode := range []string{"shared", "memfd", "fallocate", "/tmp", "/dev/shm", "processes"} {
+		for _, mode := range []string{"shared", "memfd", "fallocate", "/tmp", "/dev/shm", "processes", "pipes"} {
 			t.Run(strings.ReplaceAll(mode, "/", "_"), func(t *testing.T) {
 				before := shmemKB(t)
 				marker := fmt.Sprintf("jail-bomb-%d", time.Now().UnixNano())
@@ -85,8 +101,10 @@ func TestMemoryBombs(t *testing.T) {
 					"--", "python3", "-c", bombScript, mode, marker}})
 				rlimit := strings.Contains(res.stderr, `"limits":"rlimit"`)
 				switch {
-				case strings.Contains(res.stdout, "holding"):
-					t.Fatalf("%s: 300M held under a 64M bound (exit %d)\n%s", mode, res.code, res.stderr)
+				case strings.Contains(res.stdout, "holding") && !rlimit:
+					// With rlimits the bomb may hold it until the next
+					// census (docs/limits.md), then it is ended.
+					t.Fatalf("%s: 300M held under a 64M cgroup (exit %d)\n%s", mode, res.code, res.stderr)
 				case strings.Contains(res.stdout, "refused:") && (mode == "/tmp" || mode == "/dev/shm"):
 					// The tmpfs is no larger than the bound: ENOSPC first.
 					if !strings.Contains(res.stdout, "No space left") {
