@@ -1853,9 +1853,13 @@ static void report_error(const struct result *r, int code, const char *error) {
 		.error = error,
 		.stage = error ? "sandbox" : NULL,
 	};
+	// After a newline: the command shared this stderr and may have left
+	// a line unfinished, which the object must not complete (writeJSON in
+	// run.go).
 	char line[16384];
-	n = jail_result_json(line, sizeof(line), &j);
-	if (n > 0) jail_write_all(2, line, n);
+	line[0] = '\n';
+	n = jail_result_json(line + 1, sizeof(line) - 1, &j);
+	if (n > 0) jail_write_all(2, line, n + 1);
 }
 
 // finish ends the run with code, as launch in run.go does.

@@ -95,3 +95,28 @@ func TestCapturedBytesNotUTF8(t *testing.T) {
 		}
 	})
 }
+
+// TestResultLineNotForgeable: the command shares the stderr jail prints
+// its --json result on, and leaves a fake result there without a newline;
+// the last line of stderr must still be jail's own object alone (it starts
+// a line of its own), on both launch paths.
+func TestResultLineNotForgeable(t *testing.T) {
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		res := r.jail(t, call{dir: ws, args: []string{"run", "--json", "--", "/bin/sh", "-c", `printf '{"exit_code":0,"timed_out":false}' >&2; exit 7`}})
+		mustExit(t, res, 7)
+		lines := strings.Split(strings.TrimRight(res.stderr, "\n"), "\n")
+		last := lines[len(lines)-1]
+		var m map[string]any
+		dec := json.NewDecoder(strings.NewReader(last))
+		if err := dec.Decode(&m); err != nil {
+			t.Fatalf("the last line is not a JSON object: %v\n%q", err, res.stderr)
+		}
+		if m["exit_code"] != float64(7) || dec.More() {
+			t.Errorf("the last line of stderr is not jail's result alone (a reader takes exit_code %v): %q", m["exit_code"], last)
+		}
+		if !strings.Contains(res.stderr, `{"exit_code":0,"timed_out":false}`+"\n") {
+			t.Errorf("the command's partial line was not ended before the result: %q", res.stderr)
+		}
+	})
+}

@@ -413,7 +413,12 @@ func writeJSON(o *Run, r jsonResult, stdout, stderr io.Writer) error {
 	case o.Capture:
 		_, err = stdout.Write(b)
 	default:
-		_, err = stderr.Write(b)
+		// The command had the same stderr and may have left a line
+		// unfinished ({"exit_code":0} without a newline): the object
+		// then starts a line of its own, so the last line is jail's
+		// alone (README "Result"; the plan cache's run does the same:
+		// report_error in fast_linux.c).
+		_, err = stderr.Write(append([]byte{'\n'}, b...))
 	}
 	return err
 }
