@@ -28,6 +28,9 @@ type adopter struct {
 	// headSandbox and headHost are the commits HEAD resolves to in the
 	// sandbox's view and on the host after the refs were adopted.
 	headSandbox, headHost string
+	// newRemotes are the remotes the sandbox's adopted config keys name
+	// that the launch's config did not (adoptConfig).
+	newRemotes map[string]bool
 }
 
 func newAdopter(gitdirFD, hexLen int, opt Options, rep *Report) (*adopter, error) {

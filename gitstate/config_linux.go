@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -49,12 +50,27 @@ func (a *adopter) adoptConfig(up *upperTree, base *Snapshot) {
 	baseMap, _ := baseCfg.valueMap()
 	var allowed []setting
 	verdicts := configVerdicts(changes)
+	launched := launchRemotes(baseCfg)
 	for i, ch := range changes {
 		if why := verdicts[i]; why != "" {
 			a.rep.dropped("config %s: %s", esc(ch.Key.String()), why)
 			continue
 		}
+		if k := ch.Key; k.Section == "remote" && k.HasSub && launched[k.Subsection] && (k.Name == "url" || k.Name == "pushurl" || k.Name == "push") {
+			// Where the host's git push sends the repository, and what:
+			// a sandbox without network would have a channel out through
+			// the host's next push.
+			a.rep.dropped("config %s: remote %s existed at launch, and where it fetches from and pushes to (url, pushurl, push) stays the host's; change it on the host: git remote set-url%s %s URL",
+				esc(k.String()), esc(k.Subsection), map[bool]string{true: " --push", false: ""}[k.Name == "pushurl"], shellWord(esc(k.Subsection)))
+			continue
+		}
 		allowed = append(allowed, ch)
+	}
+	a.newRemotes = map[string]bool{}
+	for _, ch := range allowed {
+		if k := ch.Key; k.Section == "remote" && k.HasSub && !launched[k.Subsection] {
+			a.newRemotes[k.Subsection] = true
+		}
 	}
 	if len(allowed) == 0 {
 		return
@@ -133,7 +149,25 @@ func (a *adopter) applyConfig(allowed []setting, baseMap map[keyID][]string) err
 		return fmt.Errorf("write config: %w", err)
 	}
 	for _, ch := range apply {
+		if k := ch.Key; k.Section == "remote" && a.newRemotes[k.Subsection] && (k.Name == "url" || k.Name == "pushurl") {
+			// Named with its value: the host's git push may send the
+			// repository there from now on.
+			a.rep.applied("config %s = %s (a remote the sandbox added; the host's git fetch and push may use it)", esc(k.String()), esc(strings.Join(ch.Values, " ")))
+			continue
+		}
 		a.rep.applied("config %s", esc(ch.Key.String()))
 	}
 	return nil
+}
+
+// launchRemotes are the remotes the config names (any remote.NAME.* key):
+// those of the host's config at launch.
+func launchRemotes(c *Config) map[string]bool {
+	out := map[string]bool{}
+	for _, e := range c.Entries {
+		if e.Section == "remote" && e.HasSub {
+			out[e.Subsection] = true
+		}
+	}
+	return out
 }

@@ -262,3 +262,30 @@ func TestRefusedRemoteLeftOutWhole(t *testing.T) {
 		t.Errorf("the URL's reason does not say what to do: %q", v[0])
 	}
 }
+
+// TestLaunchRemoteKeepsHostURLs: the url, pushurl and push refspecs of a
+// remote the host had at launch stay the host's; a new remote is adopted
+// and named with its URL.
+func TestLaunchRemoteKeepsHostURLs(t *testing.T) {
+	r := newRepo(t)
+	r.git("remote", "add", "origin", "https://example.com/x.git")
+	base := r.take()
+	o := r.overlay()
+	o.run(`git config remote.origin.pushurl http://127.0.0.1:9/exfil.git && git config --add remote.origin.push '+refs/*:refs/*' &&
+		git config remote.origin.url https://evil.example/x.git && git remote add other https://example.com/o.git`)
+	rep := o.adopt(base, Options{RunID: "r"})
+	if v := strings.TrimSpace(r.git("config", "remote.origin.url")); v != "https://example.com/x.git" {
+		t.Errorf("remote.origin.url = %q", v)
+	}
+	for _, k := range []string{"remote.origin.pushurl", "remote.origin.push"} {
+		if out, _ := r.tryGit("config", k); strings.TrimSpace(out) != "" {
+			t.Errorf("%s adopted: %q", k, out)
+		}
+		if !contains(rep.Dropped, "config "+k+": remote origin existed at launch") {
+			t.Errorf("%s not named as dropped: %+v", k, rep.Dropped)
+		}
+	}
+	if !contains(rep.Applied, "config remote.other.url = https://example.com/o.git (a remote the sandbox added") {
+		t.Errorf("the new remote is not named with its URL: %+v", rep.Applied)
+	}
+}

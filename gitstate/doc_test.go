@@ -67,7 +67,12 @@ same way into the host's empty ` + "`.git`" + `, with a config jail writes itsel
   local path, ` + "`file://`" + `, a transport helper: ` + "`git clone /path sub`" + ` inside) is left out whole, with
   the ` + "`branch.<name>.remote`" + ` and ` + "`merge`" + ` keys that track it, and the line says how to add it on
   the host: a fetch refspec without a URL is a remote git fetches from nowhere, and a branch
-  tracking a remote name that is not one is taken for a path. The host's file is rewritten under
+  tracking a remote name that is not one is taken for a path. A remote that existed at launch
+  keeps the host's ` + "`url`" + `, ` + "`pushurl`" + ` and ` + "`push`" + ` refspecs: the sandbox's changes to them are dropped
+  and named (with the ` + "`git remote set-url`" + ` to run on the host), since a ` + "`pushurl`" + ` of its choosing
+  with ` + "`+refs/*:refs/*`" + ` would make the host's next ` + "`git push`" + ` send the repository to it, a channel out
+  for a sandbox without network. A remote the sandbox added is adopted, and its ` + "`url`" + ` and
+  ` + "`pushurl`" + ` are named with their values on the run's line. The host's file is rewritten under
   ` + "`config.lock`" + `, the rest of it byte for byte.
 
 | key | values | what for |
