@@ -95,6 +95,13 @@ func TestSessionStateJudged(t *testing.T) {
 			t.Errorf("tar xf after a sourced TAR_OPTIONS: asked %q, result %+v", why, res.Result)
 		}
 		ran("tar xf after a sourced TAR_OPTIONS")
+		// A megabyte of nesting on the channel: the server survives it
+		// (the shell parser's recursion overflowed its stack) and keeps
+		// the session's state.
+		call("bomb", "printf '%s\\0' \"$PWD\" >&3; head -c 1040000 /dev/zero | tr '\\0' '(' >&3; exec 3>&-", true)
+		if _, res := call("bomb", "echo alive", true); res.Result.IsError || res.Result.Content != "alive\n" {
+			t.Fatalf("after a nested state: %+v\nstderr: %s", res.Result, s.err.String())
+		}
 		// Controls: a system directory added to PATH, a pager set to cat.
 		call("benign", "export PATH=/usr/local/go/bin:$PATH GIT_PAGER=cat", true)
 		why, res = call("benign", "ls", false)

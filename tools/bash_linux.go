@@ -363,6 +363,75 @@ func literalWord(w *syntax.Word) bool {
 	return true
 }
 
+// quotedWordsOnly reports whether b is made of words, quotes ('...',
+// "...", $'...') and backslash escapes only, one statement per line, as
+// export -p prints: no expansion, substitution, grouping or operator. The
+// shell parser recurses into those, and a command that writes a megabyte
+// of "$(" to its state descriptor would otherwise overflow the
+// supervisor's stack (a fatal error no recover catches) before any word
+// is checked.
+func quotedWordsOnly(b []byte) bool {
+	const (
+		plain = iota
+		single
+		double
+		dollarSingle
+	)
+	// Every statement is an export or a declare, so no compound command
+	// (if, while, a function) can nest either.
+	stmt := func(rest []byte) bool {
+		return len(rest) == 0 || bytes.HasPrefix(rest, []byte("export ")) || bytes.HasPrefix(rest, []byte("declare "))
+	}
+	if !stmt(b) {
+		return false
+	}
+	state := plain
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch state {
+		case plain:
+			switch {
+			case c == '\n':
+				if !stmt(b[i+1:]) {
+					return false
+				}
+			case c == '\\':
+				i++
+			case c == '\'':
+				state = single
+			case c == '"':
+				state = double
+			case c == '$' && i+1 < len(b) && b[i+1] == '\'':
+				state = dollarSingle
+				i++
+			case strings.IndexByte("$`(){}[];&|<>#!*?~", c) >= 0:
+				return false
+			}
+		case single:
+			if c == '\'' {
+				state = plain
+			}
+		case double:
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				state = plain
+			case '$', '`':
+				return false
+			}
+		case dollarSingle:
+			switch c {
+			case '\\':
+				i++
+			case '\'':
+				state = plain
+			}
+		}
+	}
+	return state == plain
+}
+
 // parseState reads the wrapper's fd-3 report: the working directory,
 // NUL-terminated, then export -p's output. That output is shell input
 // (dash quotes with '...', bash with "..." and $'...'), so it is parsed as
@@ -370,7 +439,7 @@ func literalWord(w *syntax.Word) bool {
 // looked up.
 func parseState(b []byte) *Session {
 	cwd, exports, ok := bytes.Cut(b, []byte{0})
-	if !ok || len(cwd) == 0 {
+	if !ok || len(cwd) == 0 || !quotedWordsOnly(exports) {
 		return nil
 	}
 	f, err := syntax.NewParser().Parse(bytes.NewReader(exports), "")

@@ -142,6 +142,14 @@ func TestParseStateOfEveryShell(t *testing.T) {
 	if parseState([]byte("/\x00echo hi\n")) != nil {
 		t.Error("a state that is not export -p's output was accepted")
 	}
+	// A megabyte of nesting written to the state descriptor is refused
+	// before the shell parser recurses into it (which overflowed the
+	// supervisor's stack).
+	for _, bomb := range []string{"$(", "(", "${a:-", "{ ", "\"$(", "a|", "a&&", "if a; then ", "\nif a\nthen "} {
+		if parseState([]byte("/\x00export A=" + strings.Repeat(bomb, (1<<20)/len(bomb)))) != nil {
+			t.Errorf("a state of %q nesting was accepted", bomb)
+		}
+	}
 }
 
 // TestWorkerCancels drives serveWorker's protocol: a cancel reaches a
