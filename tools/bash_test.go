@@ -146,7 +146,7 @@ func TestParseStateOfEveryShell(t *testing.T) {
 	// before the shell parser recurses into it (which overflowed the
 	// supervisor's stack).
 	for _, bomb := range []string{"$(", "(", "${a:-", "{ ", "\"$(", "a|", "a&&", "if a; then ", "\nif a\nthen "} {
-		if parseState([]byte("/\x00export A=" + strings.Repeat(bomb, (1<<20)/len(bomb)))) != nil {
+		if parseState([]byte("/\x00export A="+strings.Repeat(bomb, (1<<20)/len(bomb)))) != nil {
 			t.Errorf("a state of %q nesting was accepted", bomb)
 		}
 	}
