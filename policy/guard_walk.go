@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"path"
 	"regexp"
 	"slices"
@@ -95,6 +96,8 @@ type walk struct {
 	// a command was read as of unknown name because of the session.
 	rbSession bool
 	bySession string
+	// inner are the pipelines inside a pipeline already told.
+	inner map[*syntax.BinaryCmd]bool
 }
 
 func newWalk(home string, vs ...visitor) *walk {
@@ -116,6 +119,13 @@ func (w *walk) unreadable(kind unreadableKind, text, why string) {
 func (w *walk) script(src string, depth int) {
 	if depth > maxDepth {
 		w.unreadable(notParsed, src, "command nests eval or sh -c too deeply to check")
+		return
+	}
+	if d := nesting(src); d > maxNesting {
+		// The parser and the walk recurse once per level: a line of
+		// 200000 "(" overflowed the supervisor's stack (a fatal error no
+		// recover catches).
+		w.unreadable(notParsed, src, fmt.Sprintf("command nests its brackets %d levels deep, more than the %d the guard reads", d, maxNesting))
 		return
 	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
@@ -627,10 +637,19 @@ func inlineFlag(name, a string) bool {
 // pipeline tells the visitors the stages of a pipeline, so they can judge
 // what flows between them (a download into an interpreter).
 func (w *walk) pipeline(n *syntax.BinaryCmd, depth int) {
+	if w.inner[n] {
+		return // a stage of a pipeline told already
+	}
+	if w.inner == nil {
+		w.inner = map[*syntax.BinaryCmd]bool{}
+	}
 	var leaves []*syntax.Stmt
 	var flat func(st *syntax.Stmt)
 	flat = func(st *syntax.Stmt) {
 		if b, ok := st.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) {
+			// Walked after this one: told once, as part of the whole
+			// (a|b|c... of n stages was told n times, n*n stages).
+			w.inner[b] = true
 			flat(b.X)
 			flat(b.Y)
 			return
@@ -676,4 +695,26 @@ func (w *walk) redirects(st *syntax.Stmt) {
 			v.redirect(r.Op, target)
 		}
 	}
+}
+
+// maxNesting bounds how deep a command line's brackets may nest before
+// the guard parses it; people and models write a handful of levels, and a
+// JSON or code here-document some tens.
+const maxNesting = 1000
+
+// nesting is how deep src's brackets nest, quotes and here-documents
+// ignored (unbalanced brackets in a string only add): the parser recurses
+// once per level of (...), $((...)), {...} and [...].
+func nesting(src string) int {
+	depth, most := 0, 0
+	for i := 0; i < len(src); i++ {
+		switch src[i] {
+		case '(', '{', '[':
+			depth++
+			most = max(most, depth)
+		case ')', '}', ']':
+			depth = max(depth-1, 0)
+		}
+	}
+	return most
 }

@@ -118,3 +118,31 @@ func TestGateSessionNotAutoApproved(t *testing.T) {
 		t.Fatalf("ls with ./bin in the session's PATH: %+v", d)
 	}
 }
+
+// A command the guard cannot afford to read is refused, not read: deep
+// nesting overflowed the supervisor's stack, and a long pipeline was told
+// to the rules once per stage.
+func TestGuardBoundedWork(t *testing.T) {
+	g := testGuard(t, GuardConfig{})
+	for _, c := range []string{strings.Repeat("(", 200000), "x=" + strings.Repeat("$((", 100000), strings.Repeat("{ ", 100000)} {
+		if r := g.Check(c); r.Level != GuardHard || !hasHit(r, GuardUnparseable, GuardHard) {
+			t.Errorf("%.10q... nested: %s %+v", c, r.Level, r.Hits)
+		}
+	}
+	if r := g.Check(strings.Repeat("cat f | ", 5000) + "wc -l"); r.Level != GuardAllow {
+		t.Errorf("a long pipeline of reads: %s %+v", r.Level, r.Hits)
+	}
+	if r := g.Check("echo '" + strings.Repeat("[", 10) + "' && jq '.a[0] | {b: (.c)}' f.json"); r.Level != GuardAllow {
+		t.Errorf("ordinary brackets: %s %+v", r.Level, r.Hits)
+	}
+}
+
+// BenchmarkGuardLongPipeline: a pipeline of 1000 stages is told to the
+// rules once (it was told once per stage: a million stages).
+func BenchmarkGuardLongPipeline(b *testing.B) {
+	g := testGuard(b, GuardConfig{})
+	cmd := strings.Repeat("cat f | ", 1000) + "wc -l"
+	for b.Loop() {
+		g.Check(cmd)
+	}
+}
