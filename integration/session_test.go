@@ -102,6 +102,11 @@ func TestSessionStateJudged(t *testing.T) {
 		if _, res := call("bomb", "echo alive", true); res.Result.IsError || res.Result.Content != "alive\n" {
 			t.Fatalf("after a nested state: %+v\nstderr: %s", res.Result, s.err.String())
 		}
+		// A command the guard cannot afford to parse is refused, and the
+		// server stays (300000 "(" overflowed its stack in the parser).
+		if why, res := call("deep", strings.Repeat("(", 300000)+"true", false); why != "" || !res.Result.IsError || !strings.Contains(res.Result.Content, "nests") {
+			t.Fatalf("a deeply nested command: asked %q, %+v\nstderr: %s", why, res.Result, s.err.String())
+		}
 		// Controls: a system directory added to PATH, a pager set to cat.
 		call("benign", "export PATH=/usr/local/go/bin:$PATH GIT_PAGER=cat", true)
 		why, res = call("benign", "ls", false)
