@@ -719,7 +719,7 @@ static void fresh_release(struct fast *f) {
 // inherits its descriptor); in any case to reduce the repositories the
 // sandbox made in subdirectories. If it cannot run, a RUN directory
 // stays for the next run in the workspace to adopt.
-static void git_after(struct fast *f, int adopt) {
+static void git_after(struct fast *f, int adopt, const char *mode) {
 	if (f->ggit >= 0) {
 		close(f->ggit); // the adopter fills it; nothing else may remove it now
 		f->ggit = -1;
@@ -737,7 +737,7 @@ static void git_after(struct fast *f, int adopt) {
 		// directory's meta records ("meta"), as the guardian of a Go
 		// supervisor's run does; a fresh directory's plan was made where
 		// no repository lay below the root ("cached").
-		char *argv[] = {"jail", JAIL_ADOPT_COMMAND, (char *)f->ws, key, run, adopt ? f->fresh_run : "-", f->t0, f->noverlay ? "meta" : "cached", NULL};
+		char *argv[] = {"jail", JAIL_ADOPT_COMMAND, (char *)f->ws, key, run, adopt ? f->fresh_run : "-", f->t0, !strcmp(mode, "pending") ? "pending" : f->noverlay ? "meta" : "cached", NULL};
 		if (f->mask) sigprocmask(SIG_SETMASK, f->mask, NULL);
 		execve("/proc/self/exe", argv, f->envp);
 		say("jail: git: cannot execute /proc/self/exe to adopt the sandbox's git changes; the next run in this workspace adopts them\n");
@@ -835,6 +835,19 @@ static int swept_changed(struct fast *f) {
 	if (fd < 0) return 0;
 	int dirs = 0;
 	return sweep_dir(fd, 1, 0, &dirs, strtoll(f->t0, NULL, 10));
+}
+
+// pending_waits reports whether reductions that earlier runs' ends left
+// to the last run out wait in the git state directory's pending/
+// (gitview/pending_linux.go): one open and one listing, of a directory
+// that is usually missing or empty.
+static int pending_waits(struct fast *f) {
+	if (f->gkey < 0) return 0;
+	int d = openat(f->gkey, "../pending", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (d < 0) return 0;
+	int empty = dir_empty(d);
+	close(d);
+	return !empty;
 }
 
 // facts_changed reports whether a directory the plan's walk recorded
@@ -943,7 +956,16 @@ static int make_fresh(struct fast *f, struct cursor *c) {
 
 static void release_placeholders(struct fast *f);
 
+// drop_locks lets go of the objects this run held (holds_linux.go): the
+// sandbox has ended, and this run's own locks would keep it from
+// removing its .git and placeholders.
+static void drop_locks(struct fast *f) {
+	for (int i = 0; i < f->nlocks; i++) close(f->locks[i]);
+	f->nlocks = 0;
+}
+
 static void release(struct fast *f) {
+	drop_locks(f);
 	fresh_release(f);
 	release_placeholders(f);
 }
@@ -968,13 +990,8 @@ static void release_placeholders(struct fast *f) {
 		if (p->parent >= 0) close(p->parent);
 		free(p->name);
 	}
-	for (int i = 0; i < f->nlocks; i++) close(f->locks[i]);
-	f->nmade = f->nlocks = 0;
-}
-
-static int open_dir_beneath(int dirfd, const char *path) {
-	struct { uint64_t flags, mode, resolve; } how = {O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0, 0x08 | 0x04 | 0x02};
-	return syscall(437 /* openat2 */, dirfd, path, &how, sizeof(how));
+	drop_locks(f);
+	f->nmade = 0;
 }
 
 // make_one makes the placeholder directory rel beneath wsfd, marked and
@@ -1029,13 +1046,13 @@ static int read_placeholders(struct fast *f, struct cursor *c) {
 	uint32_t nl = cur_u32(c);
 	for (uint32_t i = 0; i < nl && !c->bad; i++) {
 		const char *rel = cur_str(c);
-		if (f->nlocktodo < MAX_LOCKS) f->locktodo[f->nlocktodo++] = rel;
+		if (f->nlocktodo >= MAX_LOCKS) return miss(f, "more objects to hold than a cached run holds", NULL);
+		f->locktodo[f->nlocktodo++] = rel;
 	}
 	return c->bad ? miss(f, "malformed entry", NULL) : 0;
 }
 
-// make_placeholders makes every placeholder the plan expects and locks
-// the protected directories that exist, as the Go path does.
+// make_placeholders makes every placeholder the plan expects.
 static int make_placeholders(struct fast *f) {
 	int wsfd = open(f->ws, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (wsfd < 0) return miss(f, "cannot open the workspace", f->ws);
@@ -1044,10 +1061,49 @@ static int make_placeholders(struct fast *f) {
 			close(wsfd);
 			return -1;
 		}
+	close(wsfd);
+	return 0;
+}
+
+// open_lockable opens path beneath dirfd (resolve: openat2's) to be
+// locked, as openLockable in holds_linux.go: a directory or a regular
+// file, read-only, following no symlink, never blocking; -1 for anything
+// else (its directory is held in its place).
+static int open_lockable(int dirfd, const char *path, uint64_t resolve) {
+	struct { uint64_t flags, mode, resolve; } how = {O_PATH | O_NOFOLLOW | O_CLOEXEC, 0, resolve};
+	int p = syscall(437 /* openat2 */, dirfd, path, &how, sizeof(how));
+	if (p < 0) return -1;
+	struct stat st, now;
+	int ok = fstat(p, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode));
+	close(p);
+	if (!ok) return -1;
+	how.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0);
+	int fd = syscall(437 /* openat2 */, dirfd, path, &how, sizeof(how));
+	if (fd >= 0 && (fstat(fd, &now) < 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+// take_locks takes the shared locks of the objects the sandbox will have
+// mounts on (Placeholders.hold in holds_linux.go), before any part of
+// the plan is sent: a run ending meanwhile must find them held. Each is
+// workspace-relative, or absolute outside the workspace (a --rw tree, the
+// persistent home). One that cannot be opened is left to the init, which
+// checks every mount's identity.
+static int take_locks(struct fast *f) {
+	int wsfd = open(f->ws, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (wsfd < 0) return miss(f, "cannot open the workspace", f->ws);
 	for (int i = 0; i < f->nlocktodo && f->nlocks < MAX_LOCKS; i++) {
-		int fd = open_dir_beneath(wsfd, f->locktodo[i]);
+		const char *p = f->locktodo[i];
+		int fd = p[0] == '/' ? open_lockable(AT_FDCWD, p, 0x04 /* RESOLVE_NO_SYMLINKS */)
+		                     : open_lockable(wsfd, p, 0x08 | 0x04 | 0x02 /* BENEATH, NO_SYMLINKS, NO_MAGICLINKS */);
 		if (fd < 0) continue;
-		if (flock(fd, LOCK_SH) < 0) {
+		int r;
+		while ((r = flock(fd, LOCK_SH)) < 0 && errno == EINTR)
+			;
+		if (r < 0) {
 			close(fd);
 			continue;
 		}
@@ -2146,6 +2202,7 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 	// A repository the sandbox made is adopted, and those it made in
 	// subdirectories reduced, before the result, which is the last line
 	// jail prints.
+	int pend = pending_waits(f);
 	// A run with overlays hands its RUN directory to the adopter when a
 	// directory the walk recorded changed, even with nothing to adopt:
 	// the reduction is against the launch walk its meta records.
@@ -2156,10 +2213,11 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 	}
 	if (adopt) {
 		release_placeholders(f);
-		git_after(f, 1);
+		git_after(f, 1, "cached");
 	} else {
 		release(f);
-		if ((changed < 0 ? facts_changed(f) : changed) || swept_changed(f)) git_after(f, 0);
+		if ((changed < 0 ? facts_changed(f) : changed) || swept_changed(f)) git_after(f, 0, "cached");
+		else if (pend) git_after(f, 0, "pending"); // this run may be the last one out
 	}
 	report(res, code);
 	finish(f, 0, code);
@@ -2228,7 +2286,7 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	sigprocmask(SIG_BLOCK, &set, &sv.mask);
 	blocked = 1;
 	f.mask = &sv.mask;
-	if (read_placeholders(&f, &c) < 0 || make_fresh(&f, &c) < 0) goto out;
+	if (read_placeholders(&f, &c) < 0 || make_fresh(&f, &c) < 0 || take_locks(&f) < 0) goto out;
 	char **lists[2] = {NULL, NULL};
 	uint32_t counts[2];
 	for (int l = 0; l < 2; l++) {

@@ -385,10 +385,15 @@ type CacheFresh struct {
 	Meta             []byte
 }
 
+// maxCachedHolds is how many objects a cached run holds at most
+// (MAX_LOCKS in fast_linux.c).
+const maxCachedHolds = 64
+
 // AdoptCommand is the hidden command a cached run executes, and waits
 // for, to adopt a repository its sandbox made: jail AdoptCommand KEYFD
 // RUNFD RUN, with the RUN directory locked on RUNFD (ADOPT_COMMAND in
-// fast_linux.c).
+// fast_linux.c); also, with the mode "pending", to finish what earlier
+// runs' ends left to the last run out (gitview.ReducePending).
 const AdoptCommand = "__git-adopt"
 
 // GuardCommand is the hidden command of a run's git state guardian
@@ -567,6 +572,9 @@ func (c *Cmd) CachePlan(dir string, e *CacheEntry) error {
 		}
 		p.str(m.rel)
 		p.u32(uint32(at))
+	}
+	if len(e.Placeholders.locked) > maxCachedHolds {
+		return errors.New("plan cache: more objects to hold than a cached run holds")
 	}
 	p.u32(uint32(len(e.Placeholders.locked)))
 	for _, l := range e.Placeholders.locked {

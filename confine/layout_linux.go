@@ -487,6 +487,11 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 		return nil, ph, err
 	}
 	sortMounts(ms)
+	// Before the init mounts anything: a run ending meanwhile must find
+	// every object this sandbox will sit on held (holds_linux.go).
+	if err := ph.hold(ms, ws, l.HomeDir, l.stateDirs()); err != nil {
+		return nil, ph, err
+	}
 	return ms, ph, nil
 }
 
@@ -1443,9 +1448,6 @@ func protectWalk(wsfd int, ws, r string, ph *Placeholders, facts *Facts) ([]Moun
 			// it covers everything the protected path could become.
 			if !last && st.Mode&unix.S_IFMT != unix.S_IFLNK && st.Mode&unix.S_IFMT != unix.S_IFREG {
 				return nil, fmt.Errorf("%s is neither a directory, a file nor a symlink", prefix)
-			}
-			if isDir {
-				ph.lockDir(wsfd, prefix)
 			}
 			return append(ms, Mount{Kind: Protect, Dest: abs, Dev: st.Dev, Ino: st.Ino}), nil
 		}

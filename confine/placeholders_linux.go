@@ -32,9 +32,10 @@ import (
 // within its mount: renames across mounts fail with EXDEV).
 //
 // Concurrent runs in one workspace: every run holds a shared flock on each
-// placeholder and on each protected directory that exists (a removed
-// directory would take the other run's mount with it: since Linux 3.18 an
-// rmdir detaches mounts of other namespaces on that dentry). A placeholder
+// placeholder and on every other object its sandbox has a mount on
+// (holds_linux.go: a removed or renamed directory would take the other
+// run's mount with it, since the kernel refuses neither for a mountpoint
+// of another namespace). A placeholder
 // is removed only by a run that can then take the lock exclusively, so
 // the last run that relies on it removes it. Placeholders carry the xattr
 // user.jail=placeholder: a later run takes over one that an earlier run
@@ -49,11 +50,14 @@ const (
 )
 
 // Placeholders are the placeholder directories one run relies on (made or
-// taken over), and the locks it holds on protected directories.
+// taken over), and the shared locks it holds on the host objects its
+// sandbox has mounts on (holds_linux.go).
 type Placeholders struct {
-	held  []placeholder
-	locks []int
-	// locked are the workspace-relative protected directories locked.
+	held []placeholder
+	// locks are the descriptors holding the shared locks, locked what
+	// the plan cache's run locks again: workspace-relative, or absolute
+	// outside the workspace.
+	locks  []int
 	locked []string
 }
 
@@ -210,21 +214,6 @@ func openDirIn(dirfd int, rel string) (int, error) {
 	})
 }
 
-// lockDir takes a shared lock on the existing protected directory rel, so
-// that no other run removes it while this run's sandbox has it mounted.
-func (ph *Placeholders) lockDir(wsfd int, rel string) {
-	fd, err := openDirIn(wsfd, rel)
-	if err != nil {
-		return
-	}
-	if flockRetry(fd, unix.LOCK_SH) != nil {
-		unix.Close(fd)
-		return
-	}
-	ph.locks = append(ph.locks, fd)
-	ph.locked = append(ph.locked, rel)
-}
-
 // Release removes the placeholders this run relied on, unless another run
 // still holds one (that run removes it at its end), then drops its locks.
 // It must be called after the sandbox exited.
@@ -232,13 +221,11 @@ func (ph *Placeholders) Release() {
 	if ph == nil {
 		return
 	}
+	ph.Unhold()
 	for _, p := range ph.held {
 		p.release()
 	}
-	for _, fd := range ph.locks {
-		unix.Close(fd)
-	}
-	ph.held, ph.locks, ph.locked = nil, nil, nil
+	ph.held = nil
 }
 
 // release removes the placeholder by descriptor when no run holds it any

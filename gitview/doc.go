@@ -27,5 +27,13 @@
 // guardian was killed too, the next run in that workspace (or jail clean,
 // Clean) does, before its own walk.
 //
+// Runs at once in one workspace, or in nested workspaces: every change
+// the end of a run makes in the host tree (moving a protected name aside,
+// reducing a repository) claims the entry first (confine.Claim), since a
+// rename or a removal would take another live run's mount on it along.
+// One a live run holds is recorded as pending (pending_linux.go) and
+// finished by the last run out, the next launch or jail clean
+// (ReducePending).
+//
 // docs/git.md has the threat model and the guarantee.
 package gitview

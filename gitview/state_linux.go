@@ -220,8 +220,9 @@ func readNames(fd int) ([]string, error) {
 // or for every workspace when ws is "", each RUN directory no live run
 // holds is adopted and the repositories its sandbox made in
 // subdirectories are reduced, as the next run in the workspace would do,
-// and .new-RUN leftovers are removed. A workspace that no longer exists
-// is skipped. It reports on w what it did and where kept-RUN directories
+// and .new-RUN leftovers are removed; the pending reductions of every
+// workspace that no live run holds any more are done (ReducePending). A
+// workspace that no longer exists is skipped. It reports on w what it did and where kept-RUN directories
 // (objects refused) are, and returns the first error met.
 func Clean(dir, ws string, w io.Writer) error {
 	sd, err := openStateDir(dir)
@@ -232,6 +233,8 @@ func Clean(dir, ws string, w io.Writer) error {
 		return err
 	}
 	defer unix.Close(sd)
+	// What runs' ends left to the last run out, in every workspace.
+	ReducePending(dir, w)
 	keys := []string{workspaceKey(ws)}
 	if ws == "" {
 		if keys, err = readNames(sd); err != nil {
@@ -246,14 +249,14 @@ func Clean(dir, ws string, w io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("git state: %s: %w", filepath.Join(dir, k), err)
 		}
-		cleanKey(kfd, filepath.Join(dir, k), ws, w)
+		cleanKey(kfd, filepath.Join(dir, k), ws, dir, w)
 		unix.Close(kfd)
 	}
 	return nil
 }
 
 // cleanKey is Clean for one workspace's directory kfd.
-func cleanKey(kfd int, keyDir, ws string, w io.Writer) {
+func cleanKey(kfd int, keyDir, ws, stateDir string, w io.Writer) {
 	names, err := readNames(kfd)
 	if err != nil {
 		return
@@ -291,7 +294,7 @@ func cleanKey(kfd int, keyDir, ws string, w io.Writer) {
 	if rel, err := filepath.Rel(ws, filepath.Dir(filepath.Dir(keyDir))); err == nil && !strings.HasPrefix(rel, "..") {
 		skip = rel
 	}
-	recoverKey(w, wsfd, ws, kfd, keyDir, skip, nil) // the names a run's meta does not record are not known here
+	recoverKey(w, wsfd, ws, kfd, keyDir, skip, nil, stateDir) // the names a run's meta does not record are not known here
 }
 
 // recoverNew removes the .new-RUN leftovers of a workspace's directory.

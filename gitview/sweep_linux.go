@@ -3,6 +3,7 @@
 package gitview
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jail-sandbox/jail/confine"
 	"github.com/jail-sandbox/jail/termtext"
 	"golang.org/x/sys/unix"
 )
@@ -295,7 +297,7 @@ func leadsInto(wsfd int, ws, rel string, dirs []string) (string, bool) {
 // began at t left past the bounded walks (launch, at launch, nil for a
 // cached plan's; now, after the run, whose findings scanNew handled) and
 // does what that needs (afterSweep).
-func sweepAll(w io.Writer, wsfd, scratch int, ws, skip string, t int64, run, home string, launch, now *found) {
+func sweepAll(w io.Writer, wsfd, scratch int, ws, skip string, t int64, run, home string, launch, now *found, pend *pending) {
 	known := map[string]bool{}
 	for _, f := range []*found{launch, now} {
 		if f == nil {
@@ -312,15 +314,19 @@ func sweepAll(w io.Writer, wsfd, scratch int, ws, skip string, t int64, run, hom
 			names = f.names
 		}
 	}
-	afterSweep(w, wsfd, scratch, ws, s, run, t, JailDirs(home), names)
+	var waiting []string
+	afterSweep(w, wsfd, scratch, ws, s, run, t, JailDirs(home), names, pend, &waiting)
 	if launch != nil {
-		overAside(w, wsfd, launch.over, run, t)
+		overAside(w, wsfd, launch.over, run, t, pend, &waiting)
 	}
+	// What a live run's sandbox has a mount on waits for the last run
+	// out (pending_linux.go).
+	pend.save(w, waiting)
 }
 
 // overAside moves aside each protected name past maxDeep (over) that the
 // sandbox changed: anything in it whose change time is t or later.
-func overAside(w io.Writer, wsfd int, over []string, run string, t int64) {
+func overAside(w io.Writer, wsfd int, over []string, run string, t int64, pend *pending, waiting *[]string) {
 	var moved, failed []string
 	for _, p := range over {
 		dfd, err := openGitDir(wsfd, filepath.Dir(p))
@@ -329,9 +335,13 @@ func overAside(w io.Writer, wsfd int, over []string, run string, t int64) {
 		}
 		budget := 10000
 		if changedTree(dfd, filepath.Base(p), t, &budget) {
-			if _, err := moveAside(dfd, filepath.Base(p), run); err == nil {
+			switch _, err := moveAside(dfd, filepath.Base(p), run); {
+			case err == nil:
 				moved = append(moved, p)
-			} else if err != unix.ENOENT {
+			case errors.Is(err, confine.ErrHeld):
+				pend.add(pendAside, dfd, filepath.Base(p), p)
+				*waiting = append(*waiting, p)
+			case err != unix.ENOENT:
 				failed = append(failed, p)
 			}
 		}
@@ -392,8 +402,14 @@ func changedTree(dirfd int, name string, t int64, budget *int) bool {
 //
 // names are the protected names a reduced repository's commits are held
 // for (reduce).
-func afterSweep(w io.Writer, wsfd, scratch int, ws string, s *swept, run string, t int64, dirs []string, names *nameSet) {
+func afterSweep(w io.Writer, wsfd, scratch int, ws string, s *swept, run string, t int64, dirs []string, names *nameSet, pend *pending, waiting *[]string) {
 	var reduced, unheaded, aside, kept, links, linksKept []string
+	// wait leaves what a live run's sandbox has a mount on to the last
+	// run out (pending_linux.go).
+	wait := func(kind string, dfd int, name, rel string) {
+		pend.add(kind, dfd, name, rel)
+		*waiting = append(*waiting, rel)
+	}
 	for _, g := range s.gitDirs {
 		dir := filepath.Dir(g)
 		dfd, err := openGitDir(wsfd, dir)
@@ -404,9 +420,12 @@ func afterSweep(w io.Writer, wsfd, scratch int, ws string, s *swept, run string,
 		switch {
 		case isEmptyDir(dfd, ".git"):
 		case bornAfter(dfd, ".git", t):
-			if reduce(w, dfd, scratch, ".git", g, run, names) {
+			switch err := reduce(w, dfd, scratch, ".git", g, run, names); {
+			case err == nil:
 				reduced = append(reduced, dir)
-			} else {
+			case errors.Is(err, confine.ErrHeld):
+				wait(pendGit, dfd, ".git", g)
+			default:
 				kept = append(kept, g)
 			}
 		default:
@@ -421,12 +440,16 @@ func afterSweep(w io.Writer, wsfd, scratch int, ws string, s *swept, run string,
 	for _, g := range s.gitFiles {
 		dfd, err := openGitDir(wsfd, filepath.Dir(g))
 		if err == nil {
-			_, err = moveAside(dfd, ".git", run)
+			if _, err = moveAside(dfd, ".git", run); errors.Is(err, confine.ErrHeld) {
+				wait(pendAside, dfd, ".git", g)
+			}
 			unix.Close(dfd)
 		}
-		if err == nil {
+		switch {
+		case err == nil:
 			aside = append(aside, g)
-		} else if err != unix.ENOENT {
+		case errors.Is(err, confine.ErrHeld), err == unix.ENOENT:
+		default:
 			kept = append(kept, g)
 		}
 	}
@@ -437,9 +460,12 @@ func afterSweep(w io.Writer, wsfd, scratch int, ws string, s *swept, run string,
 			continue
 		}
 		if bornAfter(pfd, filepath.Base(b), t) {
-			if reduce(w, pfd, scratch, filepath.Base(b), b, run, names) {
+			switch err := reduce(w, pfd, scratch, filepath.Base(b), b, run, names); {
+			case err == nil:
 				reduced = append(reduced, b)
-			} else {
+			case errors.Is(err, confine.ErrHeld):
+				wait(pendBare, pfd, filepath.Base(b), b)
+			default:
 				kept = append(kept, b)
 			}
 		} else if unhead(pfd, filepath.Base(b), run) {
@@ -461,9 +487,15 @@ func afterSweep(w io.Writer, wsfd, scratch int, ws string, s *swept, run string,
 	}
 	for _, l := range bad {
 		target := targets[l]
-		if removeLink(wsfd, l) {
+		switch err := removeLink(wsfd, l); {
+		case err == nil:
 			links = append(links, l+" -> "+target)
-		} else {
+		case errors.Is(err, confine.ErrHeld):
+			if dfd, err := openGitDir(wsfd, filepath.Dir(l)); err == nil {
+				wait(pendGitfile, dfd, filepath.Base(l), l)
+				unix.Close(dfd)
+			}
+		default:
 			linksKept = append(linksKept, l+" -> "+target)
 		}
 	}
@@ -507,16 +539,20 @@ func unhead(dfd int, name, run string) bool {
 }
 
 // removeLink removes the symlink rel beneath wsfd, by descriptor, if it
-// is still a symlink.
-func removeLink(wsfd int, rel string) bool {
+// is still a symlink and no live run's sandbox has a mount on it
+// (confine.ErrHeld).
+func removeLink(wsfd int, rel string) error {
 	dfd, err := openGitDir(wsfd, filepath.Dir(rel))
 	if err != nil {
-		return false
+		return err
 	}
 	defer unix.Close(dfd)
 	var st unix.Stat_t
-	if unix.Fstatat(dfd, filepath.Base(rel), &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK {
-		return false
+	if err := unix.Fstatat(dfd, filepath.Base(rel), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
 	}
-	return unix.Unlinkat(dfd, filepath.Base(rel), 0) == nil
+	if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+		return errors.New("not a symlink any more")
+	}
+	return unlinkClaimed(dfd, filepath.Base(rel))
 }

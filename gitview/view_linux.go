@@ -138,6 +138,8 @@ type walkMeta struct {
 	Later []string `json:"later,omitempty"`
 	// Over are the protected names past maxDeep (found.over).
 	Over []string `json:"over,omitempty"`
+	// Ents are the identities of what it found (found.ents).
+	Ents map[string][2]uint64 `json:"ents,omitempty"`
 }
 
 // launchFound is the launch walk a RUN directory's meta records.
@@ -145,7 +147,7 @@ func (w *walkMeta) launchFound() *found {
 	if w == nil {
 		return nil
 	}
-	return &found{gitDirs: w.GitDirs, gitFiles: w.GitFiles, bare: w.Bare, prot: w.Prot, names: w.nameSet(), over: w.Over}
+	return &found{gitDirs: w.GitDirs, gitFiles: w.GitFiles, bare: w.Bare, prot: w.Prot, names: w.nameSet(), over: w.Over, ents: w.Ents}
 }
 
 // nameSet is the protected names the launch walk looked for (nil for
@@ -676,7 +678,7 @@ func (r *Run) writeMeta() error {
 	m := meta{Workspace: r.opt.Workspace, Repos: r.repos, NoWalk: r.launch == nil}
 	if r.launch != nil {
 		m.Launch = &walkMeta{GitDirs: r.launch.gitDirs, GitFiles: r.launch.gitFiles, Bare: r.launch.bare, Prot: r.launch.prot,
-			Held: r.opt.Protected, Later: r.opt.Later, Over: r.launch.over}
+			Held: r.opt.Protected, Later: r.opt.Later, Over: r.launch.over, Ents: r.launch.ents}
 	}
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -729,8 +731,9 @@ func (r *Run) Finish() {
 		}
 		now := r.launch.changedSince(r.ws)
 		now.addCommitted(r.ws, committed)
-		scanNew(r.opt.Report, r.ws, r.keyfd, now, r.launch, run)
-		sweepAll(r.opt.Report, r.ws, r.keyfd, r.opt.Workspace, now.skip, r.t0, run, r.opt.Home, r.launch, now)
+		pend := newPending(r.opt.StateDir, r.opt.Workspace, run)
+		scanNew(r.opt.Report, r.ws, r.keyfd, now, r.launch, run, pend)
+		sweepAll(r.opt.Report, r.ws, r.keyfd, r.opt.Workspace, now.skip, r.t0, run, r.opt.Home, r.launch, now, pend)
 		r.launch = nil
 	}
 	if r.dirfd >= 0 {
@@ -918,7 +921,10 @@ func (r *Run) adoptPending() {
 		return
 	}
 	r.pendingDone = true
-	recoverKey(r.opt.Report, r.ws, r.opt.Workspace, r.keyfd, r.keyDir, r.skipState(), newNameSet(r.opt.Protected, r.opt.Later))
+	// What earlier runs' ends left to the last one out, when that one
+	// was killed: before the walk, as the rest.
+	reducePending(r.opt.StateDir, r.opt.Report, newNameSet(r.opt.Protected, r.opt.Later))
+	recoverKey(r.opt.Report, r.ws, r.opt.Workspace, r.keyfd, r.keyDir, r.skipState(), newNameSet(r.opt.Protected, r.opt.Later), r.opt.StateDir)
 }
 
 // skipState is jail's state directory relative to the workspace, when
@@ -945,8 +951,9 @@ const newLeftAge = 2 * time.Second
 // jail's state relative to the workspace ("" when outside it).
 //
 // protected are the protected names when a run's meta does not record
-// them, nil when not known (codeFiles).
-func recoverKey(w io.Writer, wsfd int, ws string, keyfd int, keyDir, skip string, protected *nameSet) {
+// them, nil when not known (codeFiles); stateDir is jail's git state
+// directory, where what waits for the last run out is recorded.
+func recoverKey(w io.Writer, wsfd int, ws string, keyfd int, keyDir, skip string, protected *nameSet, stateDir string) {
 	entries, err := readNames(keyfd)
 	if err != nil {
 		return
@@ -974,14 +981,15 @@ func recoverKey(w io.Writer, wsfd int, ws string, keyfd int, keyDir, skip string
 			// The run ended without looking for what its sandbox made
 			// below the root: reduce it now, against its launch walk.
 			now, launch := walkNames(wsfd, skip, m.Launch.nameSet()), m.Launch.launchFound()
-			scanNew(w, wsfd, keyfd, now, launch, n)
+			pend := newPending(stateDir, ws, n)
+			scanNew(w, wsfd, keyfd, now, launch, n, pend)
 			// The run began about when its RUN directory was made.
 			var sx unix.Statx_t
 			t := time.Now().Add(-24 * time.Hour).UnixNano()
 			if unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_BTIME|unix.STATX_CTIME, &sx) == nil && sx.Mask&unix.STATX_BTIME != 0 {
 				t = sx.Btime.Sec*1e9 + int64(sx.Btime.Nsec)
 			}
-			sweepAll(w, wsfd, keyfd, ws, skip, t, n, os.Getenv("HOME"), launch, now)
+			sweepAll(w, wsfd, keyfd, ws, skip, t, n, os.Getenv("HOME"), launch, now, pend)
 		}
 		settle(w, keyfd, n, where, out)
 		unix.Close(fd)
@@ -1153,10 +1161,13 @@ func emptyOrMissing(dirfd int, name string) bool {
 // depth), and the mode: "cached" (the default: the plan cache's run,
 // whose plan was made where no .git lay below the root) or "meta" (the
 // guardian of a Go supervisor's run, reducing against the launch walk the
-// RUN directory records). It adopts, then reduces the repositories the
-// sandbox made in subdirectories and moves aside the protected names it
-// made (protected and later, the default lists: scanNew), reports on w,
-// and returns 0 when all went well.
+// RUN directory records) or "pending" (a cached run that changed nothing,
+// ending while pending reductions wait: only ReducePending). It adopts,
+// then reduces the repositories the sandbox made in subdirectories and
+// moves aside the protected names it made (protected and later, the
+// default lists: scanNew), does what earlier runs' ends left to the last
+// run out (ReducePending), reports on w, and returns 0 when all went
+// well.
 func AdoptMain(args []string, w io.Writer, protected, later []string) int {
 	var since int64
 	mode := "cached"
@@ -1170,13 +1181,21 @@ func AdoptMain(args []string, w io.Writer, protected, later []string) int {
 		}
 		args = args[:4]
 	}
-	if len(args) != 4 || !filepath.IsAbs(args[0]) || (args[3] != "-" && !isRunName(args[3])) || (mode != "cached" && mode != "meta") {
-		fmt.Fprintln(w, "jail: "+confine.AdoptCommand+": want WORKSPACE KEYFD RUNFD RUN [LAUNCH-NS [cached|meta]]")
+	if len(args) != 4 || !filepath.IsAbs(args[0]) || (args[3] != "-" && !isRunName(args[3])) || (mode != "cached" && mode != "meta" && mode != "pending") {
+		fmt.Fprintln(w, "jail: "+confine.AdoptCommand+": want WORKSPACE KEYFD RUNFD RUN [LAUNCH-NS [cached|meta|pending]]")
 		return 2
 	}
 	// A line to a stderr whose reader went (the guardian's, after jail
 	// was killed) is an error, not the end of an adoption half done.
 	signal.Ignore(syscall.SIGPIPE)
+	stateDir := StateDir(os.Getenv("HOME"), os.Getenv("XDG_STATE_HOME"))
+	if mode == "pending" {
+		// A cached run that changed nothing, ending while reductions that
+		// earlier runs' ends left wait (pending_linux.go): it may be the
+		// last run out.
+		reducePending(stateDir, w, newNameSet(protected, later))
+		return 0
+	}
 	wsfd, err := unix.Open(args[0], unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		termtext.Fprintf(w, "jail: git: %v\n", err)
@@ -1197,7 +1216,7 @@ func AdoptMain(args []string, w io.Writer, protected, later []string) int {
 	// the root (scanNew), with the gitlinks its commits add.
 	reduce := func() {
 		skip := ""
-		if sd := StateDir(os.Getenv("HOME"), os.Getenv("XDG_STATE_HOME")); sd != "" {
+		if sd := stateDir; sd != "" {
 			if rs, err := filepath.EvalSymlinks(filepath.Dir(sd)); err == nil {
 				if rel, err := filepath.Rel(args[0], rs); err == nil && !strings.HasPrefix(rel, "..") {
 					skip = rel
@@ -1238,9 +1257,10 @@ func AdoptMain(args []string, w io.Writer, protected, later []string) int {
 				unix.Close(gfd)
 			}
 		}
-		scanNew(w, wsfd, scratch, f, launch, run)
+		pend := newPending(stateDir, args[0], run)
+		scanNew(w, wsfd, scratch, f, launch, run, pend)
 		if since > 0 {
-			sweepAll(w, wsfd, scratch, args[0], skip, since, run, os.Getenv("HOME"), launch, f)
+			sweepAll(w, wsfd, scratch, args[0], skip, since, run, os.Getenv("HOME"), launch, f, pend)
 		}
 	}
 	if args[3] != "-" {
@@ -1253,6 +1273,7 @@ func AdoptMain(args []string, w io.Writer, protected, later []string) int {
 			// killed (the Go supervisor's reduction included; the plan
 			// cache's run reduces after, so a cached run is scanned).
 			if mode == "meta" {
+				reducePending(stateDir, w, newNameSet(protected, later))
 				return 0
 			}
 		} else {
@@ -1271,9 +1292,11 @@ func AdoptMain(args []string, w io.Writer, protected, later []string) int {
 		}
 	}
 	if !scan {
+		reducePending(stateDir, w, newNameSet(protected, later))
 		return code
 	}
 	reduce()
+	reducePending(stateDir, w, newNameSet(protected, later))
 	return code
 }
 
@@ -1321,14 +1344,27 @@ func adoptHeld(w io.Writer, wsfd int, ws, keyArg, runArg, name string, names *na
 // in it that runs (docs/git.md). scratch is the workspace's directory in
 // jail's state (-1 when there is none), where the git that verifies the
 // objects keeps its own directory.
-func scanNew(w io.Writer, wsfd, scratch int, f *found, launch *found, run string) {
+func scanNew(w io.Writer, wsfd, scratch int, f *found, launch *found, run string, pend *pending) {
 	seen := map[string]bool{}
 	if launch != nil {
-		for _, k := range append(append(append([]string{}, launch.gitDirs...), launch.gitFiles...), launch.bare...) {
+		// What the launch found counts as there at launch only while it
+		// is the same object (a sandbox may have renamed it away, and
+		// this run's sandbox made another at its name).
+		for _, k := range append(append([]string{}, launch.gitDirs...), launch.gitFiles...) {
+			seen[k] = launch.sameEnt(wsfd, k)
+		}
+		for _, k := range launch.bare {
 			seen[k] = true
 		}
 	}
-	var reduced, removed, kept, unheaded []string
+	var reduced, removed, kept, unheaded, waiting []string
+	// wait leaves an entry a live run's sandbox has a mount on to the
+	// last run out (pending_linux.go): changing it now would take that
+	// mount with it.
+	wait := func(kind string, dfd int, name, rel string) {
+		pend.add(kind, dfd, name, rel)
+		waiting = append(waiting, rel)
+	}
 	for _, g := range append(append([]string{}, f.gitDirs...), f.gitFiles...) {
 		if seen[g] {
 			continue
@@ -1343,16 +1379,22 @@ func scanNew(w io.Writer, wsfd, scratch int, f *found, launch *found, run string
 		switch err := unix.Fstatat(dfd, ".git", &st, unix.AT_SYMLINK_NOFOLLOW); {
 		case err != nil:
 		case st.Mode&unix.S_IFMT != unix.S_IFDIR:
-			if unix.Unlinkat(dfd, ".git", 0) == nil {
+			switch err := unlinkClaimed(dfd, ".git"); {
+			case err == nil:
 				removed = append(removed, g)
-			} else {
+			case errors.Is(err, confine.ErrHeld):
+				wait(pendGitfile, dfd, ".git", g)
+			default:
 				kept = append(kept, g)
 			}
 		case isEmptyDir(dfd, ".git"):
 		default:
-			if reduce(w, dfd, scratch, ".git", g, run, f.names) {
+			switch err := reduce(w, dfd, scratch, ".git", g, run, f.names); {
+			case err == nil:
 				reduced = append(reduced, dir)
-			} else {
+			case errors.Is(err, confine.ErrHeld):
+				wait(pendGit, dfd, ".git", g)
+			default:
 				kept = append(kept, g)
 			}
 		}
@@ -1367,13 +1409,19 @@ func scanNew(w io.Writer, wsfd, scratch int, f *found, launch *found, run string
 			// Made whole during the run: a repository of the sandbox's,
 			// adopted anew under its own name.
 			dfd, err := openGitDir(wsfd, filepath.Dir(b))
-			if err == nil && reduce(w, dfd, scratch, filepath.Base(b), b, run, f.names) {
-				reduced = append(reduced, b)
+			if err == nil {
+				err = reduce(w, dfd, scratch, filepath.Base(b), b, run, f.names)
+				switch {
+				case err == nil:
+					reduced = append(reduced, b)
+				case errors.Is(err, confine.ErrHeld):
+					wait(pendBare, dfd, filepath.Base(b), b)
+				default:
+					kept = append(kept, b)
+				}
+				unix.Close(dfd)
 			} else {
 				kept = append(kept, b)
-			}
-			if err == nil {
-				unix.Close(dfd)
 			}
 			continue
 		}
@@ -1381,16 +1429,23 @@ func scanNew(w io.Writer, wsfd, scratch int, f *found, launch *found, run string
 		// of): only its HEAD goes aside, which is enough for git not
 		// to take it for a repository.
 		dfd, err := openGitDir(wsfd, b)
-		if err == nil && func() error { _, err := moveAside(dfd, "HEAD", run); return err }() == nil {
-			unheaded = append(unheaded, b)
+		if err == nil {
+			_, err = moveAside(dfd, "HEAD", run)
+			switch {
+			case err == nil:
+				unheaded = append(unheaded, b)
+			case errors.Is(err, confine.ErrHeld):
+				wait(pendHead, dfd, "HEAD", filepath.Join(b, "HEAD"))
+			default:
+				kept = append(kept, b)
+			}
+			unix.Close(dfd)
 		} else {
 			kept = append(kept, b)
 		}
-		if err == nil {
-			unix.Close(dfd)
-		}
 	}
-	moved, notMoved := movedAside(wsfd, f, launch, run)
+	moved, notMoved, held := movedAside(wsfd, f, launch, run, pend)
+	waiting = append(waiting, held...)
 	if len(moved) > 0 {
 		termtext.Fprintf(w, "jail: files that editors, agent CLIs and hooks managers run code from, which the sandbox made, were moved aside (renamed NAME.jail-%s...; look at them before you rename them back): %s\n", run, strings.Join(moved, ", "))
 	}
@@ -1409,6 +1464,7 @@ func scanNew(w io.Writer, wsfd, scratch int, f *found, launch *found, run string
 	if len(kept) > 0 {
 		termtext.Fprintf(w, "jail: git: WARNING: the sandbox made these git directories and jail could not reduce them; check their hooks and config before running git there: %s\n", strings.Join(kept, ", "))
 	}
+	pend.save(w, waiting)
 }
 
 // movedAside renames the protected names the walk after a run found (f)
@@ -1419,19 +1475,19 @@ func scanNew(w io.Writer, wsfd, scratch int, f *found, launch *found, run string
 // protected path there, held whether or not it exists); for the others a
 // cached plan was made where there were none (deepProtected). It returns
 // the workspace-relative paths moved.
-func movedAside(wsfd int, f, launch *found, run string) (out, failed []string) {
+func movedAside(wsfd int, f, launch *found, run string, pend *pending) (out, failed, held []string) {
 	for dir, names := range f.prot {
 		var had []string
 		if launch != nil {
 			if launch.prot == nil {
-				return nil, nil // a launch that did not record them: nothing is known to be new
+				return nil, nil, nil // a launch that did not record them: nothing is known to be new
 			}
 			had = launch.prot[dir]
 		}
 		var dfd = -1
 		for _, n := range names {
 			_, byGlob := f.names.match(n)
-			if slices.Contains(had, n) || dir == "." && !byGlob {
+			if slices.Contains(had, n) && launch.sameEnt(wsfd, filepath.Join(dir, n)) || dir == "." && !byGlob {
 				continue
 			}
 			if dfd < 0 {
@@ -1443,9 +1499,13 @@ func movedAside(wsfd int, f, launch *found, run string) (out, failed []string) {
 					break
 				}
 			}
-			if _, err := moveAside(dfd, n, run); err == nil {
+			switch _, err := moveAside(dfd, n, run); {
+			case err == nil:
 				out = append(out, filepath.Join(dir, n))
-			} else if err != unix.ENOENT {
+			case errors.Is(err, confine.ErrHeld):
+				pend.add(pendAside, dfd, n, filepath.Join(dir, n))
+				held = append(held, filepath.Join(dir, n))
+			case err != unix.ENOENT:
 				failed = append(failed, filepath.Join(dir, n))
 			}
 		}
@@ -1455,7 +1515,8 @@ func movedAside(wsfd int, f, launch *found, run string) (out, failed []string) {
 	}
 	slices.Sort(out)
 	slices.Sort(failed)
-	return out, failed
+	slices.Sort(held)
+	return out, failed, held
 }
 
 // moveAside renames name beneath dfd out of every tool's view, by descriptor and without
@@ -1464,8 +1525,15 @@ func movedAside(wsfd int, f, launch *found, run string) (out, failed []string) {
 // live), NAME.jail-RUN-RANDOM, a suffix no sandbox can know in advance. It returns the name
 // used.
 func moveAside(dfd int, name, run string) (string, error) {
+	// Locked first: a live run's sandbox may have a mount on it, which the
+	// rename would take along (confine.Claim).
+	unlock, err := confine.Claim(dfd, name)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	aside := name + ".jail-" + run
-	err := unix.Renameat2(dfd, name, dfd, aside, unix.RENAME_NOREPLACE)
+	err = unix.Renameat2(dfd, name, dfd, aside, unix.RENAME_NOREPLACE)
 	for i := 0; i < 4 && err == unix.EEXIST; i++ {
 		var b [8]byte
 		if _, rerr := rand.Read(b[:]); rerr != nil {
@@ -1489,27 +1557,32 @@ func (f *found) idsOf() map[string]dirID {
 // reduce moves the repository name (.git, or a bare repository's own
 // directory) beneath dfd aside and adopts it anew into an empty
 // directory of that name; what cannot be adopted stays aside, out of
-// git's view, under NAME.jail-RUN.
+// git's view, under NAME.jail-RUN. It returns confine.ErrHeld, having
+// changed nothing, when a live run's sandbox has a mount on it, and
+// errNotReduced when the repository stays as it was (said on w).
 //
 // Its commits are held like those of any repository (codeFiles; names
 // are the protected names, its work tree's hooks directory is none: the
 // config it gets names none).
-func reduce(w io.Writer, dfd, scratch int, name, rel, run string, names *nameSet) bool {
+func reduce(w io.Writer, dfd, scratch int, name, rel, run string, names *nameSet) error {
 	aside, err := moveAside(dfd, name, run)
 	if err != nil {
-		return false
+		if errors.Is(err, confine.ErrHeld) {
+			return err
+		}
+		return errNotReduced
 	}
 	src, err := openDir(dfd, aside)
 	if err != nil {
-		return false
+		return errNotReduced
 	}
 	defer unix.Close(src)
 	if err := unix.Mkdirat(dfd, name, 0o755); err != nil {
-		return false
+		return errNotReduced
 	}
 	dst, err := openDir(dfd, name)
 	if err != nil {
-		return false
+		return errNotReduced
 	}
 	defer unix.Close(dst)
 	rep, err := gitstate.AdoptNew(dst, src, newCodeFiles(names, dst, "").options(gitstate.Options{RunID: run, Scratch: scratch}, nil))
@@ -1520,7 +1593,7 @@ func reduce(w io.Writer, dfd, scratch int, name, rel, run string, names *nameSet
 		fmt.Fprintf(w, "jail: %s (%s)\n", rep.Summary(), termtext.Escape(rel))
 		termtext.Fprintf(w, "jail: git: %s: objects the sandbox wrote were refused; the repository as it made it stays in %s, out of git's view\n", rel, filepath.Join(filepath.Dir(rel), aside))
 		moveAside(src, "HEAD", run)
-		return true
+		return nil
 	}
 	if err != nil || rep == nil {
 		termtext.Fprintf(w, "jail: git: %s: the repository the sandbox made was not adopted (%v); it stays in %s, out of git's view\n", rel, err, filepath.Join(filepath.Dir(rel), aside))
@@ -1528,7 +1601,7 @@ func reduce(w io.Writer, dfd, scratch int, name, rel, run string, names *nameSet
 		// Out of git's view by its name, but git run inside it would
 		// take it for a repository still.
 		moveAside(src, "HEAD", run)
-		return false
+		return errNotReduced
 	}
 	reportHeld(w, rel, rep)
 	if err := removeAll(dfd, aside); err != nil {
@@ -1553,5 +1626,19 @@ func reduce(w io.Writer, dfd, scratch int, name, rel, run string, names *nameSet
 		// The entries are escaped when made (gitstate.Report).
 		fmt.Fprintf(w, "jail: git: %s: %s\n", termtext.Escape(where), termtext.Line(strings.Join(noted, "; ")))
 	}
-	return true
+	return nil
+}
+
+// errNotReduced is a repository reduce left as it was.
+var errNotReduced = errors.New("not reduced")
+
+// unlinkClaimed removes the gitfile or symlink name beneath dfd once no
+// live run holds it (confine.Claim).
+func unlinkClaimed(dfd int, name string) error {
+	unlock, err := confine.Claim(dfd, name)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return unix.Unlinkat(dfd, name, 0)
 }

@@ -79,6 +79,41 @@ type found struct {
 	// read-only while the run lasts, moved aside after it when the
 	// sandbox changed them (overAside).
 	over []string
+	// ents are the device and inode of each protected name and .git
+	// entry below the root the walk found (workspace-relative): one that
+	// holds another object at the end is new, whatever its name. A
+	// sandbox started before it existed has no mount on it and can
+	// rename it away, taking a later run's mount there along; what that
+	// run then makes at the name must not pass for what it found.
+	ents map[string][2]uint64
+}
+
+// noteEnt records the identity of name beneath fd (sub in the
+// workspace) in f.ents.
+func (f *found) noteEnt(fd int, name, sub string) {
+	var st unix.Stat_t
+	if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return
+	}
+	if f.ents == nil {
+		f.ents = map[string][2]uint64{}
+	}
+	f.ents[sub] = [2]uint64{st.Dev, st.Ino}
+}
+
+// sameEnt reports whether rel (workspace-relative) beneath wsfd is the
+// object the walk f found there; true when f recorded none (a launch
+// of a binary before the identities were kept, or no walk).
+func (f *found) sameEnt(wsfd int, rel string) bool {
+	if f == nil || f.ents == nil {
+		return true
+	}
+	id, ok := f.ents[rel]
+	if !ok {
+		return true
+	}
+	var st unix.Stat_t
+	return unix.Fstatat(wsfd, rel, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Dev == id[0] && st.Ino == id[1]
 }
 
 // nameSet is the protected names the walk looks for in every directory
@@ -333,6 +368,11 @@ func (f *found) walkFD(fd int, rel string, depth int, buf []byte) {
 		f.truncated = true
 	}
 	f.protNames(rel, ents)
+	for _, e := range ents {
+		if e.prot || e.name == ".git" && rel != "." {
+			f.noteEnt(fd, e.name, filepath.Join(rel, e.name))
+		}
+	}
 	f.visited = append(f.visited, rel)
 	f.depth[rel] = depth
 	f.ids[rel] = idOf(&st)

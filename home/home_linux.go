@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jail-sandbox/jail/confine"
 	"golang.org/x/sys/unix"
 )
 
@@ -148,6 +149,9 @@ func openRoot(root string, create bool) (int, string, error) {
 	}
 	return fd, path, nil
 }
+
+// ErrInUse is a home that a live run has bound: jail clean leaves it.
+var ErrInUse = errors.New("in use by a live run")
 
 // errNotOwn is a directory of jail's that is a symlink, not a directory,
 // or not the user's.
@@ -347,10 +351,30 @@ func Remove(root, id string) error {
 		}
 		return nil
 	}
+	// A live run has the home bound, and holds it (confine.Claim): it is
+	// not taken away under the sandbox, whose mount the rename would
+	// move along to the trash.
+	unlock, err := confine.Claim(dirfd, id)
+	if errors.Is(err, confine.ErrHeld) {
+		by := "a process jail cannot name"
+		// O_PATH: the sandbox may have made its home unreadable.
+		if hfd, err := unix.Openat(dirfd, id, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+			if d := confine.DescribeHolders(hfd); d != "" {
+				by = d
+			}
+			unix.Close(hfd)
+		}
+		return fmt.Errorf("%w (%s); run jail clean again once it has ended", ErrInUse, by)
+	}
+	if err != nil {
+		return fmt.Errorf("home: remove %s: %w", filepath.Join(base, id), err)
+	}
 	var rnd [8]byte
 	rand.Read(rnd[:])
 	trash := fmt.Sprintf(".removing-%s-%x", id, rnd)
-	if err := unix.Renameat(dirfd, id, dirfd, trash); err != nil {
+	err = unix.Renameat(dirfd, id, dirfd, trash)
+	unlock()
+	if err != nil {
 		return fmt.Errorf("home: remove %s: %w", filepath.Join(base, id), err)
 	}
 	if err := removeAt(dirfd, trash); err != nil {

@@ -129,7 +129,11 @@ func (c *Clean) remove(pick []home.Entry, stdout, stderr io.Writer) int {
 		verb := "removed"
 		if c.DryRun {
 			verb = "would remove"
-		} else if err := home.Remove(c.HomesRoot, e.ID); err != nil {
+		} else if err := home.Remove(c.HomesRoot, e.ID); errors.Is(err, home.ErrInUse) {
+			// A live run has it bound: not taken away under it.
+			fmt.Fprintf(stdout, "skipped %8s  %s  %s: %v\n", humanSize(e.Bytes), ws, e.Path, err)
+			continue
+		} else if err != nil {
 			fmt.Fprintln(stderr, "jail clean:", err)
 			code = 1
 			continue

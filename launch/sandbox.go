@@ -87,13 +87,18 @@ type Held struct {
 func (h *Held) ViewEnv() []string { return h.viewEnv }
 
 // Release adopts what the sandbox changed in the workspace's git
-// directories and removes its placeholders. The sandbox must have ended.
+// directories and removes its placeholders, then finishes what other
+// runs left to the last one out. The sandbox must have ended.
 func (h *Held) Release() {
 	if h == nil {
 		return
 	}
+	// Its own locks first: they would keep this run from reducing what
+	// its sandbox made (confine/holds_linux.go).
+	h.ph.Unhold()
 	h.git.Finish()
 	h.ph.Release()
+	h.git.ReducePending()
 }
 
 // Start starts cmd, whose Spec has its command, ids, network and
