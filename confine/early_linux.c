@@ -68,14 +68,10 @@ static void __attribute__((noreturn)) early_pid1(struct child *c) {
 	run_body(c);
 }
 
-// reset_signals gives a process forked before the Go runtime the signal
-// state an exec'd init gets from os.StartProcess: every signal at its
-// default, except SIGHUP and SIGINT when the caller ignored them (as the
-// Go runtime keeps them), and nothing blocked. Whatever the caller set (an
-// ignored SIGCHLD would make pid 1 wait for ever) stops here.
-// /proc/self/status names the signals that are not at their default
-// (SigIgn, SigCgt), so only those are reset: three system calls instead
-// of two per signal, on the early child's way to the namespaces.
+// signal_masks reads the signals that are not at their default (SigIgn,
+// SigCgt) from /proc/self/status, so reset_signals resets only those:
+// three system calls instead of two per signal, on the early child's way
+// to the namespaces.
 static int signal_masks(uint64_t *ign, uint64_t *cgt) {
 	char buf[4096];
 	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
@@ -91,6 +87,11 @@ static int signal_masks(uint64_t *ign, uint64_t *cgt) {
 	return 0;
 }
 
+// reset_signals gives a process forked before the Go runtime the signal
+// state an exec'd init gets from os.StartProcess: every signal at its
+// default, except SIGHUP and SIGINT when the caller ignored them (as the
+// Go runtime keeps them), and nothing blocked. Whatever the caller set (an
+// ignored SIGCHLD would make pid 1 wait for ever) stops here.
 void reset_signals(void) {
 	uint64_t ign = 0, cgt = 0;
 	int known = signal_masks(&ign, &cgt) == 0;

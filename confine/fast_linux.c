@@ -970,9 +970,9 @@ static void release(struct fast *f) {
 	release_placeholders(f);
 }
 
-// release removes the placeholders of this run that no other run holds
-// and whose names still hold them, by descriptor, as placeholder.release
-// does: the shared lock is converted (the last holder gets it), the name
+// release_placeholders removes the placeholders of this run that no
+// other run holds and whose names still hold them, by descriptor, as
+// placeholder.release does: the shared lock is converted (the last holder gets it), the name
 // is checked on the held parent, and only an empty directory can go; one
 // the host's tools wrote into loses its mark and stays.
 static void release_placeholders(struct fast *f) {
@@ -1031,8 +1031,9 @@ static int make_one(struct fast *f, int wsfd, const char *rel, uint32_t at) {
 	return 0;
 }
 
-// make_placeholders makes every placeholder the plan expects and locks
-// the protected directories that exist, as the Go path does.
+// read_placeholders reads what the entry says of the placeholders: the
+// workspace, each protected name to make with where its identity goes in
+// the plan, and the protected directories to lock.
 static int read_placeholders(struct fast *f, struct cursor *c) {
 	f->ws = cur_str(c);
 	uint32_t n = cur_u32(c);
@@ -1451,12 +1452,12 @@ struct saved {
 	const char *entry;
 };
 
+static void guard_done(struct fast *f);
+
 // fall_back hands the run to the Go supervisor: this binary again, named
 // REPLAN_ARG0 so that its constructor does not look at the cache, which
 // plans afresh and stores a new entry. A stale entry is removed first; one
 // whose command could not be executed is not stale.
-static void guard_done(struct fast *f);
-
 static void __attribute__((noreturn)) fall_back(struct fast *f, char **argv, char **envp, struct saved *sv, int stale) {
 	// The command's child may have taken the terminal before its exec
 	// failed; the Go supervisor starts from a terminal of its own.
@@ -1855,10 +1856,11 @@ static uint64_t now_ns(void) {
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
+static void report_error(const struct result *r, int code, const char *error);
+
 // report writes the note and the result object (jsonResult in run.go,
 // field for field and in its order: jail_result_json) for a run that
 // ended with code.
-static void report_error(const struct result *r, int code, const char *error);
 static void report(const struct result *r, int code) {
 	report_error(r, code, NULL);
 }
@@ -1918,7 +1920,6 @@ static void report_error(const struct result *r, int code, const char *error) {
 	if (n > 0) jail_write_all(2, line, n + 1);
 }
 
-// finish ends the run with code, as launch in run.go does.
 // guard_done tells the git state's guardian this run finished with it:
 // the guardian exits (and lets go of the RUN directory's lock) rather
 // than adopting and reducing.
@@ -1980,6 +1981,7 @@ static void drop_deferred(struct fast *f) {
 	if (pid > 0) close(p[0]); // p[1] closes as this process exits
 }
 
+// finish ends the run with code, as launch in run.go does.
 static void __attribute__((noreturn)) finish(struct fast *f, int foreground, int code) {
 	relay_close();
 	if (foreground) reclaim_terminal();

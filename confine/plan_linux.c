@@ -809,17 +809,11 @@ ssize_t recv_fds(int sock, void *buf, size_t len, int *fds, int max, int *nfd, i
 	return n;
 }
 
-// op_more ends the first part of a plan the plan cache's run sends in two
-// (plan_split in fast_linux.c): pid 1 builds the view up to here while the
-// supervisor makes the workspace's placeholders, whose identities the rest
-// carries. Its operand is how long, in ms, the supervisor may take. The
-// rest comes on fd 5, after the command's stdio: a u32 length and that many
-// plan bytes, carried out from here on. A supervisor that ends sends EOF;
-// one that stops or is stuck sends nothing, and pid 1 gives up at the
-// deadline with a report naming the wait rather than wait unseen (the
-// supervisor then meets a closed socket and plans the run afresh).
+// MORE_WAIT_MAX_MS bounds the wait an OP_MORE may ask for.
 #define MORE_WAIT_MAX_MS 600000
 
+// read_more reads n bytes of the rest of the plan from fd 5 before the
+// deadline, ms after OP_MORE, or fails naming the wait.
 static void read_more(struct child *c, void *p, size_t n, const struct timespec *deadline, uint32_t ms) {
 	uint8_t *b = p;
 	while (n > 0) {
@@ -845,6 +839,15 @@ static void read_more(struct child *c, void *p, size_t n, const struct timespec 
 	}
 }
 
+// op_more ends the first part of a plan the plan cache's run sends in two
+// (plan_split in fast_linux.c): pid 1 builds the view up to here while the
+// supervisor makes the workspace's placeholders, whose identities the rest
+// carries. Its operand is how long, in ms, the supervisor may take. The
+// rest comes on fd 5, after the command's stdio: a u32 length and that many
+// plan bytes, carried out from here on. A supervisor that ends sends EOF;
+// one that stops or is stuck sends nothing, and pid 1 gives up at the
+// deadline with a report naming the wait rather than wait unseen (the
+// supervisor then meets a closed socket and plans the run afresh).
 static void op_more(struct child *c) {
 	uint32_t n, ms = get_u32(c);
 	c->stage = "wait for the rest of the plan";
