@@ -2098,7 +2098,7 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 				// From now on a kill -9 of this process would leave what
 				// the sandbox does to git unfinished: a guardian in its own
 				// session finishes it then (docs/git.md).
-				if (f->grun >= 0 && f->guard < 0) f->guard = jail_git_guard_fork(f->gkey, f->grun, f->ws, f->fresh_run, f->t0, f->noverlay ? "meta" : "cached", pid1, f->envp);
+				if (f->grun >= 0 && f->guard < 0) f->guard = jail_git_guard_fork(f->gkey, f->grun, f->ws, f->fresh_run, f->t0, f->noverlay ? "meta" : "cached", pid1, f->argc, f->argv, f->envp);
 			} else if (strstr(line, "\"stage\":\"" JAIL_STAGE_STARTED "\"")) {
 				started = 1;
 				if (res->timeout_ns) deadline = now_ns() + res->timeout_ns;

@@ -22,6 +22,9 @@ void jail_git_guard_main(int argc, char **argv, char **envp);
 // when it finished (close-on-exec), or -1. mode is the adopter's:
 // "cached" (a plan made where no repository lay below the root) or
 // "meta" (reduce against the launch walk the RUN directory records).
-int jail_git_guard_fork(int keyfd, int runfd, const char *ws, const char *run, const char *t0, const char *mode, int pid1, char **envp);
+// argc and argv are the process's arguments, which the guardian's
+// command line is written over.
+int jail_git_guard_fork(int keyfd, int runfd, const char *ws, const char *run, const char *t0, const char *mode, int pid1, int argc, char **argv,
+                        char **envp);
 
 #endif
