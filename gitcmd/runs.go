@@ -143,7 +143,25 @@ func keyMatch(key string) bool {
 // another file, a setting from the environment). Either makes the line
 // run a process.
 func (l *Line) Commands() (shell []string, programs []string) {
-	for _, c := range l.Config {
+	config := l.Config
+	if l.Sub == "clone" {
+		// git clone -c KEY=VALUE / --config KEY=VALUE: written into the
+		// new repository's config, and in effect for the clone itself.
+		for i := 0; i < len(l.Args); i++ {
+			if v, next, ok := optValue(l.Args, i, "--config"); ok {
+				config = append(slices.Clone(config), v)
+				if next {
+					i++
+				}
+			} else if v, next, ok := optValue(l.Args, i, "-c"); ok {
+				config = append(slices.Clone(config), v)
+				if next {
+					i++
+				}
+			}
+		}
+	}
+	for _, c := range config {
 		k, v, _ := strings.Cut(c, "=")
 		if !keyMatch(k) {
 			continue

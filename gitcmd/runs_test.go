@@ -51,6 +51,8 @@ func TestCommandsAndPushes(t *testing.T) {
 		{line: "--config-env=core.pager=P log", programs: []string{"--config-env core.pager"}},
 		{line: "for-each-repo --config=maintenance.repo push", shell: []string{"git push"}},
 		{line: "hook run pre-commit", programs: []string{"hook"}},
+		{line: "clone -c core.sshCommand=./p.sh ssh://h/r x", shell: []string{"./p.sh"}},
+		{line: "clone --config=core.hooksPath=/tmp/h https://h/r", programs: []string{"-c core.hooksPath"}},
 		{line: "--exec-path=/tmp/x status", programs: []string{"--exec-path=/tmp/x"}},
 	} {
 		var words []string

@@ -73,7 +73,10 @@ func newCodeFiles(names *nameSet, gitfd int, worktree string) *codeFiles {
 func (c *codeFiles) protected(p, oid string) bool {
 	p = filepath.Clean(p)
 	for _, h := range c.hooks {
-		if within(p, h) {
+		// At or below the hooks directory, or above it: a commit that
+		// makes sub a symlink to a directory the sandbox wrote moves
+		// the hooks directory sub/hooks there on the host's checkout.
+		if within(p, h) || within(h, p) {
 			return true
 		}
 	}

@@ -78,6 +78,25 @@ func TestSandboxNamesEscaped(t *testing.T) {
 	})
 }
 
+// TestToolOutputInert: jail tool prints its result for a person; what the
+// command wrote reaches the terminal inside JSON with every control
+// character escaped, C1 (CSI as U+009B) and DEL included.
+func TestToolOutputInert(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		pol := filepath.Join(r.dir(t, "jail-it-cfg-"), "p.toml")
+		r.writeFile(t, pol, "[approval]\nauto_approve = [\"bash\"]\n[audit]\nenabled = false\n")
+		res := r.jail(t, call{dir: ws, args: []string{"tool", "--policy", pol, "-w", ws, "bash", `{"command":"printf 'a\\302\\2332Jb\\033]52;c;eA==\\007c\\177d'"}`}})
+		mustExit(t, res, 0)
+		if strings.ContainsAny(res.stdout, "\x1b\x07\x7f\u009b") {
+			t.Errorf("a control character reached the terminal raw: %q", res.stdout)
+		}
+		if !strings.Contains(res.stdout, `a\u009b2Jb\u001b]52;c;eA==\u0007c\u007fd`) {
+			t.Errorf("the output is not in the result, escaped: %q", res.stdout)
+		}
+	})
+}
+
 // filterLines are the lines of s that begin with prefix (jail's own; the
 // command's stderr is the command's).
 func filterLines(s, prefix string) []string {

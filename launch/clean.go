@@ -11,6 +11,7 @@ import (
 	"github.com/jail-sandbox/jail/confine"
 	"github.com/jail-sandbox/jail/gitview"
 	"github.com/jail-sandbox/jail/home"
+	"github.com/jail-sandbox/jail/termtext"
 )
 
 // Clean is `jail clean`: it removes persistent sandbox homes
@@ -86,7 +87,7 @@ func (c *Clean) Main(stdout, stderr io.Writer) int {
 		return 1
 	}
 	if ws != "" && len(pick) == 0 {
-		fmt.Fprintf(stdout, "jail clean: %s has no persistent home\n", ws)
+		termtext.Fprintf(stdout, "jail clean: %s has no persistent home\n", ws)
 		return 0
 	}
 	return c.remove(pick, stdout, stderr)
@@ -139,7 +140,7 @@ func (c *Clean) remove(pick []home.Entry, stdout, stderr io.Writer) int {
 			continue
 		}
 		total += e.Bytes
-		fmt.Fprintf(stdout, "%s %8s  %s  %s\n", verb, humanSize(e.Bytes), ws, e.Path)
+		termtext.Fprintf(stdout, "%s %8s  %s  %s\n", verb, humanSize(e.Bytes), ws, e.Path)
 	}
 	if len(pick) > 1 {
 		fmt.Fprintf(stdout, "total %s in %d homes\n", humanSize(total), len(pick))

@@ -220,17 +220,20 @@ func (o *Run) launch(layout *confine.Layout, pass []string, sc confine.SeccompOp
 		errors.As(err, &se)
 		stage := StageSandbox
 		switch {
+		// A path in them may be one a sandbox named (a protected
+		// name found below a directory it made): escaped unless it is
+		// printable already (termtext.Line).
 		case se.Code == 2:
-			fmt.Fprintln(stderr, "jail run:", se.Err)
+			fmt.Fprintln(stderr, "jail run:", termtext.Line(se.Err.Error()))
 			stage = StagePrepare
 		case se.Code == 126 || se.Code == 127:
-			fmt.Fprintf(stderr, "jail: %s\n", se)
+			fmt.Fprintf(stderr, "jail: %s\n", termtext.Line(se.Error()))
 			stage = StageExec
 		default:
-			fmt.Fprintf(stderr, "jail: %s\n", se)
+			fmt.Fprintf(stderr, "jail: %s\n", termtext.Line(se.Error()))
 		}
 		if se.Hint != "" {
-			fmt.Fprintln(stderr, se.Hint)
+			fmt.Fprintln(stderr, termtext.Line(se.Hint))
 		}
 		return o.Fail(se.Code, stage, se, stdout, stderr)
 	}

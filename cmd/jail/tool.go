@@ -80,7 +80,7 @@ func toolMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	res := s.Call(ctx, tools.Request{Tool: name, Args: json.RawMessage(raw),
 		Context: tools.CallContext{Agent: o.agent, Role: o.role, Unattended: o.unattended}})
-	b, err := json.Marshal(res)
+	b, err := policy.MarshalLine(res) // escaped for terminals: the output is the sandbox's
 	if err != nil {
 		fmt.Fprintln(stderr, "jail tool: encode result:", err)
 		return 125
