@@ -183,3 +183,79 @@ func TestExplainListsProtectedAfterRun(t *testing.T) {
 		}
 	})
 }
+
+// TestGlobalConfigIncludes: the user's ~/.gitconfig keeps user.name in a
+// file it includes (relative, and ~/ for the next one): git inside reads
+// them as the host's git does (git config, a commit's author), and an
+// include into the home's secrets stays hidden.
+func TestGlobalConfigIncludes(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		// Not in /tmp: the sandbox's /tmp is its own, and a home there is
+		// not shown.
+		home, err := os.MkdirTemp("/var/tmp", "jail-it-home-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(home) })
+		os.Chmod(home, 0o755)
+		r.own(t, home)
+		r.writeFile(t, filepath.Join(home, ".gitconfig"), "[include]\n\tpath = .gitconfig.d/id ; the identity\n[includeIf \"gitdir:/nowhere/\"]\n\tpath = ~/.ssh/gitcfg\n[core]\n\tabbrev = 9\n")
+		r.writeFile(t, filepath.Join(home, ".gitconfig.d", "id"), "[user]\n\tname = Included Name\n[include]\n\tpath = ~/.gitconfig.d/mail\n")
+		r.writeFile(t, filepath.Join(home, ".gitconfig.d", "mail"), "[user]\n\temail = inc@example.com\n")
+		r.writeFile(t, filepath.Join(home, ".ssh", "gitcfg"), "[user]\n\tsigningkey = SECRET\n")
+		res := r.jail(t, call{dir: ws, env: []string{"HOME=" + home}, args: []string{"run", "-w", ws, "--", "/bin/sh", "-c", `
+echo "NAME=$(git config user.name)"
+echo "MAIL=$(git config --global --includes user.email)"
+echo "IDENT=$(git var GIT_AUTHOR_IDENT)"
+cat ~/.ssh/gitcfg 2>/dev/null
+echo SANDBOX-DONE`}})
+		mustExit(t, res, 0)
+		for _, w := range []string{"NAME=Included Name", "MAIL=inc@example.com", "IDENT=Included Name <inc@example.com>"} {
+			if !strings.Contains(res.stdout, w) {
+				t.Errorf("git inside does not read the included config as the host's does (want %q):\n%s\n%s", w, res.stdout, res.stderr)
+			}
+		}
+		if strings.Contains(res.stdout, "SECRET") {
+			t.Errorf("an include into ~/.ssh was shown:\n%s", res.stdout)
+		}
+	})
+}
+
+// TestCloneLocalPathRemote: git clone /local/path sub inside: after the
+// run the clone keeps its commits, has no half remote (a fetch refspec
+// without a url, a branch tracking a remote that is not there), and a
+// jail line names the URL left out and how to add it on the host.
+func TestCloneLocalPathRemote(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		for _, repo := range []bool{false, true} {
+			ws := r.dir(t, "jail-it-ws-")
+			src := r.dir(t, "jail-it-src-")
+			r.gitRepo(t, src)
+			if repo {
+				r.gitRepo(t, ws)
+			}
+			res := r.jail(t, call{dir: ws, args: []string{"run", "-w", ws, "--ro", src, "--", "/bin/sh", "-c", "git clone -q " + src + " sub && echo CLONED"}})
+			mustExit(t, res, 0)
+			if !strings.Contains(res.stdout, "CLONED") {
+				t.Fatalf("the clone failed inside:\n%s\n%s", res.stdout, res.stderr)
+			}
+			sub := filepath.Join(ws, "sub")
+			if out, err := r.hostGit(t, sub, "log", "--oneline", "-1"); err != nil || !strings.Contains(out, "first") {
+				t.Errorf("repo %v: the clone lost its commit: %v %s", repo, err, out)
+			}
+			cfg, _ := r.hostGit(t, sub, "config", "--local", "-l")
+			if strings.Contains(cfg, "remote.origin") || strings.Contains(cfg, "branch.main.remote") {
+				t.Errorf("repo %v: half a remote was left:\n%s", repo, cfg)
+			}
+			if out, err := r.hostGit(t, sub, "status"); err != nil {
+				t.Errorf("repo %v: host git status in the clone: %v\n%s", repo, err, out)
+			}
+			if !strings.Contains(res.stderr, "git remote add origin") || !strings.Contains(res.stderr, src) {
+				t.Errorf("repo %v: no jail line names the URL left out and what to do:\n%s", repo, res.stderr)
+			}
+		}
+	})
+}
