@@ -101,6 +101,7 @@ func Adopt(gitdirFD, upperFD int, base *Snapshot, opt Options) (*Report, error) 
 	a.adoptMessages(up)
 	a.adoptConfig(up, base)
 	a.adoptIndex(up, base)
+	a.adoptWorktrees(up)
 	up.rest(rep)
 	if err := a.sync(); err != nil {
 		return rep, err

@@ -55,7 +55,9 @@ func AdoptNew(gitdirFD, srcFD int, opt Options) (*Report, error) {
 		return nil, fmt.Errorf("gitstate: adopt new: core.repositoryformatversion %s", esc(v))
 	}
 	for _, e := range srcConfigEntries(srcCfg) {
-		if e.Section == "extensions" && e.Name != "objectformat" {
+		// worktreeConfig only has git read config.worktree files, which
+		// are never adopted: the repository is the same without it.
+		if e.Section == "extensions" && e.Name != "objectformat" && e.Name != "worktreeconfig" {
 			return nil, fmt.Errorf("gitstate: adopt new: the repository uses extensions.%s, which jail does not adopt", esc(e.Name))
 		}
 	}
@@ -145,6 +147,7 @@ func AdoptNew(gitdirFD, srcFD int, opt Options) (*Report, error) {
 	a.adoptMessages(src)
 	a.adoptShallow(src)
 	a.adoptIndex(src, base)
+	a.adoptWorktrees(src)
 	if e := src.get("objects"); e != nil {
 		for _, p := range src.under("objects") {
 			if src.get(p).kind == kindDir {

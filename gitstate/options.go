@@ -33,6 +33,13 @@ type Options struct {
 	Protected func(path, oid string) bool
 	// Limits bound what is read from the sandbox's side.
 	Limits Limits
+	// Worktree, when set, judges a linked worktree the sandbox added (git
+	// worktree add): name is its worktrees/<name>, gitfile the worktree's
+	// .git as its gitdir file names it. It returns "" when the host sees
+	// what the sandbox wrote there (the workspace) and the .git there is
+	// the gitfile git wrote for it, else why the worktree is not adopted
+	// (what the person is told). Without it, none is.
+	Worktree func(name, gitfile string) string
 	// Scratch, when above 0, is a directory descriptor in which the
 	// adoption makes the git directory of the git it verifies the
 	// sandbox's objects with (removed when done): private to the user

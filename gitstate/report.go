@@ -22,6 +22,10 @@ type Report struct {
 	// (invalid, or their stream failed git's checks): refs naming them
 	// were not adopted, and the caller keeps the sandbox's copy aside.
 	Incomplete bool
+	// Worktrees are the .git gitfiles (absolute paths) of the linked
+	// worktrees adopted: the caller's reduction of gitfiles the sandbox
+	// made leaves them.
+	Worktrees []string
 }
 
 func (r *Report) applied(format string, a ...any) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jail-sandbox/jail/confine"
+	"github.com/jail-sandbox/jail/gitstate"
 	"github.com/jail-sandbox/jail/termtext"
 	"golang.org/x/sys/unix"
 )
@@ -438,6 +439,9 @@ func afterSweep(w io.Writer, wsfd, scratch int, ws string, s *swept, run string,
 		unix.Close(dfd)
 	}
 	for _, g := range s.gitFiles {
+		if isAdoptedWorktree(wsfd, g) {
+			continue
+		}
 		dfd, err := openGitDir(wsfd, filepath.Dir(g))
 		if err == nil {
 			if _, err = moveAside(dfd, ".git", run); errors.Is(err, confine.ErrHeld) {
@@ -555,4 +559,54 @@ func removeLink(wsfd int, rel string) error {
 		return errors.New("not a symlink any more")
 	}
 	return unlinkClaimed(dfd, filepath.Base(rel))
+}
+
+// worktreeJudge is gitstate.Options.Worktree for the git directory gitRel
+// of the workspace ws (wsfd): a linked worktree the sandbox added is
+// adopted when it lies in the workspace (what the sandbox wrote there is
+// what the host sees) and its .git, read beneath the workspace, is the
+// gitfile git wrote for it.
+func worktreeJudge(wsfd int, ws, gitRel string) func(name, gitfile string) string {
+	gitdir := filepath.Join(ws, gitRel)
+	return func(name, gitfile string) string {
+		rel, err := filepath.Rel(ws, gitfile)
+		if err != nil || rel == ".git" || strings.HasPrefix(rel, "../") || rel == ".." || filepath.Base(rel) != ".git" {
+			return "it is outside the workspace, where the sandbox's files are its own and gone when it ends (its branch is adopted); to have the worktree, run git worktree add " + filepath.Dir(gitfile) + " BRANCH on the host"
+		}
+		data, err := readBeneath(wsfd, rel)
+		if err != nil || string(data) != string(gitstate.WorktreeGitfile(gitdir, name)) {
+			return "its .git in the workspace is not the gitfile git wrote for it"
+		}
+		return ""
+	}
+}
+
+// isAdoptedWorktree reports whether the .git gitfile rel beneath wsfd is
+// a linked worktree's that the host's repository names back: it names
+// DIR/worktrees/NAME of a git directory in the workspace whose gitdir
+// file names rel (only an adoption writes a shown repository's).
+func isAdoptedWorktree(wsfd int, rel string) bool {
+	data, err := readBeneath(wsfd, rel)
+	if err != nil || len(data) > 4096 {
+		return false
+	}
+	ws, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", wsfd))
+	if err != nil {
+		return false
+	}
+	line, ok := strings.CutPrefix(strings.TrimSuffix(string(data), "\n"), "gitdir: ")
+	if !ok || !filepath.IsAbs(line) {
+		return false
+	}
+	gitdir := filepath.Dir(filepath.Dir(line))
+	grel, err := filepath.Rel(ws, gitdir)
+	if err != nil || strings.HasPrefix(grel, "..") || filepath.Base(filepath.Dir(line)) != "worktrees" {
+		return false
+	}
+	name, ok := gitstate.IsWorktreeGitfile(data, gitdir)
+	if !ok {
+		return false
+	}
+	back, err := readBeneath(wsfd, filepath.Join(grel, "worktrees", name, "gitdir"))
+	return err == nil && string(back) == filepath.Join(ws, rel)+"\n"
 }

@@ -796,7 +796,7 @@ const keptPrefix = "kept-"
 func adoptOne(w io.Writer, wsfd int, ws string, dirfd int, run string, i int, g *repo, names *nameSet) outcome {
 	code := newCodeFiles(names, g.fd, filepath.Join(ws, filepath.Dir(g.Rel)))
 	if g.Fresh {
-		return adoptFresh(w, wsfd, dirfd, run, i, g, code)
+		return adoptFresh(w, wsfd, ws, dirfd, run, i, g, code)
 	}
 	up, err := openDir(dirfd, filepath.Join(repoDir(i), "upper"))
 	if errors.Is(err, unix.ENOENT) {
@@ -820,7 +820,7 @@ func adoptOne(w io.Writer, wsfd int, ws string, dirfd int, run string, i int, g 
 	// tree of a .git (not a submodule's or bare git directory) lets the
 	// index keep the stat data a git status inside refreshed, where the
 	// files bear it out.
-	opt := gitstate.Options{RunID: run, Scratch: dirfd}
+	opt := gitstate.Options{RunID: run, Scratch: dirfd, Worktree: worktreeJudge(wsfd, ws, g.Rel)}
 	if filepath.Base(g.Rel) == ".git" && !strings.Contains(g.Rel, ".git/") {
 		if wt, err := openGitDir(wsfd, filepath.Dir(g.Rel)); err == nil {
 			defer unix.Close(wt)
@@ -842,7 +842,7 @@ func adoptOne(w io.Writer, wsfd int, ws string, dirfd int, run string, i int, g 
 // adoptFresh adopts the repository the sandbox made in the private git
 // directory of repository i, if it made one, and removes the host's
 // empty .git when no other run holds it.
-func adoptFresh(w io.Writer, wsfd, dirfd int, run string, i int, g *repo, code *codeFiles) outcome {
+func adoptFresh(w io.Writer, wsfd int, ws string, dirfd int, run string, i int, g *repo, code *codeFiles) outcome {
 	src, err := openDir(dirfd, repoDir(i))
 	if errors.Is(err, unix.ENOENT) {
 		return adopted
@@ -854,7 +854,7 @@ func adoptFresh(w io.Writer, wsfd, dirfd int, run string, i int, g *repo, code *
 	defer unix.Close(src)
 	out := adopted
 	if names, err := readNames(src); err == nil && len(names) > 0 {
-		rep, err := gitstate.AdoptNew(g.fd, src, code.options(gitstate.Options{RunID: run, Scratch: dirfd}, nil))
+		rep, err := gitstate.AdoptNew(g.fd, src, code.options(gitstate.Options{RunID: run, Scratch: dirfd, Worktree: worktreeJudge(wsfd, ws, g.Rel)}, nil))
 		report(w, g.Rel, rep)
 		if err != nil {
 			termtext.Fprintf(w, "jail: git: %s: the repository made in the sandbox was not adopted: %v\n", g.Rel, err)
@@ -1378,6 +1378,9 @@ func scanNew(w io.Writer, wsfd, scratch int, f *found, launch *found, run string
 		var st unix.Stat_t
 		switch err := unix.Fstatat(dfd, ".git", &st, unix.AT_SYMLINK_NOFOLLOW); {
 		case err != nil:
+		case st.Mode&unix.S_IFMT == unix.S_IFREG && isAdoptedWorktree(wsfd, g):
+			// A linked worktree of a shown repository, adopted: its
+			// gitfile names the git directory jail wrote it into.
 		case st.Mode&unix.S_IFMT != unix.S_IFDIR:
 			switch err := unlinkClaimed(dfd, ".git"); {
 			case err == nil:

@@ -259,3 +259,49 @@ func TestCloneLocalPathRemote(t *testing.T) {
 		}
 	})
 }
+
+// TestWorktreeAdd: git worktree add inside, in a workspace that is a
+// repository and in one where the sandbox made it: a worktree in the
+// workspace is the host's afterwards (its gitfile kept, git worktree list
+// and git status in it work, its commit there), one outside the
+// workspace is named with what to do, and the config.worktree planted in
+// it (with core.fsmonitor) runs nothing on the host's git status there.
+func TestWorktreeAdd(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		for _, repo := range []bool{false, true} {
+			ws := r.dir(t, "jail-it-ws-")
+			init := "git init -q -b main && echo one > file.txt && git add file.txt && git commit -qm first && "
+			if repo {
+				r.gitRepo(t, ws)
+				init = ""
+			}
+			marker, plant := r.marker(t, ws)
+			res := r.sh(t, ws, plant+`
+export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b
+`+init+`git worktree add -q wt || exit 1
+git worktree add -q ../outside-$$ 2>/dev/null
+(cd wt && echo two > new.txt && git add new.txt && git commit -qm "in the worktree") || exit 1
+git config extensions.worktreeConfig true && git -C wt config --worktree core.fsmonitor "$PWD/.payload"
+echo SANDBOX-DONE`)
+			mustExit(t, res, 0)
+			if !strings.Contains(res.stdout, "SANDBOX-DONE") {
+				t.Fatalf("script did not finish:\n%s\n%s", res.stdout, res.stderr)
+			}
+			wt := filepath.Join(ws, "wt")
+			if out, err := r.hostGit(t, ws, "worktree", "list"); err != nil || !strings.Contains(out, wt) {
+				t.Errorf("repo %v: the host's git worktree list lacks the worktree: %v\n%s\n%s", repo, err, out, res.stderr)
+			}
+			if out, err := r.hostGit(t, wt, "log", "--oneline", "-1"); err != nil || !strings.Contains(out, "in the worktree") {
+				t.Errorf("repo %v: the host's git in the worktree: %v %s\n%s", repo, err, out, res.stderr)
+			}
+			if out, err := r.hostGit(t, wt, "status", "--porcelain"); err != nil || out != "" {
+				t.Errorf("repo %v: the host's git status in the worktree: %v %q", repo, err, out)
+			}
+			if !strings.Contains(res.stderr, "outside the workspace") || !strings.Contains(res.stderr, "git worktree add") {
+				t.Errorf("repo %v: no line says why the worktree outside the workspace was not kept and what to do:\n%s", repo, res.stderr)
+			}
+			r.hostStatusIn(t, marker, wt, ws)
+		}
+	})
+}
