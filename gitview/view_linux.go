@@ -738,7 +738,7 @@ func (r *Run) Finish() {
 	}
 	if r.dirfd >= 0 {
 		if out == retry {
-			termtext.Fprintf(r.opt.Report, "jail: git: the sandbox's git changes stay in %s; the next run in this workspace tries again\n", r.path())
+			termtext.Fprintf(r.opt.Report, "jail: git: the sandbox's git changes stay in %s; the next run in this workspace tries again (it holds the sandbox's hooks and config: do not run git in it)\n", r.path())
 		} else {
 			settle(r.opt.Report, r.keyfd, r.name, r.path(), out)
 		}
@@ -783,7 +783,21 @@ func settle(w io.Writer, keyfd int, name, where string, out outcome) {
 			termtext.Fprintf(w, "jail: git: objects the sandbox wrote were refused; its git changes stay in %s\n", where)
 			return
 		}
-		termtext.Fprintf(w, "jail: git: objects the sandbox wrote were refused, and refs naming them not adopted; the sandbox's git state is kept in %s (jail does not try it again; remove it when done)\n", filepath.Join(filepath.Dir(where), kept))
+		// The line leads the user there: no git run in it may take the
+		// sandbox's git directories (their config names programs, their
+		// hooks are programs) for repositories.
+		if kfd, err := openDir(keyfd, kept); err == nil {
+			names, _ := readNames(kfd)
+			for _, n := range names {
+				if gfd, err := openDir(kfd, n); err == nil {
+					moveAside(gfd, "HEAD", "kept")
+					unhead(gfd, "upper", "kept")
+					unix.Close(gfd)
+				}
+			}
+			unix.Close(kfd)
+		}
+		termtext.Fprintf(w, "jail: git: objects the sandbox wrote were refused, and refs naming them not adopted; the sandbox's git state is kept in %s (jail does not try it again; its HEAD files are renamed HEAD.jail-kept, so that no git takes it for a repository: it holds the sandbox's hooks and config, so read it, do not run git in it; remove it when done)\n", filepath.Join(filepath.Dir(where), kept))
 	}
 }
 

@@ -305,3 +305,41 @@ echo SANDBOX-DONE`)
 		}
 	})
 }
+
+// TestKeptStateRunsNothing: objects the sandbox wrote are refused (a loose
+// object whose content is not its name), so its git state is kept aside
+// in jail's state directory, where the run's line sends the user: the
+// host's git status there runs nothing of what the sandbox planted
+// (core.worktree and core.fsmonitor in its config, a HEAD it wrote).
+func TestKeptStateRunsNothing(t *testing.T) {
+	needGit(t)
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		r.gitRepo(t, ws)
+		marker, plant := r.marker(t, ws)
+		res := r.sh(t, ws, plant+`
+git checkout -q -b other || exit 1
+git config core.worktree "$PWD" && git config core.fsmonitor "$PWD/.payload" || exit 1
+mkdir -p .git/objects/ab && echo garbage > .git/objects/ab/cdef0123456789abcdef0123456789abcdef01
+echo abcdef0123456789abcdef0123456789abcdef01 > .git/refs/heads/bad
+echo SANDBOX-DONE`)
+		mustExit(t, res, 0)
+		i := strings.Index(res.stderr, "kept in ")
+		if i < 0 {
+			t.Fatalf("the objects were not refused, so nothing was kept to attack:\n%s", res.stderr)
+		}
+		kept, _, _ := strings.Cut(res.stderr[i+len("kept in "):], " ")
+		t.Cleanup(func() { os.RemoveAll(kept) })
+		var dirs []string
+		filepath.Walk(kept, func(p string, fi os.FileInfo, err error) error {
+			if err == nil && fi.IsDir() && !strings.Contains(p, "/objects") {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		if len(dirs) < 2 {
+			t.Fatalf("the kept state %s holds nothing: %v", kept, dirs)
+		}
+		r.hostStatusIn(t, marker, dirs...)
+	})
+}
