@@ -779,9 +779,23 @@ static int git_touched(int parent, long long t0) {
 	return hit;
 }
 
+// link_leaves reports whether the symlink name beneath dirfd may lead out
+// of the directory it is in: an absolute target, or one with a ".."
+// component. Whether it leads into jail's own directories the Go sweep
+// judges, resolving it.
+static int link_leaves(int dirfd, const char *name) {
+	char t[PATH_MAX];
+	ssize_t n = readlinkat(dirfd, name, t, sizeof(t) - 1);
+	if (n < 0) return 1;
+	t[n] = 0;
+	if (t[0] == '/' || !strcmp(t, "..") || !strncmp(t, "../", 3) || strstr(t, "/../") || (n >= 3 && !strcmp(t + n - 3, "/.."))) return 1;
+	return 0;
+}
+
 // sweep_dir is the C twin of the sweep's test (gitview/sweep_linux.go):
 // whether the directory fd (closed here), or one below it, holds a .git,
-// a HEAD or a symlink that changed since t0, or a .git directory with a
+// a HEAD or a symlink that changed since t0, a symlink that may lead out
+// of its directory (link_leaves), or a .git directory with a
 // changed config or hook, or the tree is past the sweep's bounds (not
 // into node_modules, as the Go sweep does not). Then
 // the Go adopter runs, which sweeps again and reduces what it finds.
@@ -817,7 +831,7 @@ static int sweep_dir(int fd, int root, int depth, int *dirs, long long t0) {
 				continue;
 			}
 			if (!strcmp(nm, "HEAD") && !root) hit = recent_at(fd, nm, t0);
-			if (typ == DT_LNK) hit = hit || recent_at(fd, nm, t0);
+			if (typ == DT_LNK) hit = hit || recent_at(fd, nm, t0) || link_leaves(fd, nm);
 			if (hit || typ != DT_DIR || !strcmp(nm, "node_modules")) continue;
 			int c = openat(fd, nm, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (c >= 0) hit = sweep_dir(c, 0, depth + 1, dirs, t0);

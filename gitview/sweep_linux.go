@@ -34,8 +34,9 @@ import (
 //     was. A .git directory the launch knew nothing of is looked into as
 //     well: its config, its hooks directory and each hook, which the
 //     sandbox could have rewritten in place;
-//   - a symlink whose change time is the run's: one that leads into jail's
-//     own directories (the persistent sandbox homes, the git state with
+//   - every symlink (its change time does not tell: one made in
+//     node_modules, which is not swept, keeps its own when a later run
+//     moves its directory out): one that leads into jail's own directories (the persistent sandbox homes, the git state with
 //     its uppers, the plan cache) leads the host's git, editor or shell
 //     into what a sandbox wrote there, where nothing is reduced.
 //
@@ -54,7 +55,7 @@ type swept struct {
 	gitDirs  []string // .git directories changed during the run (or, unknown at launch, with a changed config or hook)
 	gitFiles []string // .git gitfiles and symlinks changed during the run
 	heads    []string // directories git takes for a git directory whose HEAD changed during the run
-	links    []string // symlinks changed during the run
+	links    []string // every symlink
 	dirs     int
 	cut      bool // a bound was reached
 }
@@ -176,9 +177,10 @@ func (s *swept) dir(fd int, rel string, depth int, buf []byte, t int64, skip str
 				common = true
 			}
 			if typ == unix.DT_LNK {
-				if changedAt(fd, string(name), t) {
-					s.links = append(s.links, filepath.Join(rel, string(name)))
-				}
+				// Every one, whenever it was made: one made where no sweep
+				// looks (node_modules) and moved out in a later run has
+				// the change time of its making.
+				s.links = append(s.links, filepath.Join(rel, string(name)))
 				continue
 			}
 			if typ == unix.DT_DIR {

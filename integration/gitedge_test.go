@@ -343,3 +343,34 @@ echo SANDBOX-DONE`)
 		r.hostStatusIn(t, marker, dirs...)
 	})
 }
+
+// TestStagedSymlinkRemoved: a symlink into the sandbox's home made in
+// node_modules (which no sweep lists) by one run and moved out by the
+// next keeps the change time of its making; it is removed all the same.
+func TestStagedSymlinkRemoved(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		os.MkdirAll(filepath.Join(ws, "node_modules", "pkg"), 0o755)
+		os.MkdirAll(filepath.Join(ws, "vendor"), 0o755)
+		r.own(t, ws)
+		marker, plant := r.marker(t, ws)
+		res := r.sh(t, ws, plant+`
+H=$(awk -v h="$HOME" '$5==h{print $4}' /proc/self/mountinfo | tail -1)
+git init -q ~/r && git -C ~/r config core.fsmonitor "$PWD/.payload" || exit 1
+ln -s "$H/r" node_modules/pkg/lib && echo STAGED`)
+		mustExit(t, res, 0)
+		if !strings.Contains(res.stdout, "STAGED") {
+			t.Fatalf("not staged:\n%s\n%s", res.stdout, res.stderr)
+		}
+		res = r.sh(t, ws, `mv node_modules/pkg vendor/pkg && echo MOVED`)
+		mustExit(t, res, 0)
+		if !strings.Contains(res.stdout, "MOVED") {
+			t.Fatalf("not moved:\n%s\n%s", res.stdout, res.stderr)
+		}
+		if _, err := os.Lstat(filepath.Join(ws, "vendor", "pkg", "lib")); err == nil {
+			t.Errorf("the staged symlink into the sandbox's home is in the workspace after the run\n%s", res.stderr)
+		}
+		r.hostStatusIn(t, marker, filepath.Join(ws, "vendor", "pkg"), filepath.Join(ws, "vendor", "pkg", "lib"))
+	})
+}
