@@ -165,6 +165,8 @@ func (s *swept) dir(fd int, rel string, depth int, buf []byte, t int64, skip str
 					}
 				case changedAt(fd, ".git", t):
 					s.gitFiles = append(s.gitFiles, p)
+				case typ == unix.DT_LNK:
+					s.links = append(s.links, p) // judged as every symlink is
 				}
 				continue
 			case "HEAD":
