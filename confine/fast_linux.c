@@ -827,7 +827,7 @@ static int sweep_dir(int fd, int root, int depth, int *dirs, long long t0) {
 			}
 			if (!strcmp(nm, ".git")) {
 				// The root's is the git view's own.
-				if (!root) hit = recent_at(fd, nm, t0) || (typ == DT_DIR && git_touched(fd, t0));
+				if (!root) hit = recent_at(fd, nm, t0) || (typ == DT_DIR && git_touched(fd, t0)) || (typ == DT_LNK && link_leaves(fd, nm));
 				continue;
 			}
 			if (!strcmp(nm, "HEAD") && !root) hit = recent_at(fd, nm, t0);
