@@ -2232,7 +2232,9 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 		git_after(f, 1, "cached");
 	} else {
 		release(f);
-		if ((changed < 0 ? facts_changed(f) : changed) || swept_changed(f)) git_after(f, 0, "cached");
+		// With overlays both were asked above: the sweep lists every
+		// directory of the workspace, once.
+		if (changed < 0 ? facts_changed(f) || swept_changed(f) : changed) git_after(f, 0, "cached");
 		else if (pend) git_after(f, 0, "pending"); // this run may be the last one out
 	}
 	report(res, code);
