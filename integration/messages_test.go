@@ -210,3 +210,22 @@ func TestNpmTestQuietOffline(t *testing.T) {
 		}
 	})
 }
+
+// TestToolRefusalNamesThePass: jail tool bash with nobody to ask is refused, and says which
+// policy key would let it run (it said only "no one to ask"); a guarded command names the
+// guard.
+func TestToolRefusalNamesThePass(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-toolpass-")
+		cfg := r.dir(t, "jail-it-toolpass-cfg-")
+		env := []string{"XDG_CONFIG_HOME=" + cfg, "XDG_STATE_HOME=" + cfg}
+		res := r.jail(t, call{args: []string{"tool", "bash", `{"command":"ls"}`}, dir: ws, env: env})
+		if !strings.Contains(res.stdout, "no one to ask") || !strings.Contains(res.stdout, `to run it without asking: approval.auto_approve = [\"bash\"]`) {
+			t.Errorf("jail tool bash: %s%s", res.stdout, res.stderr)
+		}
+		res = r.jail(t, call{args: []string{"tool", "bash", `{"command":"rm -r x"}`}, dir: ws, env: env})
+		if !strings.Contains(res.stdout, `[guards] disable = [\"rm-recursive\"]`) {
+			t.Errorf("jail tool bash rm -r: %s%s", res.stdout, res.stderr)
+		}
+	})
+}

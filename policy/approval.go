@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -288,7 +289,11 @@ func (g *Gate) check(ctx context.Context, c Call) Decision {
 		case risk == Dangerous:
 			return finish(deny(OutcomeDenied, "unattended", "dangerous calls are never approved unattended"))
 		case needsApproval:
-			return finish(deny(OutcomeDenied, "unattended", why+"; nobody is there to approve it"))
+			hint := ""
+			if e, ok := selectorMatches(a.RequireApproval, c.Tool, acts); ok && gr.Level != GuardSoft {
+				hint = " (remove " + e + " from approval.require_approval to run it unattended)"
+			}
+			return finish(deny(OutcomeDenied, "unattended", why+"; nobody is there to approve it"+hint))
 		case a.UnattendedPolicy == "allow":
 			return finish(allow("unattended", "approval.unattended_policy = allow"))
 		default:
@@ -359,7 +364,7 @@ func (g *Gate) check(ctx context.Context, c Call) Decision {
 	}
 	// 8. ask
 	if g.Asker == nil {
-		return finish(deny(OutcomeRefused, "ask", why+"; no one to ask"))
+		return finish(deny(OutcomeRefused, "ask", why+"; no one to ask"+passHint(a, c.Tool, risk, acts, gr)))
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -470,4 +475,26 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// passHint names, for a call refused because nobody could answer, what would let such a call
+// run without asking: the policy key (passKey), or the guards that ask for it. A dangerous
+// call always needs a human, so it names nothing.
+func passHint(a Approval, tool string, risk Risk, acts []Action, gr GuardResult) string {
+	if gr.Level == GuardSoft {
+		var ids []string
+		for _, h := range gr.Hits {
+			if h.Level == GuardSoft && h.ID != "" && !slices.Contains(ids, strconv.Quote(h.ID)) {
+				ids = append(ids, strconv.Quote(h.ID))
+			}
+		}
+		if len(ids) == 0 {
+			return " (a guard asks for this command: run it where someone can answer)"
+		}
+		return " (a guard asks for this command: run it where someone can answer, or switch the guard off with [guards] disable = [" + strings.Join(ids, ", ") + "])"
+	}
+	if k := passKey(a, tool, Decision{Risk: risk, Actions: acts}); k != "" {
+		return " (to run it without asking: " + k + ")"
+	}
+	return ""
 }

@@ -164,3 +164,38 @@ func TestTerminalAsker(t *testing.T) {
 		t.Errorf("silent terminal: err %v after %v", err, time.Since(start))
 	}
 }
+
+// TestRefusalNamesThePass: a call refused because nobody can answer names what would let it
+// run without asking: the auto_approve key for a plain exec call, the guard ids for a call a
+// guard asks for, nothing for a dangerous one; an unattended call a require_approval entry
+// holds names that entry.
+func TestRefusalNamesThePass(t *testing.T) {
+	ctx := context.Background()
+	p := mustLoad(t, "[approval]\nrequire_approval = [\"vcs:push\"]\n")
+	g, err := NewGate(p, Catalogue(), Subject{}, "/home/alice", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		call Call
+		want string
+	}{
+		{bashCall("make"), `(to run it without asking: approval.auto_approve = ["bash"])`},
+		{bashCall("rm -r build"), `[guards] disable = ["rm-recursive"]`},
+		{bashCall("git push"), "(to run it without asking: remove vcs:push from approval.require_approval)"},
+	} {
+		d := g.Check(ctx, c.call)
+		if d.Allowed || !strings.Contains(d.Reason, "no one to ask") || !strings.Contains(d.Reason, c.want) {
+			t.Errorf("%v: %q, want it to name %q", c.call.Args, d.Reason, c.want)
+		}
+	}
+	u := bashCall("git push")
+	u.Unattended = true
+	if d := g.Check(ctx, u); d.Allowed || !strings.Contains(d.Reason, "remove vcs:push from approval.require_approval to run it unattended") {
+		t.Errorf("unattended git push: %q", d.Reason)
+	}
+	dangerous := Call{Tool: "bash", Args: map[string]any{"command": "make"}, Declared: Dangerous}
+	if d := g.Check(ctx, dangerous); d.Allowed || strings.Contains(d.Reason, "to run it without asking") {
+		t.Errorf("a dangerous call names a way past the human: %q", d.Reason)
+	}
+}
