@@ -107,15 +107,22 @@ func (c *codeFiles) protected(p, oid string) bool {
 // hold is gitstate.Options.Hold for a repository whose refs at launch
 // were base (nil: one the sandbox made, all of whose commits are new):
 // the protected paths the commits reachable from oids and from none of
-// base's values add or change.
+// the host's own refs in base add or change.
+//
+// The refs under refs/jail/ are not the host's: they hold what an earlier
+// run's sandbox wrote and jail held or kept aside (Report.Held,
+// Conflicts). A commit reachable from them is judged as new, so a held
+// commit stays held however many runs later a sandbox points a branch,
+// a tag or a notes ref at it. Every other ref in base is the host's own
+// or one an earlier adoption wrote after asking Hold.
 func (c *codeFiles) hold(base map[string]string) func([]string) ([]string, error) {
 	return func(oids []string) ([]string, error) {
 		var revs bytes.Buffer
 		for _, o := range oids {
 			fmt.Fprintln(&revs, o)
 		}
-		for _, v := range base {
-			if !strings.HasPrefix(v, "ref: ") {
+		for name, v := range base {
+			if !strings.HasPrefix(v, "ref: ") && !strings.HasPrefix(name, "refs/jail/") {
 				for _, o := range strings.Split(v, "\n") {
 					fmt.Fprintln(&revs, "^"+o)
 				}
