@@ -15,7 +15,9 @@
 //   - memory files held by a descriptor, once per file, at their allocated
 //     size: a memfd written (write, ftruncate, fallocate) and never mapped;
 //   - what each tmpfs mount of the sandbox's own holds (statfs): /tmp,
-//     /var/tmp, /dev/shm, an empty home;
+//     /var/tmp, /dev/shm, an empty home: its blocks, and each of its
+//     inodes at JAIL_CENSUS_INODE_COST (a million empty files hold a
+//     gigabyte of the kernel's memory and no block);
 //   - each slot of its descriptor table at JAIL_CENSUS_FD_COST (the
 //     kernel's file objects: a descriptor bomb), each pipe and socket at
 //     the kernel's default capacity.
@@ -370,7 +372,8 @@ int jail_census(int outer, int what, uint64_t limit, struct jail_census_state *s
 	if (what & JAIL_CENSUS_MEMORY)
 		for (int i = 0; i < st->ntmpfs; i++) {
 			struct statfs t;
-			if (fstatfs(st->tmpfs[i], &t) == 0) c->tmpfs += (uint64_t)(t.f_blocks - t.f_bfree) * (uint64_t)t.f_bsize;
+			if (fstatfs(st->tmpfs[i], &t) == 0)
+				c->tmpfs += (uint64_t)(t.f_blocks - t.f_bfree) * (uint64_t)t.f_bsize + (uint64_t)(t.f_files - t.f_ffree) * JAIL_CENSUS_INODE_COST;
 		}
 	// The walk of every descriptor costs the most (a descriptor bomb holds
 	// a million): not needed once the sandbox is above its bound without.

@@ -11,6 +11,7 @@
 
 #define JAIL_CENSUS_MAX_TMPFS 16
 #define JAIL_CENSUS_FD_COST 256 // bytes a descriptor slot is counted as
+#define JAIL_CENSUS_INODE_COST 1024 // bytes a tmpfs inode is counted as (inode and dentry: about 1 KiB)
 
 // jail_census_state is what a census keeps between checks of one sandbox:
 // its own tmpfs mounts, found once (a sandbox cannot mount), held by

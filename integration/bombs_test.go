@@ -41,6 +41,9 @@ try:
                 time.sleep(1000); os._exit(0)
         os.wait()
         sys.exit(3)
+    elif mode == "inodes":
+        # Empty files: no block, a kernel inode and dentry each.
+        for i in range(300000): open("/tmp/%d" % i, "w").close()
     elif mode == "pipes":
         # Sixteen processes, each with 400 pipes filled and kept.
         for k in range(16):
@@ -84,8 +87,8 @@ func shmemKB(t *testing.T) int64 {
 
 // TestMemoryBombs: with --memory 64M, a sandbox that holds 300 MiB as shared
 // anonymous memory, a memfd written or fallocated and never mapped, a tmpfs
-// file, or eight processes each under the bound, or pipes filled and kept by
-// sixteen processes, ends with jail in control
+// file, a tmpfs full of empty files, or eight processes each under the bound,
+// or pipes filled and kept by sixteen processes, ends with jail in control
 // on both launch paths and both methods: with a cgroup (root here: v1) the
 // kernel kills in it; with rlimits (unprivileged here) jail's census ends
 // it. The result says the memory limit was hit, nothing of the bomb is left
@@ -93,7 +96,7 @@ func shmemKB(t *testing.T) int64 {
 func TestMemoryBombs(t *testing.T) {
 	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
-		for _, mode := range []string{"shared", "memfd", "fallocate", "/tmp", "/dev/shm", "processes", "pipes"} {
+		for _, mode := range []string{"shared", "memfd", "fallocate", "/tmp", "/dev/shm", "inodes", "processes", "pipes"} {
 			t.Run(strings.ReplaceAll(mode, "/", "_"), func(t *testing.T) {
 				before := shmemKB(t)
 				marker := fmt.Sprintf("jail-bomb-%d", time.Now().UnixNano())
@@ -105,9 +108,10 @@ func TestMemoryBombs(t *testing.T) {
 					// With rlimits the bomb may hold it until the next
 					// census (docs/limits.md), then it is ended.
 					t.Fatalf("%s: 300M held under a 64M cgroup (exit %d)\n%s", mode, res.code, res.stderr)
-				case strings.Contains(res.stdout, "refused:") && (mode == "/tmp" || mode == "/dev/shm"):
-					// The tmpfs is no larger than the bound: ENOSPC first.
-					if !strings.Contains(res.stdout, "No space left") {
+				case strings.Contains(res.stdout, "refused:") && (mode == "/tmp" || mode == "/dev/shm" || mode == "inodes"):
+					// The tmpfs is no larger than the bound: ENOSPC first
+					// (or, in a cgroup, its inodes refused: ENOMEM).
+					if !strings.Contains(res.stdout, "No space left") && !(mode == "inodes" && !rlimit && strings.Contains(res.stdout, "Cannot allocate memory")) {
 						t.Fatalf("%s: %s", mode, res.stdout)
 					}
 				case !strings.Contains(res.stderr, `"oom_killed":true`):
