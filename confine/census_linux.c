@@ -7,9 +7,11 @@
 //
 // What is counted, each part never less than what it covers:
 //
-//   - each process's private memory: RssAnon + VmSwap + VmPTE of its
-//     status (quick), or Pss_Anon + SwapPss + VmPTE of smaps_rollup
-//     (precise: pages shared after a fork divided among the sharers);
+//   - each process's private memory: RssAnon + VmSwap of its status
+//     (quick), or Pss_Anon + SwapPss of smaps_rollup (precise: pages
+//     shared after a fork divided among the sharers); and its page tables
+//     (VmPTE), huge pages (HugetlbPages) and each thread's kernel stack
+//     and task at JAIL_CENSUS_TASK_COST;
 //   - the shared memory each maps: RssShmem (quick) or Pss_Shmem (precise):
 //     MAP_SHARED|MAP_ANONYMOUS, memfd and SysV segments, tmpfs files;
 //   - memory files held by a descriptor, once per file, at their allocated
@@ -344,7 +346,9 @@ int jail_census(int outer, int what, uint64_t limit, struct jail_census_state *s
 		c->tasks += threads ? (int64_t)threads : 1;
 		if (!(what & JAIL_CENSUS_MEMORY)) continue;
 		uint64_t anon = field(buf, "RssAnon") + field(buf, "VmSwap"), shmem = field(buf, "RssShmem");
-		uint64_t pte = field(buf, "VmPTE");
+		// Page tables, huge pages (not in RssAnon), and each thread's
+		// kernel stack and task (a thread bomb's).
+		uint64_t pte = field(buf, "VmPTE") + field(buf, "HugetlbPages") + (threads ? threads : 1) * (JAIL_CENSUS_TASK_COST >> 10);
 		// The kernel's objects behind its descriptors (an open file is
 		// about 200 bytes; pipes and sockets get their buffers below),
 		// by the slots of its descriptor table: no walk needed.

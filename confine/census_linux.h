@@ -11,6 +11,7 @@
 
 #define JAIL_CENSUS_MAX_TMPFS 16
 #define JAIL_CENSUS_FD_COST 256 // bytes a descriptor slot is counted as
+#define JAIL_CENSUS_TASK_COST 20480 // bytes a thread is counted as (its kernel stack, 16 KiB, and task)
 #define JAIL_CENSUS_INODE_COST 1024 // bytes a tmpfs inode is counted as (inode and dentry: about 1 KiB)
 
 // jail_census_state is what a census keeps between checks of one sandbox:
@@ -30,7 +31,7 @@ struct jail_census_state {
 struct jail_census {
 	int64_t processes;  // -1: the sandbox's /proc could not be read
 	int64_t tasks;      // threads of all its processes
-	uint64_t anon;      // private memory of its processes (resident and swapped), page tables
+	uint64_t anon;      // private memory of its processes (resident and swapped), page tables, threads' kernel stacks
 	uint64_t shmem;     // shared memory its processes map (MAP_SHARED, memfd, SysV, tmpfs files)
 	uint64_t fdshm;     // memory files held by a descriptor and counted once (memfd written, never mapped)
 	uint64_t tmpfs;     // what its own tmpfs mounts hold (/tmp, /var/tmp, /dev/shm, an empty home)
