@@ -64,6 +64,25 @@ func (a *adopter) adoptConfig(up *upperTree, base *Snapshot) {
 				esc(k.String()), esc(k.Subsection), map[bool]string{true: " --push", false: ""}[k.Name == "pushurl"], shellWord(esc(k.Subsection)))
 			continue
 		}
+		if k := ch.Key; k.Section == "remote" && k.HasSub && !launched[k.Subsection] && becomesDefault(k.Subsection, launched) {
+			// A branch that names no remote pushes to and pulls from
+			// the only remote, or else the one named origin: this one
+			// would take the host's plain git push.
+			a.rep.dropped("config %s: remote %s, which the sandbox added, would become the remote the host's git push and pull use for a branch that names none (the only remote, or origin); add it on the host: git remote add %s URL",
+				esc(k.String()), esc(k.Subsection), shellWord(esc(k.Subsection)))
+			continue
+		}
+		if k := ch.Key; k.Section == "branch" && k.HasSub && (k.Name == "remote" || k.Name == "pushremote") {
+			if r := addedRemote(ch.Values, launched); r != "" {
+				// A remote the sandbox added may be adopted, but the
+				// host's git push and pull of a branch go where the
+				// host said: else the host's next plain git push sends
+				// its commits to a server the sandbox chose.
+				a.rep.dropped("config %s: names remote %s, which the sandbox added; where a branch pushes and pulls stays the host's; to use it: git config %s %s",
+					esc(k.String()), esc(r), shellWord(esc(k.String())), shellWord(esc(r)))
+				continue
+			}
+		}
 		allowed = append(allowed, ch)
 	}
 	a.newRemotes = map[string]bool{}
@@ -170,4 +189,24 @@ func launchRemotes(c *Config) map[string]bool {
 		}
 	}
 	return out
+}
+
+// addedRemote is the first of a branch's remote or pushremote values that
+// names a remote the host's config did not have at launch (launched), ""
+// when none does ("." is the repository itself).
+func addedRemote(values []string, launched map[string]bool) string {
+	for _, v := range values {
+		if v != noValue && v != "." && !launched[v] {
+			return v
+		}
+	}
+	return ""
+}
+
+// becomesDefault reports whether a remote named name, added to a config
+// whose remotes were launched, becomes git's default remote (the one a
+// branch without branch.NAME.remote pushes to and pulls from): git takes
+// the only remote there is, and else the one named origin.
+func becomesDefault(name string, launched map[string]bool) bool {
+	return name == "origin" || len(launched) == 0 || (len(launched) == 1 && !launched["origin"])
 }

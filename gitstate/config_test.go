@@ -163,16 +163,18 @@ func TestAdoptConfig(t *testing.T) {
 	orig = append(orig, []byte("# the user's comment\n[custom]\n\tkeep = \"  spaced  \" ; note\n")...)
 	os.WriteFile(cfg, orig, 0o600)
 	os.Chmod(cfg, 0o600)
+	r.git("remote", "add", "origin", "https://example.com/x.git")
+	orig, _ = os.ReadFile(cfg)
 	base := r.take()
 	o := r.overlay()
 	o.run(`git config user.email agent@example.com
-git remote add origin https://example.com/x.git
+git remote add up https://example.com/up.git
 git config branch.main.remote origin
 git config branch.main.merge refs/heads/main
 git config custom.keep changed
 git config core.fsmonitor 'touch /nonexistent/x'`)
 	rep := o.adopt(base, Options{RunID: "c1"})
-	for _, k := range []string{"config user.email", "config remote.origin.url", "config remote.origin.fetch", "config branch.main.remote", "config branch.main.merge"} {
+	for _, k := range []string{"config user.email", "config remote.up.url", "config remote.up.fetch", "config branch.main.remote", "config branch.main.merge"} {
 		if !contains(rep.Applied, k) {
 			t.Errorf("%s not applied: %+v", k, rep)
 		}
@@ -287,5 +289,60 @@ func TestLaunchRemoteKeepsHostURLs(t *testing.T) {
 	}
 	if !contains(rep.Applied, "config remote.other.url = https://example.com/o.git (a remote the sandbox added") {
 		t.Errorf("the new remote is not named with its URL: %+v", rep.Applied)
+	}
+}
+
+// TestAddedRemoteRoutesNothing: a remote the sandbox added is adopted, but
+// no branch's remote or pushremote may name it, and it is left out when it
+// would become the remote of a branch that names none (the only remote,
+// or origin): the host's plain git push would go there.
+func TestAddedRemoteRoutesNothing(t *testing.T) {
+	for _, c := range []struct {
+		name, host, sandbox string
+		applied, dropped    []string
+	}{
+		{name: "pushremote", host: "git remote add origin https://example.com/x.git",
+			sandbox: "git remote add fork https://evil.example/f.git && git config branch.main.pushremote fork && git config branch.dev.remote fork && git config branch.main.merge refs/heads/main",
+			applied: []string{"config remote.fork.url", "config branch.main.merge"},
+			dropped: []string{"config branch.main.pushremote: names remote fork, which the sandbox added", "config branch.dev.remote: names remote fork"}},
+		{name: "pushdefault", host: "git remote add origin https://example.com/x.git",
+			sandbox: "git remote add fork https://evil.example/f.git && git config remote.pushDefault fork",
+			applied: []string{"config remote.fork.url"},
+			dropped: []string{"config remote.pushdefault"}},
+		{name: "only remote", host: "true",
+			sandbox: "git remote add fork https://evil.example/f.git",
+			dropped: []string{"config remote.fork.url: remote fork, which the sandbox added, would become the remote"}},
+		{name: "origin beside another", host: "git remote add up https://example.com/u.git && git remote add up2 https://example.com/u2.git",
+			sandbox: "git remote add origin https://evil.example/f.git",
+			dropped: []string{"config remote.origin.url: remote origin, which the sandbox added, would become"}},
+		{name: "second beside a lone non-origin", host: "git remote add up https://example.com/u.git",
+			sandbox: "git remote add fork https://evil.example/f.git",
+			dropped: []string{"config remote.fork.url: remote fork"}},
+		{name: "host's own remote", host: "git remote add origin https://example.com/x.git && git remote add up https://example.com/u.git",
+			sandbox: "git config branch.main.pushremote up",
+			applied: []string{"config branch.main.pushremote"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRepo(t)
+			sh := exec.Command("sh", "-c", c.host)
+			sh.Dir, sh.Env = r.dir, gitEnv(r.home)
+			if out, err := sh.CombinedOutput(); err != nil {
+				t.Fatalf("%s: %v\n%s", c.host, err, out)
+			}
+			base := r.take()
+			o := r.overlay()
+			o.run(c.sandbox)
+			rep := o.adopt(base, Options{RunID: "c1"})
+			for _, k := range c.applied {
+				if !contains(rep.Applied, k) {
+					t.Errorf("%s not applied: %+v", k, rep)
+				}
+			}
+			for _, k := range c.dropped {
+				if !contains(rep.Dropped, k) {
+					t.Errorf("%s not dropped: %+v", k, rep)
+				}
+			}
+		})
 	}
 }

@@ -72,7 +72,12 @@ same way into the host's empty ` + "`.git`" + `, with a config jail writes itsel
   and named (with the ` + "`git remote set-url`" + ` to run on the host), since a ` + "`pushurl`" + ` of its choosing
   with ` + "`+refs/*:refs/*`" + ` would make the host's next ` + "`git push`" + ` send the repository to it, a channel out
   for a sandbox without network. A remote the sandbox added is adopted, and its ` + "`url`" + ` and
-  ` + "`pushurl`" + ` are named with their values on the run's line. The host's file is rewritten under
+  ` + "`pushurl`" + ` are named with their values on the run's line, but nothing routes the host's
+  branches to it: a ` + "`branch.<name>.remote`" + ` or ` + "`pushremote`" + ` naming it is dropped and named (with
+  the ` + "`git config`" + ` to run on the host), ` + "`remote.pushDefault`" + ` is never adopted, and the remote
+  is left out whole when it would become the remote of a branch that names none (git takes the
+  only remote, else ` + "`origin`" + `: one named ` + "`origin`" + `, or any when the host had no remote or
+  one not named ` + "`origin`" + `). The host's file is rewritten under
   ` + "`config.lock`" + `, the rest of it byte for byte.
 
 | key | values | what for |
@@ -156,6 +161,11 @@ holds anything a shell would read). A repository made in the sandbox is held the
 branch, a detached ` + "`HEAD`" + `, and its ` + "`packed-refs`" + ` all together under ` + "`refs/jail/<run>/`" + `, taken with
 ` + "`git fetch --update-head-ok . '+refs/jail/<run>/*:refs/*'`" + `). A ref whose commits cannot be listed
 (git missing, more than 60 s or 64 MiB of output) is held too.
+
+"New since launch" means not reachable from the host's own refs: the refs under ` + "`refs/jail/`" + `
+(what jail held or kept aside from earlier runs, which the next sandbox sees) do not count. A held
+commit stays held however many runs later a sandbox points a branch, a tag, a notes ref or a
+pseudo-ref at it, on both launch paths; only the host's ` + "`git update-ref`" + ` takes it.
 
 An **index** that stages, at such a path, content (mode and object) the host's index did not have
 is not adopted, whether or not it was committed: the host's ` + "`git restore`" + ` reads the index. The
