@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,6 +39,13 @@ import (
 // finishes it (gitview's pending reductions). A lock is the object's, not
 // jail's: runs of different users (root and a user in one tree) see each
 // other's, and a run killed with SIGKILL lets go of its locks as it dies.
+//
+// A sandbox can take a flock on what it can open in its workspace too.
+// On an object it holds, a reduction waits for its run's end, when that
+// run's end (after its sandbox is gone) does it: no longer than that
+// sandbox could keep a file of its own live there anyway. A lock it
+// holds exclusively makes a run that needs the object wait at most
+// holdWait, then refuse to start, naming the holder.
 //
 // An object that cannot be locked itself (a symlink, a file the user may
 // not read) stands under its directory's lock: every such object a run
@@ -93,8 +101,15 @@ func (ph *Placeholders) hold(ms []Mount, ws, homeDir string, state []string) err
 			unix.Close(fd)
 			return nil
 		}
-		if err := flockRetry(fd, unix.LOCK_SH); err != nil {
+		if err := lockShared(fd); err != nil {
+			by := DescribeHolders(fd)
 			unix.Close(fd)
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				if by == "" {
+					by = "a process jail cannot name"
+				}
+				return fmt.Errorf("hold %s: another process holds an exclusive lock on it (%s); run again once it has let go", m.Dest, by)
+			}
 			return fmt.Errorf("hold %s: %w", m.Dest, err)
 		}
 		// Locked: no reducer can move it now. Still the object named?
@@ -163,6 +178,28 @@ func (ph *Placeholders) hold(ms []Mount, ws, homeDir string, state []string) err
 		}
 	}
 	return nil
+}
+
+// holdWait bounds how long a run waits for a shared lock: a reducer holds
+// one exclusively for a rename's time, but any process that can open the
+// object (a sandbox, in its workspace) can take flock itself, and a
+// launch must not hang on it.
+const holdWait = 3 * time.Second
+
+// lockShared takes a shared flock on fd, waiting at most holdWait
+// (EWOULDBLOCK past it).
+func lockShared(fd int) error {
+	deadline := time.Now().Add(holdWait)
+	for d := 100 * time.Microsecond; ; d = min(2*d, 50*time.Millisecond) {
+		err := unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB)
+		if err == nil || !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return unix.EWOULDBLOCK
+		}
+		time.Sleep(d)
+	}
 }
 
 // Unhold drops the shared locks of hold. It must be called after the
