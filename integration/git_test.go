@@ -218,9 +218,14 @@ git log --oneline | wc -l`)
 		if strings.TrimSpace(out) != "inside@example.com" {
 			t.Errorf("user.email set inside is %q on the host", out)
 		}
-		out, _ = r.hostGit(t, ws, "remote", "get-url", "origin")
-		if strings.TrimSpace(out) != "https://example.com/x.git" {
-			t.Errorf("the remote added inside is %q on the host", out)
+		// The host had no remote: the one added inside would become the
+		// remote of the host's plain git push (docs/git-adoption.md), so
+		// it is left out and the line says how to add it.
+		if out, err := r.hostGit(t, ws, "remote", "get-url", "origin"); err == nil {
+			t.Errorf("the remote added inside, which would take the host's plain push, is %q on the host", out)
+		}
+		if !strings.Contains(res.stderr, "git remote add origin URL") {
+			t.Errorf("no line says how to add the remote on the host:\n%s", res.stderr)
 		}
 		if out, _ := r.hostGit(t, ws, "rev-parse", "--verify", "-q", "refs/heads/x"); strings.TrimSpace(out) == "" {
 			t.Errorf("the branch checked out inside from origin/y is not on the host")
