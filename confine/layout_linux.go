@@ -586,6 +586,18 @@ func makeInHome(hfd int, rel string, m Mount) error {
 
 // makeOnce is one attempt of makeInHome at pfd/name.
 func makeOnce(pfd int, name, rel string, m Mount) error {
+	// Sandboxes starting at once in one persistent home race to make the
+	// same file: the one that loses sees EEXIST and takes the other's, as
+	// it would have taken it a moment later.
+	err := makeOnceTry(pfd, name, rel, m)
+	if errors.Is(err, unix.EEXIST) {
+		err = makeOnceTry(pfd, name, rel, m)
+	}
+	return err
+}
+
+// makeOnceTry is one attempt of makeOnce.
+func makeOnceTry(pfd int, name, rel string, m Mount) error {
 	var st unix.Stat_t
 	if err := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
 		switch {
