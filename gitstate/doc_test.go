@@ -144,6 +144,14 @@ when:
 
 - it lies in a hooks directory the host's git uses (` + "`core.hooksPath`" + ` of the repository's, the
   user's and the system's config, within the work tree), or
+- it is a work-tree file the host's git reads config from or runs, as its config names it (the
+  repository's ` + "`config`" + ` and ` + "`config.worktree`" + `, the user's and the system's, and the files they
+  include): an ` + "`include.path`" + ` / ` + "`includeIf.*.path`" + ` target (` + "`../.gitconfig`" + `), or a word of a
+  key that runs a program or names a driver file (` + "`core.fsmonitor = tools/fsmon`" + `, a filter's
+  ` + "`sh scripts/clean.sh`" + `, ` + "`core.editor`" + `, ` + "`core.pager`" + `, ` + "`core.sshCommand`" + `, ` + "`credential.helper`" + `,
+  ` + "`diff.*.textconv`" + `, ` + "`merge.*.driver`" + `, ` + "`alias.*`" + `, ` + "`core.attributesFile`" + `, ...), taken relative to
+  the work tree as git runs them; the sandbox cannot write such a file in the workspace either
+  (it is read-only in its view), or
 - one of its components is a protected name (` + "`sandbox.protected`" + `'s names and the names protected
   after the run: ` + "`.vscode`" + `, ` + "`.envrc`" + `, ` + "`.husky`" + `, ` + "`.claude`" + `, ` + "`lefthook*`" + `, ... at any depth; when a
   killed run is recovered without its names, every name beginning with a dot), or

@@ -36,8 +36,9 @@ type codeFiles struct {
 	// walk): then every name beginning with a dot is taken for one.
 	names *nameSet
 	// hooks are the hooks directories of the host's git (core.hooksPath
-	// of the repository's, the user's and the system's config) that lie
-	// in the work tree, relative to it.
+	// of the repository's, the user's and the system's config), the
+	// config files they include and the files their program keys name
+	// (programKeys), that lie in the work tree, relative to it.
 	hooks []string
 	// gitfd is the host's git directory, whose objects hold the blobs
 	// whose content decides (.gitattributes, .gitmodules).
@@ -60,7 +61,25 @@ func newCodeFiles(names *nameSet, gitfd int, worktree string) *codeFiles {
 		t.read(filepath.Join(worktree, ".git", "config"), fd, home, worktree, 0, nil)
 		unix.Close(fd)
 	}
-	for _, h := range t.hooks {
+	if fd, err := unix.Openat(gitfd, "config.worktree", unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0); err == nil {
+		t.read(filepath.Join(worktree, ".git", "config.worktree"), fd, home, worktree, 0, nil)
+		unix.Close(fd)
+	}
+	// The files the host's config includes and the programs it runs,
+	// where they lie in the work tree, are held as the hooks are: a
+	// commit changing .gitconfig (include.path = ../.gitconfig) or
+	// tools/fsmon (core.fsmonitor) would be written there by the host's
+	// next checkout, and run by its next git status.
+	named := append(append([]string{}, t.hooks...), t.includes...)
+	for _, p := range t.programs {
+		// A word naming a directory of the work tree (sh -c 'cd src
+		// && ...') is where the command runs, not what it runs.
+		var st unix.Stat_t
+		if unix.Stat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			named = append(named, p)
+		}
+	}
+	for _, h := range named {
 		if rel, err := filepath.Rel(worktree, filepath.Clean(h)); err == nil && rel != "." && !strings.HasPrefix(rel, "../") && rel != ".." {
 			c.hooks = appendNew(c.hooks, rel)
 		}

@@ -28,6 +28,55 @@ const maxIncludeDepth = 10
 // host's git would use in this workspace.
 type configTargets struct {
 	hooks, includes []string
+	// programs are the paths the values of keys that run a program or
+	// read a file git takes code from name (programKey): each word of
+	// the value, as a path relative to the work tree, where git runs
+	// them.
+	programs []string
+}
+
+// programKeys are the config keys whose value is a command the host's git
+// runs (through the shell, in the work tree) or a file it reads drivers
+// from; "*" matches any subsection. Each word of such a value may name a
+// file of the work tree (core.fsmonitor = tools/fsmon, a filter's
+// "sh scripts/clean.sh").
+var programKeys = []string{
+	"core.fsmonitor", "core.pager", "core.editor", "core.sshcommand", "core.askpass", "core.gitproxy",
+	"core.alternaterefscommand", "core.attributesfile", "diff.external", "diff.*.command", "diff.*.textconv",
+	"merge.*.driver", "filter.*.clean", "filter.*.smudge", "filter.*.process", "credential.helper",
+	"credential.*.helper", "gpg.program", "gpg.*.program", "sequence.editor", "uploadpack.packobjectshook",
+	"remote.*.uploadpack", "remote.*.receivepack", "interactive.difffilter", "web.browser", "browser.*.cmd",
+	"browser.*.path", "man.*.cmd", "man.*.path", "difftool.*.cmd", "mergetool.*.cmd", "mergetool.*.path",
+	"difftool.*.path", "pager.*", "alias.*", "sendemail.smtpserver", "sendemail.sendmailcmd", "sendemail.tocmd",
+	"sendemail.cccmd", "sendemail.headercmd", "core.hookspath",
+}
+
+// programKey reports whether e is one of programKeys.
+func programKey(e gitstate.Entry) bool {
+	for _, k := range programKeys {
+		sec, rest, _ := strings.Cut(k, ".")
+		if sec != e.Section {
+			continue
+		}
+		sub, name, two := strings.Cut(rest, ".")
+		switch {
+		case !two && !e.HasSub && rest == e.Name:
+			return true
+		case !two && rest == "*":
+			return true // pager.<cmd>, alias.<name>: the name is the key's
+		case two && e.HasSub && sub == "*" && name == e.Name:
+			return true
+		}
+	}
+	return false
+}
+
+// valueWords are the words of a command in a config value, split where a
+// shell would split them and at = (--opt=path), quotes removed.
+func valueWords(v string) []string {
+	return strings.FieldsFunc(v, func(r rune) bool {
+		return strings.ContainsRune(" \t\n'\"`;|&<>()=$!{}", r)
+	})
 }
 
 // userConfigs are the config files the host's git reads before the
@@ -74,6 +123,16 @@ func (t *configTargets) read(path string, fd int, home, worktree string, depth i
 				p = filepath.Dir(p)
 			}
 			t.hooks = append(t.hooks, p)
+		}
+	}
+	for _, e := range c.Entries {
+		if e.NoValue || !programKey(e) {
+			continue
+		}
+		for _, w := range valueWords(e.Value) {
+			if p := expand(w, home, worktree); p != "" {
+				t.programs = appendNew(t.programs, p)
+			}
 		}
 	}
 	for _, inc := range c.Includes {
@@ -173,6 +232,27 @@ func (r *Run) guardTargets(t *configTargets) {
 	}
 	for _, i := range t.includes {
 		place(i, false)
+	}
+	// A program the host's git runs from the work tree is kept as it is;
+	// a word that names no regular file is a word of the command (a name
+	// looked up in PATH, an option, a directory it cds to), not a file.
+	// Whether it is a file is a fact of the plan: a cached run made when
+	// it was not must not leave it writable once it is.
+	for _, p := range t.programs {
+		rp := resolveLoose(p)
+		if rp == "" || within(rp, filepath.Join(ws, ".git")) {
+			continue
+		}
+		for _, w := range writable {
+			if within(rp, w) {
+				r.opt.Facts.File(rp)
+				var st unix.Stat_t
+				if unix.Stat(rp, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+					place(p, false)
+				}
+				break
+			}
+		}
 	}
 }
 

@@ -202,16 +202,20 @@ func (r *Run) configTargets() {
 		if g.Fresh {
 			continue
 		}
-		fd, err := unix.Openat2(g.fd, "config", &unix.OpenHow{
-			Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-		})
-		if err != nil {
-			continue
+		// config.worktree too: git reads it when extensions.worktreeConfig
+		// is set (the plan cache looks at both again: gitDirTouched).
+		for _, name := range []string{"config", "config.worktree"} {
+			fd, err := unix.Openat2(g.fd, name, &unix.OpenHow{
+				Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+				Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+			})
+			if err != nil {
+				continue
+			}
+			gd := filepath.Join(r.opt.Workspace, g.Rel)
+			t.read(filepath.Join(gd, name), fd, r.opt.Home, filepath.Dir(gd), 0, r.opt.Facts)
+			unix.Close(fd)
 		}
-		gd := filepath.Join(r.opt.Workspace, g.Rel)
-		t.read(filepath.Join(gd, "config"), fd, r.opt.Home, filepath.Dir(gd), 0, r.opt.Facts)
-		unix.Close(fd)
 	}
 	r.guardTargets(t)
 }
