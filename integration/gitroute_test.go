@@ -5,6 +5,7 @@ package integration
 import (
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -20,8 +21,15 @@ import (
 // arrive at the sandbox's server (docs/git-adoption.md, "Config").
 func TestAddedRemoteTakesNoPush(t *testing.T) {
 	needGit(t)
-	if _, err := exec.Command("git", "daemon", "-h").CombinedOutput(); err != nil && strings.Contains(err.Error(), "not found") {
-		t.Skip("no git daemon")
+	// git-daemon itself, not git's wrapper, which would leave it running
+	// when the test kills what it started.
+	execPath, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	daemon := filepath.Join(strings.TrimSpace(string(execPath)), "git-daemon")
+	if _, err := os.Stat(daemon); err != nil {
+		t.Fatalf("git-daemon: %v", err)
 	}
 	forEachPath(t, func(t *testing.T, r runner) {
 		for _, c := range []struct {
@@ -47,7 +55,7 @@ func TestAddedRemoteTakesNoPush(t *testing.T) {
 				}
 				port := l.Addr().(*net.TCPAddr).Port
 				l.Close()
-				d := exec.Command("git", "daemon", "--reuseaddr", "--listen=127.0.0.1", fmt.Sprintf("--port=%d", port),
+				d := exec.Command(daemon, "--reuseaddr", "--listen=127.0.0.1", fmt.Sprintf("--port=%d", port),
 					"--base-path="+srv, "--export-all", "--enable=receive-pack", srv)
 				if err := d.Start(); err != nil {
 					t.Fatal(err)
