@@ -306,3 +306,42 @@ func TestNameSet(t *testing.T) {
 		}
 	}
 }
+
+// TestCodeFilesNamedByConfig: the work-tree files the repository's config
+// includes or names as a program (each word of the value, relative to the
+// work tree) are files the host runs code from; a directory a command cds
+// to, and every other path, are not.
+func TestCodeFilesNamedByConfig(t *testing.T) {
+	ws := t.TempDir()
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", "")
+	mkdirs(t, ws, "src", "tools")
+	cmd := exec.Command("git", "init", "-q", ws)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	cfg := "[include]\n\tpath = ../.gitconfig\n[core]\n\tfsmonitor = tools/fsmon\n\tpager = less -R\n" +
+		"[filter \"x\"]\n\tclean = \"sh scripts/clean.sh --in=conf/in.cfg\"\n[alias]\n\tb = \"!cd src && ./build.sh\"\n"
+	f, err := os.OpenFile(filepath.Join(ws, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(cfg)
+	f.Close()
+	gitfd, err := unix.Open(filepath.Join(ws, ".git"), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(gitfd)
+	c := newCodeFiles(newNameSet(nil, nil), gitfd, ws)
+	for _, p := range []string{".gitconfig", "tools/fsmon", "scripts/clean.sh", "conf/in.cfg", "build.sh", "less", "tools"} {
+		if !c.protected(p, "") {
+			t.Errorf("%s is not a file the host runs code from", p)
+		}
+	}
+	for _, p := range []string{"src/main.go", "README", "src", "tools2/x"} {
+		if c.protected(p, "") {
+			t.Errorf("%s is taken for a file the host runs code from", p)
+		}
+	}
+}
