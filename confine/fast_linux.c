@@ -151,7 +151,7 @@ struct fast {
 	int nmade;
 	struct placeholder {
 		int parent, fd;
-		char *name;
+		char *name, *rel; // rel: workspace-relative, for the line of replaced
 		uint64_t dev, ino;
 		uint32_t at; // where its identity goes in the plan's setup
 	} made[MAX_PLACEHOLDERS];
@@ -792,14 +792,25 @@ static int link_leaves(int dirfd, const char *name) {
 	return 0;
 }
 
+// maybe_protected reports whether an entry below the walk's depth may be
+// a protected name (an editor's, agent CLI's or hooks manager's: every
+// one of the default list starts with a dot, lefthook or opencode., or
+// ends .code-workspace): the Go sweep matches the run's own list.
+static int maybe_protected(const char *n) {
+	size_t len = strlen(n), suf = strlen(".code-workspace");
+	return n[0] == '.' || !strncmp(n, "lefthook", 8) || !strncmp(n, "opencode.", 9) ||
+	       (len >= suf && !strcmp(n + len - suf, ".code-workspace"));
+}
+
 // sweep_dir is the C twin of the sweep's test (gitview/sweep_linux.go):
 // whether the directory fd (closed here), or one below it, holds a .git,
 // a HEAD or a symlink that changed since t0, a symlink that may lead out
 // of its directory (link_leaves), or a .git directory with a
-// changed config or hook, or the tree is past the sweep's bounds (not
-// into node_modules, as the Go sweep does not). Then
+// changed config or hook, a protected name below the walk's depth (or
+// anything in one, prot) that changed since t0, or the tree is past the
+// sweep's bounds (not into node_modules, as the Go sweep does not). Then
 // the Go adopter runs, which sweeps again and reduces what it finds.
-static int sweep_dir(int fd, int root, int depth, int *dirs, long long t0) {
+static int sweep_dir(int fd, int root, int depth, int *dirs, long long t0, int prot) {
 	if (++*dirs > (1 << 18) || depth > 128) {
 		close(fd);
 		return 1;
@@ -832,9 +843,13 @@ static int sweep_dir(int fd, int root, int depth, int *dirs, long long t0) {
 			}
 			if (!strcmp(nm, "HEAD") && !root) hit = recent_at(fd, nm, t0);
 			if (typ == DT_LNK) hit = hit || recent_at(fd, nm, t0) || link_leaves(fd, nm);
+			// Below the walk's depth (gitview's walkDepth, 4) no walk
+			// held or moved aside a protected name.
+			int p = prot || (depth > 4 && maybe_protected(nm));
+			if (p) hit = hit || recent_at(fd, nm, t0);
 			if (hit || typ != DT_DIR || !strcmp(nm, "node_modules")) continue;
 			int c = openat(fd, nm, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (c >= 0) hit = sweep_dir(c, 0, depth + 1, dirs, t0);
+			if (c >= 0) hit = sweep_dir(c, 0, depth + 1, dirs, t0, p);
 		}
 	}
 	close(fd);
@@ -848,7 +863,7 @@ static int swept_changed(struct fast *f) {
 	int fd = open(f->ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) return 0;
 	int dirs = 0;
-	return sweep_dir(fd, 1, 0, &dirs, strtoll(f->t0, NULL, 10));
+	return sweep_dir(fd, 1, 0, &dirs, strtoll(f->t0, NULL, 10), 0);
 }
 
 // pending_waits reports whether reductions that earlier runs' ends left
@@ -989,11 +1004,72 @@ static void release(struct fast *f) {
 // placeholder.release does: the shared lock is converted (the last holder gets it), the name
 // is checked on the held parent, and only an empty directory can go; one
 // the host's tools wrote into loses its mark and stays.
+// replaced is placeholder.replaced (placeholders_linux.go): what stands
+// at p's name when it is not p's directory, and not an empty directory,
+// is moved aside (NAME.jail-RANDOM) unless a live run holds it, and the
+// line names it.
+static void replaced(struct placeholder *p) {
+	struct stat st;
+	if (p->parent < 0 || fstatat(p->parent, p->name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+	    ((uint64_t)st.st_dev == p->dev && (uint64_t)st.st_ino == p->ino))
+		return;
+	int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+	if (S_ISDIR(st.st_mode)) {
+		int d = openat(p->parent, p->name, flags | O_DIRECTORY);
+		if (d < 0) return;
+		DIR *dir = fdopendir(d);
+		if (!dir) {
+			close(d);
+			return;
+		}
+		int empty = 1;
+		for (struct dirent *e; empty && (e = readdir(dir));)
+			empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+		closedir(dir);
+		if (empty) return;
+	}
+	// Claim (holds_linux.go): the object's own lock, or its directory's
+	// for one that cannot be locked itself.
+	int lk = S_ISDIR(st.st_mode) || S_ISREG(st.st_mode) ? openat(p->parent, p->name, flags | (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0)) : -1;
+	struct stat now;
+	if (lk >= 0 && (fstat(lk, &now) != 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino)) {
+		close(lk);
+		return;
+	}
+	if (lk < 0) lk = openat(p->parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (lk < 0) return;
+	if (flock(lk, LOCK_EX | LOCK_NB) != 0) {
+		close(lk);
+		return;
+	}
+	unsigned char r[8];
+	char aside[NAME_MAX + 1];
+	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r ||
+	    snprintf(aside, sizeof aside, "%s.jail-%02x%02x%02x%02x%02x%02x%02x%02x", p->name, r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]) >= (int)sizeof aside ||
+	    syscall(SYS_renameat2, p->parent, p->name, p->parent, aside, 1 /* RENAME_NOREPLACE */) != 0) {
+		close(lk);
+		return;
+	}
+	close(lk);
+	char line[2 * PATH_MAX];
+	int n = snprintf(line, sizeof line,
+			 "jail: files that editors, agent CLIs and hooks managers run code from were put in place of this run's placeholders while it lasted (another sandbox whose workspace holds this one, or a swap), and were moved aside; look at them before you rename them back: %s (now %s)\n",
+			 p->rel ? p->rel : p->name, aside);
+	if (n > 0 && (size_t)n < sizeof line) {
+		// The names are jail's own (the protected list's); still only
+		// printable bytes reach the terminal.
+		for (int i = 0; i < n - 1; i++)
+			if ((unsigned char)line[i] < 0x20 || (unsigned char)line[i] >= 0x7f) line[i] = '?';
+		jail_write_all(2, line, n);
+	}
+}
+
 static void release_placeholders(struct fast *f) {
 	for (int i = 0; i < f->nmade; i++) {
 		struct placeholder *p = &f->made[i];
 		struct stat st;
 		int removed = 0;
+		replaced(p);
 		if (flock(p->fd, LOCK_EX | LOCK_NB) == 0 && fstatat(p->parent, p->name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    (uint64_t)st.st_dev == p->dev && (uint64_t)st.st_ino == p->ino) {
 			removed = unlinkat(p->parent, p->name, AT_REMOVEDIR) == 0;
@@ -1003,6 +1079,7 @@ static void release_placeholders(struct fast *f) {
 		else close(p->fd);
 		if (p->parent >= 0) close(p->parent);
 		free(p->name);
+		free(p->rel);
 	}
 	drop_locks(f);
 	f->nmade = 0;
@@ -1040,7 +1117,7 @@ static int make_one(struct fast *f, int wsfd, const char *rel, uint32_t at) {
 		return miss(f, "cannot create a placeholder", rel);
 	}
 	struct placeholder *p = &f->made[f->nmade++];
-	*p = (struct placeholder){.parent = pfd, .fd = fd, .name = strdup(name), .dev = st.st_dev, .ino = st.st_ino, .at = at};
+	*p = (struct placeholder){.parent = pfd, .fd = fd, .name = strdup(name), .rel = strdup(rel), .dev = st.st_dev, .ino = st.st_ino, .at = at};
 	if (!p->name) return miss(f, "out of memory", NULL);
 	return 0;
 }

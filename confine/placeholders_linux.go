@@ -3,10 +3,14 @@
 package confine
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
+	"strings"
 
+	"github.com/jail-sandbox/jail/termtext"
 	"golang.org/x/sys/unix"
 )
 
@@ -59,6 +63,9 @@ type Placeholders struct {
 	// outside the workspace.
 	locks  []int
 	locked []string
+	// Report takes the line naming what another hand put at a
+	// placeholder's name while the run lasted (Release moves it aside).
+	Report io.Writer
 }
 
 // placeholder is one directory a run relies on: the held parent, the
@@ -222,31 +229,80 @@ func (ph *Placeholders) Release() {
 		return
 	}
 	ph.Unhold()
+	var aside []string
 	for _, p := range ph.held {
-		p.release()
+		if a := p.release(); a != "" {
+			aside = append(aside, p.rel+" (now "+a+")")
+		}
 	}
 	ph.held = nil
+	if len(aside) > 0 && ph.Report != nil {
+		termtext.Fprintf(ph.Report, "jail: files that editors, agent CLIs and hooks managers run code from were put in place of this run's placeholders while it lasted (another sandbox whose workspace holds this one, or a swap), and were moved aside; look at them before you rename them back: %s\n", strings.Join(aside, ", "))
+	}
+}
+
+// replaced moves aside what stands at p's name when it is not p's
+// directory: another hand (a sandbox whose workspace holds this one, a
+// run in a parent directory that renamed the placeholder away) put it
+// there while the run lasted, and no walk of that run may reach it (below
+// its depth, in node_modules). An empty directory is left (nothing in it
+// runs; another run's placeholder is one), and so is what a live run
+// holds (Claim). It returns the name it was moved to.
+func (p placeholder) replaced() string {
+	var st unix.Stat_t
+	if unix.Fstatat(p.parent, p.name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Dev == p.dev && st.Ino == p.ino {
+		return ""
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		if fd, err := openDirIn(p.parent, p.name); err == nil {
+			empty := emptyDir(fd)
+			unix.Close(fd)
+			if empty {
+				return ""
+			}
+		}
+	}
+	unlock, err := Claim(p.parent, p.name)
+	if err != nil {
+		return ""
+	}
+	defer unlock()
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return ""
+	}
+	aside := fmt.Sprintf("%s.jail-%x", p.name, b)
+	if unix.Renameat2(p.parent, p.name, p.parent, aside, unix.RENAME_NOREPLACE) != nil {
+		return ""
+	}
+	return aside
 }
 
 // release removes the placeholder by descriptor when no run holds it any
 // more and its name still holds it; one that is not empty (the host's
-// tools wrote into it) loses the mark and stays.
-func (p placeholder) release() {
+// tools wrote into it) loses the mark and stays. What another hand put
+// at its name instead is moved aside (replaced), and the name it went
+// to returned.
+func (p placeholder) release() string {
 	defer unix.Close(p.parent)
 	defer unix.Close(p.fd)
+	if a := p.replaced(); a != "" {
+		return a
+	}
 	// Converting the shared lock drops it first: of several runs ending
 	// at once, the last to try gets it.
 	if unix.Flock(p.fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
-		return
+		return ""
 	}
 	var st unix.Stat_t
 	if unix.Fstatat(p.parent, p.name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Dev != p.dev || st.Ino != p.ino {
-		return
+		return ""
 	}
 	err := unix.Unlinkat(p.parent, p.name, unix.AT_REMOVEDIR)
 	if errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
 		unix.Fremovexattr(p.fd, placeholderXattr)
 	}
+	return ""
 }
 
 // cacheParts are what a plan cache entry keeps of the placeholders: the

@@ -56,8 +56,16 @@ type swept struct {
 	gitFiles []string // .git gitfiles and symlinks changed during the run
 	heads    []string // directories git takes for a git directory whose HEAD changed during the run
 	links    []string // every symlink
-	dirs     int
-	cut      bool // a bound was reached
+	// prot are the protected names (an editor's, agent CLI's or hooks
+	// manager's) in directories no walk listed (below its depth, past
+	// its bound) that changed during the run: the walks never saw them,
+	// so neither holding nor moving aside reached them.
+	prot []string
+	dirs int
+	cut  bool // a bound was reached
+
+	names  *nameSet        // the protected names
+	walked map[string]bool // the directories a walk listed (nil: those down to its depth)
 }
 
 // recent reports whether sx (a statx with STATX_CTIME) changed at or
@@ -96,14 +104,28 @@ func changedAt(dirfd int, name string, t int64) bool {
 // for what changed since t. known are the .git entries the launch knew
 // (shown, or reduced already): their directories' insides are not looked
 // into.
-func sweep(wsfd int, skip string, t int64, known map[string]bool) *swept {
-	s := &swept{}
+//
+// names are the protected names; walked the directories a walk listed
+// (nil: those down to the walk's depth), whose protected names the walks
+// handled.
+func sweep(wsfd int, skip string, t int64, known map[string]bool, names *nameSet, walked map[string]bool) *swept {
+	s := &swept{names: names, walked: walked}
 	fd, err := openGitDir(wsfd, ".")
 	if err != nil {
 		return s
 	}
 	s.dir(fd, ".", 0, make([]byte, 32<<10), t, skip, known)
 	return s
+}
+
+// protChanged reports whether the protected name beneath the directory
+// fd, which no walk listed, is to be moved aside: it, or anything in it,
+// changed at or after t (made, renamed or exchanged into place, written
+// in: no walk held it read-only), and it is not an empty directory (what
+// reads it finds nothing to run; a live run's placeholder is one).
+func protChanged(fd int, name string, t int64) bool {
+	budget := 10000
+	return changedTree(fd, name, t, &budget) && !isEmptyDir(fd, name)
 }
 
 // dir sweeps the open directory fd (closed when done).
@@ -116,6 +138,10 @@ func (s *swept) dir(fd int, rel string, depth int, buf []byte, t int64, skip str
 	s.dirs++
 	var subs []string
 	var head, objects, refs, common bool
+	// The protected names of a directory no walk listed are looked at
+	// here (a directory the sandbox made under an old one below the
+	// walk's depth, a/b/c/d/e/f/g/h/.vscode).
+	unwalked := rel != "." && (depth > walkDepth || s.walked != nil && !s.walked[rel])
 	for {
 		n, err := unix.Getdents(fd, buf)
 		if err != nil {
@@ -177,6 +203,9 @@ func (s *swept) dir(fd int, rel string, depth int, buf []byte, t int64, skip str
 				refs = true
 			case "commondir":
 				common = true
+			}
+			if unwalked && s.names.matchBytes(name) && !strings.Contains(string(name), ".jail-") && protChanged(fd, string(name), t) {
+				s.prot = append(s.prot, filepath.Join(rel, string(name)))
 			}
 			if typ == unix.DT_LNK {
 				// Every one, whenever it was made: one made where no sweep
@@ -312,13 +341,22 @@ func sweepAll(w io.Writer, wsfd, scratch int, ws, skip string, t int64, run, hom
 			known[k] = true
 		}
 	}
-	s := sweep(wsfd, skip, t, known)
 	var names *nameSet
 	for _, f := range []*found{now, launch} {
 		if f != nil && f.names != nil && names == nil {
 			names = f.names
 		}
 	}
+	var walked map[string]bool
+	if launch != nil && launch.ids != nil {
+		walked = map[string]bool{}
+		for _, f := range []*found{launch, now} {
+			for rel := range f.idsOf() {
+				walked[rel] = true
+			}
+		}
+	}
+	s := sweep(wsfd, skip, t, known, names, walked)
 	var waiting []string
 	afterSweep(w, wsfd, scratch, ws, s, run, t, JailDirs(home), names, pend, &waiting)
 	if launch != nil {
@@ -507,11 +545,34 @@ func afterSweep(w io.Writer, wsfd, scratch int, ws string, s *swept, run string,
 			linksKept = append(linksKept, l+" -> "+target)
 		}
 	}
+	var protAside, protKept []string
+	for _, p := range s.prot {
+		dfd, err := openGitDir(wsfd, filepath.Dir(p))
+		if err == nil {
+			if !protChanged(dfd, filepath.Base(p), t) {
+				unix.Close(dfd)
+				continue
+			}
+			if _, err = moveAside(dfd, filepath.Base(p), run); errors.Is(err, confine.ErrHeld) {
+				wait(pendAside, dfd, filepath.Base(p), p)
+			}
+			unix.Close(dfd)
+		}
+		switch {
+		case err == nil:
+			protAside = append(protAside, p)
+		case errors.Is(err, confine.ErrHeld), err == unix.ENOENT:
+		default:
+			protKept = append(protKept, p)
+		}
+	}
 	say := func(items []string, format string) {
 		if len(items) > 0 {
 			termtext.Fprintf(w, format, strings.Join(items, ", "))
 		}
 	}
+	say(protAside, "jail: files that editors, agent CLIs and hooks managers run code from, which the sandbox made or changed in directories past the launch walk's bounds, were moved aside (renamed NAME.jail-"+run+"; look at them before you rename them back): %s\n")
+	say(protKept, "jail: WARNING: the sandbox made or changed these files that editors, agent CLIs and hooks managers run code from, past the launch walk's bounds, and jail could not move them aside; look at them before any tool opens this workspace: %s\n")
 	say(reduced, "jail: git: repositories the sandbox made past the launch walk's bounds were reduced to what runs nothing (hooks and config keys that run programs dropped): %s\n")
 	say(unheaded, "jail: git: git directories the sandbox made or wrote in past the launch walk's bounds had their HEAD renamed HEAD.jail-"+run+", so that the host's git does not take them for repositories (look at their hooks and config before you rename it back): %s\n")
 	say(aside, "jail: git: gitfiles and .git symlinks the sandbox made past the launch walk's bounds were moved aside (.git.jail-"+run+"): %s\n")

@@ -50,7 +50,7 @@ func BenchmarkSweep(b *testing.B) {
 	}
 	defer unix.Close(fd)
 	for i := 0; i < b.N; i++ {
-		if s := sweep(fd, "", 0, nil); s.dirs == 0 {
+		if s := sweep(fd, "", 0, nil, nil, nil); s.dirs == 0 {
 			b.Fatal("nothing swept")
 		}
 	}

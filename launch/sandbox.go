@@ -160,6 +160,7 @@ func Start(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []string, co
 	if err == nil {
 		l.Path = filepath.SplitList(envValue(env, "PATH"))
 		mounts, h.ph, err = l.Build()
+		h.ph.Report = report
 		h.git.RecordWalk()
 		l.Env = append(l.Env, h.git.Env()...)
 	}
