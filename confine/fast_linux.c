@@ -165,6 +165,7 @@ struct fast {
 		uint32_t at;
 	} todo[MAX_PLACEHOLDERS];
 	const char *locktodo[MAX_LOCKS];
+	const char *lockrel[MAX_LOCKS]; // what each of locks is: locktodo's entry
 	// the git view's fresh private directory (CacheFresh), -1 when none
 	const char *ws;
 	const char *fresh_old; // the RUN name the plan was stored with
@@ -1004,18 +1005,25 @@ static void release(struct fast *f) {
 // placeholder.release does: the shared lock is converted (the last holder gets it), the name
 // is checked on the held parent, and only an empty directory can go; one
 // the host's tools wrote into loses its mark and stays.
+static void aside_if_replaced(int parent, const char *name, const char *rel, uint64_t dev, uint64_t ino);
+
 // replaced is placeholder.replaced (placeholders_linux.go): what stands
 // at p's name when it is not p's directory, and not an empty directory,
 // is moved aside (NAME.jail-RANDOM) unless a live run holds it, and the
 // line names it.
 static void replaced(struct placeholder *p) {
+	if (p->parent >= 0) aside_if_replaced(p->parent, p->name, p->rel ? p->rel : p->name, p->dev, p->ino);
+}
+
+// aside_if_replaced moves aside what stands at name beneath parent (rel
+// in the workspace) when it is not the object dev/ino and not an empty
+// directory, unless a live run holds it, and names it on stderr.
+static void aside_if_replaced(int parent, const char *name, const char *rel, uint64_t dev, uint64_t ino) {
 	struct stat st;
-	if (p->parent < 0 || fstatat(p->parent, p->name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-	    ((uint64_t)st.st_dev == p->dev && (uint64_t)st.st_ino == p->ino))
-		return;
+	if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || ((uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino)) return;
 	int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
 	if (S_ISDIR(st.st_mode)) {
-		int d = openat(p->parent, p->name, flags | O_DIRECTORY);
+		int d = openat(parent, name, flags | O_DIRECTORY);
 		if (d < 0) return;
 		DIR *dir = fdopendir(d);
 		if (!dir) {
@@ -1030,13 +1038,13 @@ static void replaced(struct placeholder *p) {
 	}
 	// Claim (holds_linux.go): the object's own lock, or its directory's
 	// for one that cannot be locked itself.
-	int lk = S_ISDIR(st.st_mode) || S_ISREG(st.st_mode) ? openat(p->parent, p->name, flags | (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0)) : -1;
+	int lk = S_ISDIR(st.st_mode) || S_ISREG(st.st_mode) ? openat(parent, name, flags | (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0)) : -1;
 	struct stat now;
 	if (lk >= 0 && (fstat(lk, &now) != 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino)) {
 		close(lk);
 		return;
 	}
-	if (lk < 0) lk = openat(p->parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (lk < 0) lk = openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (lk < 0) return;
 	if (flock(lk, LOCK_EX | LOCK_NB) != 0) {
 		close(lk);
@@ -1045,16 +1053,16 @@ static void replaced(struct placeholder *p) {
 	unsigned char r[8];
 	char aside[NAME_MAX + 1];
 	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r ||
-	    snprintf(aside, sizeof aside, "%s.jail-%02x%02x%02x%02x%02x%02x%02x%02x", p->name, r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]) >= (int)sizeof aside ||
-	    syscall(SYS_renameat2, p->parent, p->name, p->parent, aside, 1 /* RENAME_NOREPLACE */) != 0) {
+	    snprintf(aside, sizeof aside, "%s.jail-%02x%02x%02x%02x%02x%02x%02x%02x", name, r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]) >= (int)sizeof aside ||
+	    syscall(SYS_renameat2, parent, name, parent, aside, 1 /* RENAME_NOREPLACE */) != 0) {
 		close(lk);
 		return;
 	}
 	close(lk);
 	char line[2 * PATH_MAX];
 	int n = snprintf(line, sizeof line,
-			 "jail: files that editors, agent CLIs and hooks managers run code from were put in place of this run's placeholders while it lasted (another sandbox whose workspace holds this one, or a swap), and were moved aside; look at them before you rename them back: %s (now %s)\n",
-			 p->rel ? p->rel : p->name, aside);
+			 "jail: files that editors, agent CLIs and hooks managers run code from were put in place of what this run protected while it lasted (by a sandbox whose workspace holds this one, or a swap), and were moved aside; look at them before you rename them back: %s (now %s)\n",
+			 rel, aside);
 	if (n > 0 && (size_t)n < sizeof line) {
 		// The names are jail's own (the protected list's); still only
 		// printable bytes reach the terminal.
@@ -1204,10 +1212,40 @@ static int take_locks(struct fast *f) {
 			close(fd);
 			return miss(f, "an object the sandbox sits on is locked by another process", p);
 		}
+		f->lockrel[f->nlocks] = p;
 		f->locks[f->nlocks++] = fd;
 	}
 	close(wsfd);
 	return 0;
+}
+
+// locks_moved reports whether a name in the workspace this run held no
+// longer holds the object it locked (another hand renamed or exchanged
+// it while the run lasted: a run in a parent directory): the adopter then
+// runs (a protected name replaced at the root is gitview's movedAside's
+// against a launch walk), and a protected name at the root that another
+// hand replaced is moved aside here (aside_if_replaced: no launch walk of
+// a workspace that is no repository is kept). Before drop_locks.
+static int locks_moved(struct fast *f) {
+	int wsfd = f->ws ? open(f->ws, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	if (wsfd < 0) return 0;
+	int moved = 0;
+	for (int i = 0; i < f->nlocks; i++) {
+		const char *p = f->lockrel[i];
+		struct stat a, b;
+		if (!p || p[0] == '/' || !strcmp(p, ".") || fstat(f->locks[i], &a) != 0) continue;
+		if (fstatat(wsfd, p, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) continue;
+		moved = 1;
+		if (!strchr(p, '/') && strcmp(p, ".git") && maybe_protected(p)) {
+			int d = open(f->ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (d >= 0) {
+				aside_if_replaced(d, p, p, a.st_dev, a.st_ino);
+				close(d);
+			}
+		}
+	}
+	close(wsfd);
+	return moved;
 }
 
 // MORE_WAIT_MS is how long pid 1 waits at OP_MORE for the rest of the
@@ -2301,13 +2339,14 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 	// subdirectories reduced, before the result, which is the last line
 	// jail prints.
 	int pend = pending_waits(f);
+	int moved = locks_moved(f);
 	// A run with overlays hands its RUN directory to the adopter when a
 	// directory the walk recorded changed, even with nothing to adopt:
 	// the reduction is against the launch walk its meta records.
 	int adopt = fresh_needs_adoption(f), changed = -1;
 	if (!adopt && f->noverlay) {
 		release_placeholders(f);
-		adopt = changed = facts_changed(f) || swept_changed(f);
+		adopt = changed = moved || facts_changed(f) || swept_changed(f);
 	}
 	if (adopt) {
 		release_placeholders(f);
@@ -2316,7 +2355,7 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 		release(f);
 		// With overlays both were asked above: the sweep lists every
 		// directory of the workspace, once.
-		if (changed < 0 ? facts_changed(f) || swept_changed(f) : changed) git_after(f, 0, "cached");
+		if (changed < 0 ? moved || facts_changed(f) || swept_changed(f) : changed) git_after(f, 0, "cached");
 		else if (pend) git_after(f, 0, "pending"); // this run may be the last one out
 	}
 	report(res, code);

@@ -237,7 +237,7 @@ func (ph *Placeholders) Release() {
 	}
 	ph.held = nil
 	if len(aside) > 0 && ph.Report != nil {
-		termtext.Fprintf(ph.Report, "jail: files that editors, agent CLIs and hooks managers run code from were put in place of this run's placeholders while it lasted (another sandbox whose workspace holds this one, or a swap), and were moved aside; look at them before you rename them back: %s\n", strings.Join(aside, ", "))
+		termtext.Fprintf(ph.Report, "jail: files that editors, agent CLIs and hooks managers run code from were put in place of what this run protected while it lasted (by a sandbox whose workspace holds this one, or a swap), and were moved aside; look at them before you rename them back: %s\n", strings.Join(aside, ", "))
 	}
 }
 

@@ -1508,7 +1508,18 @@ func movedAside(wsfd int, f, launch *found, run string, pend *pending) (out, fai
 		var dfd = -1
 		for _, n := range names {
 			_, byGlob := f.names.match(n)
-			if slices.Contains(had, n) && launch.sameEnt(wsfd, filepath.Join(dir, n)) || dir == "." && !byGlob {
+			existed := slices.Contains(had, n)
+			if existed && launch.sameEnt(wsfd, filepath.Join(dir, n)) {
+				continue
+			}
+			// At the root a name held while the run lasts is this run's
+			// protected path: its placeholder is released (and what was
+			// put in its place moved aside) by confine; one the user had
+			// at launch, which another hand replaced meanwhile (a run in
+			// a parent directory, past whose walk and sweep this root
+			// may lie: node_modules), is moved aside here. An empty
+			// directory runs nothing (another run's placeholder is one).
+			if dir == "." && !byGlob && (!existed || launch == nil || launch.ents == nil || isEmptyDir(wsfd, n)) {
 				continue
 			}
 			if dfd < 0 {
