@@ -187,6 +187,10 @@ func Prepare(o Options) (*Run, error) {
 	}
 	r.configTargets()
 	r.startGuard()
+	// Said on every run: the plan cache's run would not say it.
+	if warnWritableRepos(o.Report, o.Writable, newNameSet(o.Protected, o.Later)) {
+		o.Facts.Unsure()
+	}
 	return r, nil
 }
 
