@@ -1,0 +1,155 @@
+//go:build linux
+
+package integration
+
+// Protected names no walk of a run lists (docs/git.md, "The sweep" and "Several runs at
+// once"; docs/workspace.md, "Below the workspace's root"): a nested run's root, which a run in
+// a parent directory reaches below its walk's depth or in node_modules, and directories the
+// sandbox makes under an old one below the walk's depth. Judged on the host once the runs
+// ended: a direnv- or editor-style read of each protected name runs nothing (the marker stays
+// absent), and what the sandbox put there is moved aside.
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestNestedRootReplaced: W runs in P/SUB while X, a run in P, renames W's placeholders (and,
+// where the user had them, the user's .envrc and .vscode) away and writes its own there. SUB is
+// five levels down (below X's walk) or in node_modules (where X's sweep does not look). After
+// both runs, nothing the host reads at W's protected names runs X's payload.
+func TestNestedRootReplaced(t *testing.T) {
+	forEachPath(t, func(t *testing.T, r runner) {
+		for _, sub := range []string{"a/b/c/d/ws", "node_modules/ws"} {
+			for _, had := range []bool{false, true} {
+				name := strings.ReplaceAll(sub, "/", "_") + map[bool]string{false: "-placeholders", true: "-users"}[had]
+				t.Run(name, func(t *testing.T) { nestedRootReplaced(t, r, sub, had) })
+			}
+		}
+	})
+}
+
+func nestedRootReplaced(t *testing.T, r runner, sub string, had bool) {
+	p := r.dir(t, "jail-it-ws-")
+	mdir := r.dir(t, "jail-it-mark-")
+	marker := filepath.Join(mdir, "MARK")
+	w := filepath.Join(p, sub)
+	r.writeFile(t, filepath.Join(w, "f"), "hi\n")
+	if had {
+		r.writeFile(t, filepath.Join(w, ".envrc"), "echo user\n")
+		r.writeFile(t, filepath.Join(w, ".vscode", "tasks.json"), "echo user\n")
+	}
+	r.own(t, p)
+	waitW := r.background(t, call{dir: w, args: []string{"run", "-w", w, "--", "/bin/sh", "-c",
+		"touch .up-w; while [ ! -e .go-w ]; do sleep 0.05; done"}})
+	waitFile(t, filepath.Join(w, ".up-w"))
+	payload := "touch " + marker + "\n"
+	x := r.sh(t, p, `cd `+w+` || exit 9
+mv .envrc .envrc.old 2>/dev/null; printf '`+payload+`' > .envrc || exit 3
+mv .vscode .vs.old 2>/dev/null; mkdir -p .vscode && printf '`+payload+`' > .vscode/tasks.json || exit 4
+echo ATTACKED`)
+	r.writeFile(t, filepath.Join(w, ".go-w"), "")
+	wres := waitW()
+	if !strings.Contains(x.stdout, "ATTACKED") {
+		t.Fatalf("the outer run could not replace the inner run's names, so nothing was attacked: %d\n%s\n%s", x.code, x.stdout, x.stderr)
+	}
+	r.hostReads(t, w)
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("the host's read of %s ran the outer sandbox's payload after both runs\nW: %s\nX: %s", w, wres.stderr, x.stderr)
+	}
+	for _, f := range []string{".envrc", ".vscode/tasks.json"} {
+		if b, err := os.ReadFile(filepath.Join(w, f)); err == nil && strings.Contains(string(b), marker) {
+			t.Errorf("%s holds the outer sandbox's %q after both runs\nW: %s\nX: %s", f, b, wres.stderr, x.stderr)
+		}
+	}
+	if !strings.Contains(wres.stderr+x.stderr, "moved aside") {
+		t.Errorf("no line names what was moved aside\nW: %s\nX: %s", wres.stderr, x.stderr)
+	}
+}
+
+// TestDeepNewDirProtectedNames: a/b/c/d/e/f exists at launch (below the walk's depth); the
+// sandbox makes a/b/c/d/e/f/g/h and writes .claude/settings.json, .vscode/tasks.json and .envrc
+// there, and .vscode/tasks.json in the old a/b/c/d/e/f. After the run each is moved aside, in a
+// plain directory and in a repository.
+func TestDeepNewDirProtectedNames(t *testing.T) {
+	forEachPath(t, func(t *testing.T, r runner) {
+		for _, repo := range []bool{false, true} {
+			t.Run(map[bool]string{false: "plain", true: "repo"}[repo], func(t *testing.T) {
+				ws := r.dir(t, "jail-it-ws-")
+				mdir := r.dir(t, "jail-it-mark-")
+				marker := filepath.Join(mdir, "MARK")
+				if err := os.MkdirAll(filepath.Join(ws, "a/b/c/d/e/f"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				r.writeFile(t, filepath.Join(ws, "a/b/c/d/e/f/keep"), "old\n")
+				r.own(t, ws)
+				if repo {
+					r.gitRepo(t, ws)
+				}
+				payload := "touch " + marker + "\n"
+				res := r.sh(t, ws, `set -e
+mkdir -p a/b/c/d/e/f/g/h && cd a/b/c/d/e/f/g/h
+mkdir .claude .vscode
+printf '`+payload+`' > .claude/settings.json
+printf '`+payload+`' > .vscode/tasks.json
+printf '`+payload+`' > .envrc
+cd ../.. && mkdir .vscode && printf '`+payload+`' > .vscode/tasks.json
+echo WROTE`)
+				mustExit(t, res, 0)
+				if !strings.Contains(res.stdout, "WROTE") {
+					t.Fatalf("the sandbox wrote nothing: %s\n%s", res.stdout, res.stderr)
+				}
+				for _, d := range []string{"a/b/c/d/e/f/g/h", "a/b/c/d/e/f"} {
+					r.hostReads(t, filepath.Join(ws, d))
+					if b, err := os.ReadFile(filepath.Join(ws, d, ".claude", "settings.json")); err == nil {
+						t.Errorf("%s/.claude/settings.json is live after the run: %q\n%s", d, b, res.stderr)
+					}
+				}
+				if _, err := os.Stat(marker); err == nil {
+					t.Errorf("the host's read ran the sandbox's payload after the run:\n%s", res.stderr)
+				}
+				for _, f := range []string{"a/b/c/d/e/f/g/h/.envrc", "a/b/c/d/e/f/g/h/.vscode", "a/b/c/d/e/f/g/h/.claude", "a/b/c/d/e/f/.vscode"} {
+					if _, err := os.Lstat(filepath.Join(ws, f)); err == nil {
+						t.Errorf("%s stays after the run:\n%s", f, res.stderr)
+					}
+				}
+				if !strings.Contains(res.stderr, "moved aside") {
+					t.Errorf("no line names what was moved aside:\n%s", res.stderr)
+				}
+				if b, err := os.ReadFile(filepath.Join(ws, "a/b/c/d/e/f/keep")); err != nil || string(b) != "old\n" {
+					t.Errorf("the user's file in the old directory: %q %v", b, err)
+				}
+			})
+		}
+	})
+}
+
+// TestRWRepositoryNamed: a --rw tree that is a repository is named at launch, with its .envrc
+// and .vscode and the way to protect it (give it as the workspace), on every run.
+func TestRWRepositoryNamed(t *testing.T) {
+	forEachPath(t, func(t *testing.T, r runner) {
+		other := r.dir(t, "jail-it-ws-")
+		repo := r.dir(t, "jail-it-rw-")
+		r.writeFile(t, filepath.Join(repo, ".envrc"), "echo user\n")
+		r.writeFile(t, filepath.Join(repo, ".vscode", "tasks.json"), "{}\n")
+		r.own(t, repo)
+		r.gitRepo(t, repo)
+		for i := 0; i < 2; i++ {
+			res := r.jail(t, call{dir: other, args: []string{"run", "-w", other, "--rw", repo, "--", "/bin/true"}})
+			mustExit(t, res, 0)
+			if !strings.Contains(res.stderr, "WARNING: --rw "+repo+" is a git repository") || !strings.Contains(res.stderr, ".envrc, .vscode") ||
+				!strings.Contains(res.stderr, "jail run -w "+repo) {
+				t.Errorf("run %d: no line names the --rw repository and the way to protect it:\n%s", i, res.stderr)
+			}
+		}
+		// A --rw tree that is no repository says nothing of the kind.
+		plain := r.dir(t, "jail-it-rw-")
+		res := r.jail(t, call{dir: other, args: []string{"run", "-w", other, "--rw", plain, "--", "/bin/true"}})
+		mustExit(t, res, 0)
+		if strings.Contains(res.stderr, "is a git repository") {
+			t.Errorf("a plain --rw tree is named as a repository:\n%s", res.stderr)
+		}
+	})
+}
