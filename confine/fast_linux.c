@@ -1017,10 +1017,12 @@ static void replaced(struct placeholder *p) {
 
 // aside_if_replaced moves aside what stands at name beneath parent (rel
 // in the workspace) when it is not the object dev/ino and not an empty
-// directory, unless a live run holds it, and names it on stderr.
+// directory or file, unless a live run holds it, and names it on stderr.
 static void aside_if_replaced(int parent, const char *name, const char *rel, uint64_t dev, uint64_t ino) {
 	struct stat st;
-	if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || ((uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino)) return;
+	if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || ((uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino) ||
+	    (S_ISREG(st.st_mode) && st.st_size == 0))
+		return;
 	int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
 	if (S_ISDIR(st.st_mode)) {
 		int d = openat(parent, name, flags | O_DIRECTORY);

@@ -578,6 +578,28 @@ func TestProtect(t *testing.T) {
 		}
 	})
 
+	t.Run("Release moves aside what another hand put in its placeholder's place", func(t *testing.T) {
+		ws := tempDir(t)
+		_, ph := mustBuild(t, protectLayout(ws, ".envrc"))
+		p := filepath.Join(ws, ".envrc")
+		if err := os.Rename(p, filepath.Join(ws, "moved")); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, p, "touch /tmp/x\n")
+		var out strings.Builder
+		ph.Report = &out
+		ph.Release()
+		if exists(p) {
+			t.Error("what replaced the placeholder stays at its name")
+		}
+		if m, _ := filepath.Glob(filepath.Join(ws, ".envrc.jail-*")); len(m) != 1 {
+			t.Errorf("moved aside as %v", m)
+		}
+		if !strings.Contains(out.String(), "moved aside") || !strings.Contains(out.String(), ".envrc") {
+			t.Errorf("no line names it: %q", out.String())
+		}
+	})
+
 	t.Run("an empty file of the user is not taken for a placeholder", func(t *testing.T) {
 		ws := tempDir(t)
 		p := filepath.Join(ws, ".envrc")

@@ -245,12 +245,13 @@ func (ph *Placeholders) Release() {
 // directory: another hand (a sandbox whose workspace holds this one, a
 // run in a parent directory that renamed the placeholder away) put it
 // there while the run lasted, and no walk of that run may reach it (below
-// its depth, in node_modules). An empty directory is left (nothing in it
-// runs; another run's placeholder is one), and so is what a live run
+// its depth, in node_modules). An empty directory or file is left
+// (nothing in it runs; another run's placeholder is one), and so is what a live run
 // holds (Claim). It returns the name it was moved to.
 func (p placeholder) replaced() string {
 	var st unix.Stat_t
-	if unix.Fstatat(p.parent, p.name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Dev == p.dev && st.Ino == p.ino {
+	if unix.Fstatat(p.parent, p.name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Dev == p.dev && st.Ino == p.ino ||
+		st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == 0 {
 		return ""
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
