@@ -22,6 +22,25 @@ import (
 // gitConfigName is the sandbox-side global config, relative to the home.
 const gitConfigName = ".config/git/jail.gitconfig"
 
+// SandboxGitConfig is the sandbox-side global git config's path relative
+// to the home: the supervisor reads it before judging a call's git
+// commands (policy.Gate.GitConfig), since in a persistent home it lasts.
+func SandboxGitConfig() string { return gitConfigName }
+
+// UserGitConfigs are the include paths the sandbox-side global config
+// may hold that jail wrote itself: the user's global config files under
+// home that exist now, which every run binds read-only.
+func UserGitConfigs(home string) []string {
+	var out []string
+	for _, rel := range userGitConfigs() {
+		p := filepath.Join(home, rel)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // userGitConfigs are the files of git's global scope, relative to the
 // home, in the order git reads them (the later wins).
 func userGitConfigs() []string { return []string{".config/git/config", ".gitconfig"} }
@@ -32,8 +51,8 @@ func (l *Layout) gitConfig(home string, ms []Mount) ([]Mount, []string) {
 	var out []Mount
 	var b strings.Builder
 	b.WriteString("# jail: the sandbox's global git config (docs/commands.md). It includes the\n" +
-		"# user's, read-only; `git config --global` writes here, and it is gone when\n" +
-		"# the run ends.\n")
+		"# user's, read-only; `git config --global` writes here. In the persistent\n" +
+		"# home it lasts, and jail reads it before judging a call's git commands.\n")
 	var includes []string
 	for _, rel := range userGitConfigs() {
 		p := filepath.Join(home, rel)

@@ -126,7 +126,9 @@ func RunsProgram(key string) bool { return keyMatch(key) }
 // keyMatch reports whether the config key (any case) matches a pattern of
 // programKeys (* matches a name, dots included: remote."a.b".uploadpack).
 func keyMatch(key string) bool {
-	key = strings.ToLower(key)
+	// A subsection may hold a slash (includeIf "gitdir:/w/".path),
+	// which path.Match's * would not cross.
+	key = strings.ReplaceAll(strings.ToLower(key), "/", "\x00")
 	for _, p := range programKeys {
 		if ok, _ := path.Match(p, key); ok {
 			return true

@@ -74,7 +74,8 @@ func NewToolServer(o *Options, maxConc int, stderr io.Writer) (s *tools.Server, 
 	}
 	// The workers and bash calls share the workspace's persistent home
 	// with its runs (docs/home.md), so caches last here too.
-	if _, err := AttachHome(p, penv, layout); err != nil {
+	hm, err := AttachHome(p, penv, layout)
+	if err != nil {
 		nr.Close()
 		return nil, nil, err
 	}
@@ -230,6 +231,9 @@ func NewToolServer(o *Options, maxConc int, stderr io.Writer) (s *tools.Server, 
 	s = &tools.Server{Registry: reg, Policy: p, PolicyHash: p.Hash(), Home: penv.Home, Audit: audit, Spawn: spawn, SpawnReadOnly: spawnRO, SpawnShell: spawnShell, SpareShells: spareShells,
 		MaxConcurrency: maxConc, BashMaxTimeout: o.Timeout, MaxBackground: int(p.Limits.Background), BackgroundOff: "the policy's limits.background is negative (set it to how many may run at once)",
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if hm != nil {
+		s.GitConfig = SandboxGitConfig(HomesRoot(penv), hm, penv.Home)
+	}
 	// The browser's localhost is the session's background processes.
 	dk.SetBackground(s.DialBackground)
 	return s, func() {

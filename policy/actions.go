@@ -176,6 +176,12 @@ func ToolActions(t ToolInfo) []Action {
 // first met.
 type classifier struct {
 	actions []Action
+	// git says the line runs git; gitCode that it writes a file git
+	// reads as config or runs as a hook (gitCodePath); unknownWrite that
+	// it writes a file whose name is known only at run time, or while in
+	// a directory entered by a name known only then.
+	git, gitCode, unknownWrite bool
+	inGitDir, inUnknownDir     bool // a cd into a git directory, or one named at run time, came first
 }
 
 func (s *classifier) act(as ...Action) {
@@ -189,18 +195,66 @@ func (s *classifier) act(as ...Action) {
 // result is the line's actions; a line with nothing classifiable runs a
 // process.
 func (s *classifier) result() []Action {
+	// git's configuration and hooks are code git runs (docs/actions.md,
+	// "Git's config and hooks"): a line that writes them runs a program,
+	// and so do its git commands, which would run what it wrote. A write
+	// whose target is known only at run time counts so beside a git
+	// command: it may be $GIT_CONFIG_GLOBAL.
+	if s.gitCode || s.unknownWrite && s.git {
+		s.act(ActProcRun)
+	}
 	if len(s.actions) == 0 {
 		s.act(ActProcRun)
 	}
 	return s.actions
 }
 
+// wrote notes that the line writes the file p (dyn: its name is known
+// only at run time).
+func (s *classifier) wrote(p string, dyn bool) {
+	switch {
+	case dyn:
+		s.unknownWrite = true
+	case gitCodePath(p) || s.inGitDir && !path.IsAbs(p) && !strings.HasPrefix(p, "~"):
+		s.gitCode = true
+	case s.inUnknownDir && !path.IsAbs(p) && !strings.HasPrefix(p, "~"):
+		s.unknownWrite = true
+	}
+}
+
+// gitCodePath reports whether git may read the file p as config or run
+// it as a hook: anything in a .git directory (config, config.worktree,
+// hooks/*, info/*, a worktree's or a submodule's own), a bare
+// repository's config or hooks, the global config (~/.gitconfig,
+// ~/.config/git/*, jail's jail.gitconfig, any *gitconfig a config may
+// include), and the hooks directories core.hooksPath usually names
+// (.husky, .githooks). The test is by name, so it errs towards the
+// program: ~/.ssh/config counts too.
+func gitCodePath(p string) bool {
+	p = path.Clean(p)
+	base := path.Base(p)
+	if base == "config" || base == "config.worktree" || strings.HasSuffix(strings.ToLower(base), "gitconfig") {
+		return true
+	}
+	parts := strings.Split(p, "/")
+	for i, c := range parts {
+		switch {
+		case c == ".git", c == ".husky", c == ".githooks", strings.HasSuffix(c, ".git") && i < len(parts)-1:
+			return true
+		case c == "git" && i > 0 && parts[i-1] == ".config":
+			return true
+		}
+	}
+	return false
+}
+
 // redirect: output to a file (not a device, not a descriptor) writes it.
-func (s *classifier) redirect(op syntax.RedirOperator, target string) {
+func (s *classifier) redirect(op syntax.RedirOperator, target string, dyn bool) {
 	switch op {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob, syntax.RdrInOut:
-		if !strings.HasPrefix(path.Clean(target), "/dev/") {
+		if !strings.HasPrefix(path.Clean(target), "/dev/") || dyn {
 			s.act(ActCodeWrite)
+			s.wrote(target, dyn)
 		}
 	}
 }
@@ -244,6 +298,7 @@ func (s *classifier) command(c *call) {
 	has := func(flags ...string) bool {
 		return slices.ContainsFunc(args[1:], func(a arg) bool { return slices.Contains(flags, a.v) })
 	}
+	s.gitWrites(name, args)
 	switch {
 	case slices.Contains(quietBuiltins(), name):
 		// No effect of their own beyond the shell: the other commands of the line classify it.
@@ -270,7 +325,11 @@ func (s *classifier) command(c *call) {
 	case isShell(name) && has("-c") || name == "eval":
 		// The walk walks the script, and its commands are classified one by one.
 	case name == "git":
+		s.git = true
 		s.act(gitActions(*c.git)...)
+		if c.git.Sub == "config" && configWritesFile(c.git.Args) {
+			s.gitCode = true
+		}
 	case name == "go":
 		switch sub {
 		case "test":
@@ -376,6 +435,59 @@ func (s *classifier) command(c *call) {
 	default:
 		s.act(ActProcRun)
 	}
+}
+
+// gitWrites notes what a command that writes files writes, for
+// gitCodePath: every operand of cp, mv, install, ln, tee and the like
+// (a source too: the reading errs towards the program), the files of an
+// in-place sed or perl, and the directory a cd enters.
+func (s *classifier) gitWrites(name string, args []arg) {
+	inPlace := (name == "sed" || name == "perl") && slices.ContainsFunc(args[1:], func(a arg) bool {
+		return strings.HasPrefix(a.v, "-i") || strings.HasPrefix(a.v, "--in-place") || name == "perl" && strings.HasPrefix(a.v, "-") && strings.Contains(a.v, "i")
+	})
+	switch {
+	case name == "cd" || name == "pushd":
+		for _, a := range args[1:] {
+			switch {
+			case a.dyn:
+				s.inUnknownDir = true
+			case gitCodePath(a.v):
+				s.inGitDir = true
+			}
+		}
+	case inPlace || slices.Contains([]string{"cp", "mv", "ln", "install", "tee", "truncate", "touch", "chmod", "patch", "rsync", "dd", "tar", "unzip"}, name):
+		for _, a := range args[1:] {
+			if a.v == "" && !a.dyn || strings.HasPrefix(a.v, "-") && !strings.Contains(a.v, "=") {
+				continue
+			}
+			v := a.v
+			if _, after, ok := strings.Cut(v, "="); ok && strings.HasPrefix(v, "-") {
+				v = after // --target-directory=DIR, of=FILE
+			} else if _, after, ok := strings.Cut(v, "="); ok && name == "dd" {
+				v = after
+			}
+			s.wrote(v, a.dyn)
+		}
+	}
+}
+
+// configWritesFile reports whether git config's arguments write a
+// config file named on the line (-f FILE, --file=FILE) with any key: the
+// file may be one git reads (.git/config), and the key one this reading
+// does not know.
+func configWritesFile(args []string) bool {
+	for i, a := range args {
+		if (a == "-f" || a == "--file") && i+1 < len(args) || strings.HasPrefix(a, "--file=") {
+			f := strings.TrimPrefix(a, "--file=")
+			if a == "-f" || a == "--file" {
+				f = args[i+1]
+			}
+			return gitCodePath(f) && slices.ContainsFunc(args, func(x string) bool {
+				return !strings.HasPrefix(x, "-") && x != f
+			}) && !slices.Contains(args, "--get") && !slices.Contains(args, "-l") && !slices.Contains(args, "--list")
+		}
+	}
+	return false
 }
 
 // quietBuiltins change nothing outside the shell itself.

@@ -129,6 +129,24 @@ func TestClassifyCommands(t *testing.T) {
 		{"LESSOPEN='|./p.sh %s' less README", []Action{ActProcRun}},
 		{"TAR_OPTIONS=-I./p.sh tar cf /tmp/q.tar README", []Action{ActProcRun}},
 		{"export GIT_EXTERNAL_DIFF=./p.sh; git diff", []Action{ActProcRun}},
+		// git's config and hooks are code: writing them runs a program, and so do the line's git commands.
+		{`printf "[core]\n\tfsmonitor = x\n" >> .git/config && git status --short`, []Action{ActCodeWrite, ActVCSRead, ActProcRun}},
+		{`printf x >> ~/.config/git/jail.gitconfig`, []Action{ActCodeWrite, ActProcRun}},
+		{`echo x > ~/.gitconfig`, []Action{ActCodeWrite, ActProcRun}},
+		{`echo x | tee -a sub/.git/config.worktree`, []Action{ActCodeWrite, ActProcRun}},
+		{`cp /tmp/h .git/hooks/pre-commit && git commit -m x`, []Action{ActCodeWrite, ActVCSCommit, ActProcRun}},
+		{`ln -s /tmp/h .husky/pre-push`, []Action{ActCodeWrite, ActProcRun}},
+		{`install -m755 p remote.git/hooks/post-update`, []Action{ActCodeWrite, ActProcRun}},
+		{`sed -i s/a/b/ .git/config`, []Action{ActCodeWrite, ActProcRun}},
+		{`cd .git && echo x >> config`, []Action{ActCodeWrite, ActProcRun}},
+		{`echo x >> info/attributes`, []Action{ActCodeWrite}},
+		{`cd .git && echo x >> info/attributes`, []Action{ActCodeWrite, ActProcRun}},
+		{`echo x >> "$GIT_CONFIG_GLOBAL"; git status`, []Action{ActCodeWrite, ActVCSRead, ActProcRun}},
+		{`echo x >> "$F"`, []Action{ActCodeWrite}},
+		{`git config -f .git/config core.fsmonitorx y`, []Action{ActVCSCommit, ActProcRun}},
+		{`git config core.fsmonitor "git push; false"`, []Action{ActProcRun, ActVCSCommit}},
+		{`echo x > notes.txt && git status`, []Action{ActCodeWrite, ActVCSRead}},
+		{`echo x > src/hooks/useThing.ts`, []Action{ActCodeWrite}},
 	}
 	for _, c := range cases {
 		got := g.Check(c.cmd).Actions

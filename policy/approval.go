@@ -173,6 +173,13 @@ type Gate struct {
 	Approver *Approver
 
 	elevation *elevation // non-nil when the access level is elevated
+	// GitConfig, when set, reads the sandbox-side global git config that
+	// lasts between calls (the persistent home's jail.gitconfig) and
+	// returns the setting there that makes git run a program, "" for none
+	// (docs/actions.md, "Git's config and hooks"): a call's git commands
+	// are then process:run.
+	GitConfig func() string
+
 	// remembered holds this session's "always" answers; shared by copies.
 	remembered *remembered
 }
@@ -252,6 +259,7 @@ func (g *Gate) check(ctx context.Context, c Call) Decision {
 	// 1. hard guard (and, for exec tools, classification of the command)
 	var gr GuardResult
 	acts := ToolActions(td.Tool)
+	gitWhy := ""
 	if slices.Contains(effectiveCaps(td.Tool), CapProcessExec) {
 		cmd, isString := c.Args["command"].(string)
 		if !isString {
@@ -259,11 +267,22 @@ func (g *Gate) check(ctx context.Context, c Call) Decision {
 		}
 		gr = g.Guard.CheckIn(cmd, c.Shell)
 		acts = gr.Actions
+		if gr.Git && g.GitConfig != nil && !slices.Contains(acts, ActProcRun) {
+			if set := g.GitConfig(); set != "" {
+				gitWhy = "; its git commands run programs: the sandbox's global git config sets " + set
+				acts = append(slices.Clone(acts), ActProcRun)
+				gr.Actions = acts
+			}
+		}
 		if gr.Level == GuardHard {
 			d := deny(OutcomeDenied, "guard", "hard block: "+gr.Reason())
 			d.Guard, d.Actions = gr, acts
 			return d
 		}
+	}
+	if f, ok := c.Args["path"].(string); ok && slices.Contains(acts, ActCodeWrite) && gitCodePath(f) {
+		// The write and edit tools writing git's config or a hook.
+		acts = append(slices.Clone(acts), ActProcRun)
 	}
 	// 2. risk classification
 	risk := max(td.Risk, c.Declared)
@@ -319,6 +338,7 @@ func (g *Gate) check(ctx context.Context, c Call) Decision {
 	if why == "" {
 		why = risk.String() + " call needs approval"
 	}
+	why += gitWhy
 	// 6. persistent grants
 	grants := g.Grants
 	if g.remembered != nil {

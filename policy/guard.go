@@ -84,6 +84,8 @@ type GuardResult struct {
 	// command of the line one of unknown name: the same text may have been approved in
 	// another state, so a grant of the exact command does not apply.
 	Session string `json:"session,omitempty"`
+	// Git says the line runs git (a git command jail sees).
+	Git bool `json:"git,omitempty"`
 }
 
 // Reason joins the reasons of the hits at the verdict's level.
@@ -160,7 +162,7 @@ func (g *Guard) CheckIn(command string, sh *Shell) GuardResult {
 			s.hit("soft:"+re.String(), command, "matches the policy's soft pattern")
 		}
 	}
-	r := GuardResult{Hits: s.hits, Actions: acts.result(), Session: w.bySession}
+	r := GuardResult{Hits: s.hits, Actions: acts.result(), Session: w.bySession, Git: acts.git}
 	for _, h := range s.hits {
 		r.Level = max(r.Level, h.Level)
 	}

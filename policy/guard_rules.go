@@ -200,7 +200,7 @@ func (s *rules) pipeline(stages [][]arg) {
 }
 
 // redirect checks where a statement's output goes and what it reads.
-func (s *rules) redirect(op syntax.RedirOperator, target string) {
+func (s *rules) redirect(op syntax.RedirOperator, target string, _ bool) {
 	switch op {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob, syntax.RdrInOut, syntax.DplOut:
 		if isBlockDevice(target) {

@@ -28,7 +28,7 @@ import (
 type visitor interface {
 	// redirect is one redirection of a statement (quotes removed from
 	// its target), before the statement's command.
-	redirect(op syntax.RedirOperator, target string)
+	redirect(op syntax.RedirOperator, target string, dyn bool)
 	// pipeline is the stages of a pipeline that are simple commands,
 	// wrappers stripped, before the commands of the stages are visited.
 	pipeline(stages [][]arg)
@@ -687,12 +687,12 @@ func (w *walk) redirects(st *syntax.Stmt) {
 		if r.Word == nil {
 			continue
 		}
-		target, _ := w.word(r.Word)
+		target, dyn := w.word(r.Word)
 		if r.Op == syntax.WordHdoc {
 			w.pending += target
 		}
 		for _, v := range w.vs {
-			v.redirect(r.Op, target)
+			v.redirect(r.Op, target, dyn)
 		}
 	}
 }

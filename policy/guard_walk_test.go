@@ -13,7 +13,7 @@ import (
 type recorder struct{ commands, redirects, wrappers, unread []string }
 
 func (r *recorder) command(c *call) { r.commands = append(r.commands, c.text) }
-func (r *recorder) redirect(op syntax.RedirOperator, target string) {
+func (r *recorder) redirect(op syntax.RedirOperator, target string, _ bool) {
 	r.redirects = append(r.redirects, op.String()+target)
 }
 func (r *recorder) pipeline([][]arg)   {}

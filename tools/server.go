@@ -40,6 +40,9 @@ type Server struct {
 	Policy     *policy.Policy
 	PolicyHash string
 	Home       string
+	// GitConfig is given to every gate (policy.Gate.GitConfig); nil when
+	// the sandbox's global git config does not outlast a call.
+	GitConfig func() string
 	// Audit receives one record per call; nil writes none.
 	Audit *policy.AuditLog
 	// Spawn starts a worker in a fresh sandbox.
@@ -186,6 +189,7 @@ func (s *Server) gate(who policy.Subject) (*policy.Gate, error) {
 	if err != nil {
 		return nil, err
 	}
+	g.GitConfig = s.GitConfig
 	s.gates[who] = g
 	return g, nil
 }
