@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/jail-sandbox/jail/policy"
@@ -22,6 +23,7 @@ var oddStrings = []string{
 	"<script>&amp;</script>", "$(rm -rf ~) `id` ${X}", "line\u2028sep\u2029para", "é日本語🙂", "a\ufffdb",
 	"\xff", "a\x80b", "\xc3", "\xe6\x97", "\xf0\x9f\x99", "\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
 	"\xf5\x80\x80\x80", "\xc2\x80\xc2\x9f\xc2\xa0", "\xc2\x9b[2J", "jail: the sandbox's init ended before the command started",
+	"ssh_host_\u202eyek_asr", "a\u200bb\u200dc\u2066d\u2069e\ufeff", "soft\u00adhyphen", "tag\U000e0041\U000e007f", "\U0001d173x\U000110bd",
 }
 
 // goJSONString is the Go twin of jail_json_string.
@@ -86,6 +88,30 @@ func TestJSONStringTwins(t *testing.T) {
 			}
 		}
 		checkJSONString(t, string(b))
+	}
+	// Every format character (the line mode escapes them) and its
+	// neighbours, which it must not.
+	for _, r16 := range unicode.Cf.R16 {
+		formatRange(t, rune(r16.Lo), rune(r16.Hi), rune(r16.Stride))
+	}
+	for _, r32 := range unicode.Cf.R32 {
+		formatRange(t, rune(r32.Lo), rune(r32.Hi), rune(r32.Stride))
+	}
+}
+
+// formatRange checks each character of a unicode.Cf range, and the ones
+// just beside each, inside text; the line mode must escape the first and
+// keep the others.
+func formatRange(t *testing.T, lo, hi, stride rune) {
+	for r := lo; r <= hi; r += stride {
+		for _, c := range []rune{r - 1, r, r + 1} {
+			s := "a" + string(c) + "b"
+			checkJSONString(t, s)
+			escape := unicode.Is(unicode.Cf, c) || c == 0x2028 || c == 0x2029 // those two JSON's own
+			if got := goJSONString(t, s, true); escape == strings.Contains(got, string(c)) {
+				t.Fatalf("MarshalLine(%q) = %s: a format character must be escaped, and only one", s, got)
+			}
+		}
 	}
 }
 

@@ -366,6 +366,43 @@ static int utf8_len(const unsigned char *s) {
 	return (s[3] & 0xc0) == 0x80 ? 4 : 0;
 }
 
+// cf_ranges are Go's unicode.Cf (Unicode 15.0.0) as lo, hi, stride:
+// the format characters (bidirectional embeddings, overrides and
+// isolates, zero-width characters, the byte order mark, tags) that
+// policy.MarshalLine escapes because they reorder or hide what a terminal
+// shows. TestJSONStringTwins holds every one of them, and its neighbours,
+// against the Go side.
+static const unsigned cf_ranges[][3] = {
+	{0x00ad, 0x0600, 1363}, {0x0601, 0x0605, 1},  {0x061c, 0x06dd, 193},   {0x070f, 0x0890, 385},
+	{0x0891, 0x08e2, 81},   {0x180e, 0x200b, 2045}, {0x200c, 0x200f, 1},    {0x202a, 0x202e, 1},
+	{0x2060, 0x2064, 1},    {0x2066, 0x206f, 1},    {0xfeff, 0xfff9, 250},  {0xfffa, 0xfffb, 1},
+	{0x110bd, 0x110cd, 16}, {0x13430, 0x1343f, 1},  {0x1bca0, 0x1bca3, 1},  {0x1d173, 0x1d17a, 1},
+	{0xe0001, 0xe0020, 31}, {0xe0021, 0xe007f, 1},
+};
+
+// format_char reports whether r is in cf_ranges.
+static int format_char(unsigned r) {
+	for (size_t i = 0; i < sizeof(cf_ranges) / sizeof(cf_ranges[0]); i++) {
+		if (r >= cf_ranges[i][0] && r <= cf_ranges[i][1] && (r - cf_ranges[i][0]) % cf_ranges[i][2] == 0) return 1;
+	}
+	return 0;
+}
+
+// utf8_rune is the character of the valid n-byte sequence at s.
+static unsigned utf8_rune(const unsigned char *s, int n) {
+	if (n == 2) return (s[0] & 0x1fu) << 6 | (s[1] & 0x3fu);
+	if (n == 3) return (s[0] & 0x0fu) << 12 | (s[1] & 0x3fu) << 6 | (s[2] & 0x3fu);
+	return (s[0] & 0x07u) << 18 | (s[1] & 0x3fu) << 12 | (s[2] & 0x3fu) << 6 | (s[3] & 0x3fu);
+}
+
+// put_u16 writes \uNNNN for the UTF-16 unit u at e.
+static int put_u16(char *e, unsigned u) {
+	static const char hex[] = "0123456789abcdef";
+	memcpy(e, "\\u", 2);
+	e[2] = hex[u >> 12 & 15], e[3] = hex[u >> 8 & 15], e[4] = hex[u >> 4 & 15], e[5] = hex[u & 15];
+	return 6;
+}
+
 // json_string is jail_json_string; *cut (when not NULL) is set when s did
 // not fit whole.
 static char *json_string(char *w, char *end, const char *str, int line, int *cut) {
@@ -376,7 +413,7 @@ static char *json_string(char *w, char *end, const char *str, int line, int *cut
 	*w++ = '"';
 	char *stop = end - 1; // the closing quote's place
 	while (*s) {
-		char esc[8];
+		char esc[12];
 		const char *out = esc;
 		int n, in = 1;
 		unsigned c = s[0];
@@ -404,6 +441,15 @@ static char *json_string(char *w, char *end, const char *str, int line, int *cut
 		} else if (line && in == 2 && c == 0xc2 && s[1] <= 0x9f) {
 			memcpy(esc, "\\u00", 4); // a C1 control
 			esc[4] = hex[s[1] >> 4], esc[5] = hex[s[1] & 15], n = 6;
+		} else if (line && format_char(utf8_rune(s, in))) {
+			unsigned r = utf8_rune(s, in);
+			if (r > 0xffff) { // a surrogate pair, as JSON spells it
+				r -= 0x10000;
+				n = put_u16(esc, 0xd800 + (r >> 10));
+				n += put_u16(esc + n, 0xdc00 + (r & 0x3ff));
+			} else {
+				n = put_u16(esc, r);
+			}
 		} else {
 			out = (const char *)s, n = in;
 		}

@@ -13,6 +13,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // AuditRecord is one line of the audit log. Arguments are never stored: only a digest of them
@@ -100,11 +103,15 @@ func OpenAuditLog(path string, fsync bool) (*AuditLog, error) {
 }
 
 // MarshalLine encodes v as one line of JSON that no shell or terminal can act on, for the
-// audit log and the result files: besides JSON's own escaping of control characters (ESC
-// included), '$' and '`' are escaped as \u0024 and \u0060 (so a line pasted into a shell or
-// sourced expands nothing, even inside the double quotes JSON strings look like to a shell),
-// and DEL and the C1 controls U+0080-U+009F (which some terminals obey, CSI among them) as
-// \u007f and \u0080 ... \u009f. The text decodes to exactly the same value.
+// audit log, the result files and the approval question: besides JSON's own escaping of control
+// characters (ESC included), '$' and '`' are escaped as \u0024 and \u0060 (so a line pasted into
+// a shell or sourced expands nothing, even inside the double quotes JSON strings look like to a
+// shell), DEL and the C1 controls U+0080-U+009F (which some terminals obey, CSI among them) as
+// \u007f and \u0080 ... \u009f, and the Unicode format characters (unicode.Cf: bidirectional
+// embeddings, overrides and isolates, zero-width characters, the byte order mark, tags) as
+// \uNNNN, a surrogate pair past U+FFFF, as termtext.Escape writes them: they reorder or hide
+// what a terminal shows ("Trojan Source"). U+2028 and U+2029 json.Marshal escapes itself. The
+// text decodes to exactly the same value.
 func MarshalLine(v any) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -119,26 +126,33 @@ func MarshalLine(v any) ([]byte, error) {
 func EscapeJSON(b []byte) []byte {
 	const hex = "0123456789abcdef"
 	var out []byte
-	for i := 0; i < len(b); i++ {
+	for i := 0; i < len(b); {
 		c := b[i]
-		var esc byte
-		width := 1
-		switch {
-		case c == '$' || c == '`' || c == 0x7f:
-			esc = c
-		case c == 0xc2 && i+1 < len(b) && b[i+1] >= 0x80 && b[i+1] <= 0x9f:
-			esc, width = b[i+1], 2
-		default:
+		r, width := rune(c), 1
+		if c >= 0x80 {
+			r, width = utf8.DecodeRune(b[i:])
+		}
+		escape := c == '$' || c == '`' || c == 0x7f ||
+			r >= 0x80 && r <= 0x9f || r > 0x9f && r != utf8.RuneError && unicode.Is(unicode.Cf, r)
+		if !escape {
 			if out != nil {
-				out = append(out, c)
+				out = append(out, b[i:i+width]...)
 			}
+			i += width
 			continue
 		}
 		if out == nil {
 			out = append(make([]byte, 0, len(b)+16), b[:i]...)
 		}
-		out = append(out, '\\', 'u', '0', '0', hex[esc>>4], hex[esc&15])
-		i += width - 1
+		units := []rune{r}
+		if r > 0xffff {
+			r1, r2 := utf16.EncodeRune(r)
+			units = []rune{r1, r2}
+		}
+		for _, u := range units {
+			out = append(out, '\\', 'u', hex[u>>12&15], hex[u>>8&15], hex[u>>4&15], hex[u&15])
+		}
+		i += width
 	}
 	if out == nil {
 		return b

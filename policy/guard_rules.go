@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/jail-sandbox/jail/gitcmd"
 	"mvdan.cc/sh/v3/syntax"
@@ -315,6 +316,19 @@ func (s *rules) isSecret(raw string) bool {
 	if !strings.Contains(p, "/") && !strings.HasPrefix(raw, "~") {
 		return false
 	}
+	if shown := strings.Map(func(r rune) rune {
+		if formatRune(r) {
+			return -1
+		}
+		return r
+	}, p); shown != p {
+		// A name with characters a terminal hides or reorders
+		// (ssh_host_\u202eyek_asr shows as ssh_host_rsa_key) is judged the
+		// worse way: a secret when it would be one without them, or when
+		// it lies where secrets do.
+		dir, base := path.Dir(shown), path.Base(shown)
+		return s.isSecret(shown) || dir == "/etc/ssh" || path.Base(dir) == ".ssh" || dir == "/etc" && strings.Contains(base, "shadow")
+	}
 	home := s.home()
 	if home == "" {
 		home = "~"
@@ -338,6 +352,14 @@ func (s *rules) isSecret(raw string) bool {
 		return !strings.HasSuffix(base, ".pub")
 	}
 	return dir == "/etc/ssh" && strings.HasPrefix(base, "ssh_host_") && strings.HasSuffix(base, "_key")
+}
+
+// formatRune reports the characters termtext escapes because a terminal
+// hides them or reorders the text around them: C1 controls, Unicode
+// format characters (bidirectional overrides, zero-width characters) and
+// the line and paragraph separators.
+func formatRune(r rune) bool {
+	return r >= 0x80 && r <= 0x9f || r == 0x2028 || r == 0x2029 || unicode.Is(unicode.Cf, r)
 }
 
 // isCredential reports files whose contents log someone in somewhere.
