@@ -167,3 +167,74 @@ func TestServeSurvivesSwappedJailDir(t *testing.T) {
 		}
 	})
 }
+
+// TestSessionDirectoryResolved attacks the session's directory through
+// jail serve, approving every question: a call sets PWD to a workspace
+// symlink to / (the shell's report named the link), cds through it, or
+// writes a state naming the link on the wrapper's channel. The next
+// `rm -rf *` must be the hard rm-root block when the session really is in
+// /, and must never run in / when it was judged elsewhere: on the host,
+// the canary in a directory the sandbox may write survives.
+func TestSessionDirectoryResolved(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		base := r.dir(t, "jail-it-sessdir-")
+		ws, other := filepath.Join(base, "ws"), filepath.Join(base, "other")
+		canary := filepath.Join(other, "canary")
+		r.writeFile(t, canary, "canary\n")
+		r.writeFile(t, filepath.Join(ws, "wfile"), "w\n")
+		pol := filepath.Join(base, "policy.toml")
+		r.writeFile(t, pol, fmt.Sprintf("[access]\nlevel = \"standard\"\n[sandbox]\nrw = [%q]\n", other))
+		os.Chmod(pol, 0o600)
+		r.own(t, base)
+		s := r.serve(t, ws, "--policy", pol)
+		id := 0
+		call := func(task, cmd string) (reason string, res resp) {
+			t.Helper()
+			id++
+			s.send(fmt.Sprintf(`{"id":%d,"tool":"bash","args":{"command":%q},"context":{"task_id":%q}}`, id, cmd, task))
+			res = s.next()
+			if res.Type == "approval_request" {
+				reason = res.Reason
+				s.send(fmt.Sprintf(`{"id":%d,"type":"approval_response","approve":true}`, id))
+				res = s.next()
+			}
+			if res.Type != "result" {
+				t.Fatalf("%q: %+v", cmd, res)
+			}
+			return reason, res
+		}
+		alive := func(what string) {
+			t.Helper()
+			if _, err := os.Stat(canary); err != nil {
+				t.Fatalf("%s: the canary outside the workspace is gone (rm ran in /): %v", what, err)
+			}
+		}
+		// PWD set to the link: reported as where the shell is (the
+		// workspace), so rm -rf * is the workspace's, asked about.
+		call("pwd", "ln -sfn / r; PWD=$PWD/r; true")
+		why, _ := call("pwd", "rm -rf * 2>/dev/null; true")
+		if !strings.Contains(why, "rm-recursive") {
+			t.Errorf("rm -rf * in the workspace: asked %q, want the rm-recursive question", why)
+		}
+		alive("after PWD=$PWD/r")
+		// cd through the link: the session is in /, and rm -rf * there is
+		// the hard block, never asked.
+		call("cd", "ln -sfn / r; cd r")
+		why, res := call("cd", "rm -rf * 2>/dev/null; true")
+		if why != "" || !res.Result.IsError || !strings.Contains(res.Result.Content, "rm-root") {
+			t.Errorf("rm -rf * after cd into a link to /: asked %q, result %+v", why, res.Result)
+		}
+		alive("after cd r")
+		// A state naming the link: judged as that string, but the shell
+		// enters it physically and runs nothing when it is not itself.
+		call("forged", "ln -sfn / r; printf '%s\\0' \"$PWD/r\" >&3; exec 3>&-")
+		_, res = call("forged", "rm -rf * 2>/dev/null; true")
+		if !res.Result.IsError || !strings.Contains(res.Result.Content, "the command did not run") {
+			t.Errorf("rm -rf * in a forged linked directory: %+v", res.Result)
+		}
+		alive("after a forged state")
+		if _, err := os.Lstat(filepath.Join(ws, "r")); err != nil {
+			t.Errorf("the forged call's rm ran somewhere (the link is gone): %v", err)
+		}
+	})
+}

@@ -31,7 +31,8 @@ import (
 // eval. On exit (a normal end or the command's own "exit") it writes the
 // shell's directory, NUL-terminated, and its exported variables as
 // `export -p` prints them to fd 3, so the next call starts where this one
-// ended; a call killed by its timeout writes nothing and the session
+// ended (the physical directory: cd -P . first, so a PWD the command set,
+// or a path through a symlink, is not what the next call is judged in); a call killed by its timeout writes nothing and the session
 // keeps its previous state. export -p is a builtin: `env -0` cost a fork
 // and an exec per call, about 1.4 ms of a bash call's 3.8 ms here. The
 // directory is entered by the shell, inside the sandbox: the supervisor
@@ -46,7 +47,7 @@ func bashScript(command, cwd string, base, env []string, relay string) string {
 	if relay != "" {
 		b.WriteString(shellQuote(relay) + " " + RelayCommand + " >/dev/null 2>&1 &\nexec 3>&-\n")
 	} else {
-		b.WriteString(`trap '__jail_s=$?; { printf "%s\0" "$PWD"; export -p; } >&3 2>/dev/null; exit $__jail_s' EXIT` + "\n")
+		b.WriteString(`trap '__jail_s=$?; cd -P . 2>/dev/null; { printf "%s\0" "$PWD"; export -p; } >&3 2>/dev/null; exit $__jail_s' EXIT` + "\n")
 	}
 	if env != nil {
 		want := map[string]bool{}
@@ -71,8 +72,16 @@ func bashScript(command, cwd string, base, env []string, relay string) string {
 		b.WriteString("} 2>/dev/null\n")
 	}
 	if cwd != "" {
+		// The command was judged as run in cwd, resolved: the directory is
+		// entered physically (cd -P, symlinks followed) and must be cwd
+		// itself, or the command does not run. A session that reported a
+		// path through a symlink (PWD=$PWD/r with r a link to /, or its
+		// own fd 3), or whose directory is gone or was swapped since, is
+		// never run somewhere the rules did not judge; the trap above
+		// reports where the shell really is, so the next call is judged
+		// there.
 		q := shellQuote(cwd)
-		b.WriteString("cd -- " + q + " 2>/dev/null || printf '[the previous working directory %s is gone; starting in %s]\\n' " + q + " \"$PWD\"\n")
+		b.WriteString("cd -P -- " + q + " 2>/dev/null && [ \"$PWD\" = " + q + " ] || { printf 'jail: the session'\\''s directory %s is gone or is not the directory itself (a symlink, or swapped); the command did not run, and the session is now in %s (run it again to be judged there)\\n' " + q + " \"$PWD\" >&2; exit 126; }\n")
 	}
 	b.WriteString("__jail_c=" + shellQuote(command) + "\neval \"$__jail_c\"\n}\n")
 	return b.String()

@@ -209,3 +209,34 @@ func TestBashRefusesNUL(t *testing.T) {
 		t.Fatalf("NUL in a command: %+v", r)
 	}
 }
+
+// TestBashSessionDirectoryIsPhysical: the directory a call reports is the
+// physical one (a PWD the command set, or a cd through a symlink, is not
+// what the next call is judged in), and a session directory that is not
+// itself a directory (a symlink to /, forged on fd 3) or is gone runs
+// nothing.
+func TestBashSessionDirectoryIsPhysical(t *testing.T) {
+	subreaper(t)
+	f := newFixture(t)
+	r := mustOK(t, f.call("bash", map[string]any{"command": "ln -sfn / r; PWD=$PWD/r; true"}))
+	if r.Meta["cwd"] != f.dir {
+		t.Fatalf("PWD=$PWD/r reported %v, want %s", r.Meta["cwd"], f.dir)
+	}
+	r = mustOK(t, f.call("bash", map[string]any{"command": "cd r"}))
+	if r.Meta["cwd"] != "/" {
+		t.Fatalf("cd through a link to / reported %v, want /", r.Meta["cwd"])
+	}
+	for _, cwd := range []string{f.dir + "/r", f.dir + "/gone", f.dir + "/"} {
+		res, next := bashCall(context.Background(), workerShell{dir: f.dir}, "echo ran", &Session{Cwd: cwd}, 1000, 5*time.Second)
+		if !res.IsError || res.Meta["exit_code"] != 126 || strings.Contains(res.Content, "ran\n") || !strings.Contains(res.Content, "the command did not run") {
+			t.Errorf("session in %s: %v %q", cwd, res.Meta, res.Content)
+		}
+		if next == nil || next.Cwd == cwd {
+			t.Errorf("session in %s: next state %+v, want where the shell really is", cwd, next)
+		}
+	}
+	res, _ := bashCall(context.Background(), workerShell{dir: "/"}, "echo ran", &Session{Cwd: f.dir}, 1000, 5*time.Second)
+	if res.Content != "ran\n" {
+		t.Errorf("session in its own directory: %q", res.Content)
+	}
+}
