@@ -199,3 +199,20 @@ func TestRefusalNamesThePass(t *testing.T) {
 		t.Errorf("a dangerous call names a way past the human: %q", d.Reason)
 	}
 }
+
+// TestTerminalQuestionEscapesFormatCharacters: the question's args line
+// shows a bidirectional override or a zero-width character as its escape,
+// never raw (it would reorder or hide what the person reads).
+func TestTerminalQuestionEscapesFormatCharacters(t *testing.T) {
+	var out strings.Builder
+	a := &TerminalAsker{In: strings.NewReader("n\n"), Out: &out}
+	a.Ask(context.Background(), Question{Tool: "bash", Args: map[string]any{"command": "cat /etc/ssh/ssh_host_\u202eyek_asr\u200b\U000e0041"}})
+	for _, raw := range []string{"\u202e", "\u200b", "\U000e0041"} {
+		if strings.Contains(out.String(), raw) {
+			t.Errorf("the question holds %q raw: %q", raw, out.String())
+		}
+	}
+	if !strings.Contains(out.String(), `ssh_host_\u202eyek_asr\u200b\udb40\udc41`) {
+		t.Errorf("the question's args line: %q", out.String())
+	}
+}
