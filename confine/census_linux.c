@@ -27,7 +27,9 @@
 // A page can be counted twice (a tmpfs file or a held memfd that is also
 // mapped), never not at all, except what no process's descriptors or
 // mappings reach: descriptors in flight in a unix socket's queue, a SysV
-// segment no process attaches, a pipe enlarged past the default. The
+// segment no process attaches, a pipe enlarged past the default, a
+// socket's buffers raised past wmem_default with SO_SNDBUF or SO_RCVBUF
+// (up to twice wmem_max and rmem_max: docs/limits.md). The
 // sandbox's own /proc is read through the root of the process outside its
 // pid namespace, by descriptor, checked to be a procfs (a sandbox cannot
 // mount: seccomp), as sandboxProcesses did.
