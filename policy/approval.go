@@ -280,12 +280,17 @@ func (g *Gate) check(ctx context.Context, c Call) Decision {
 			return d
 		}
 	}
+	gitCode := false
 	if f, ok := c.Args["path"].(string); ok && slices.Contains(acts, ActCodeWrite) && gitCodePath(f) {
-		// The write and edit tools writing git's config or a hook.
-		acts = append(slices.Clone(acts), ActProcRun)
+		// The write and edit tools writing git's config or a hook: code
+		// git runs, so not a write the sandbox contains.
+		acts, gitCode = append(slices.Clone(acts), ActProcRun), true
 	}
 	// 2. risk classification
 	risk := max(td.Risk, c.Declared)
+	if gitCode {
+		risk = max(risk, Exec)
+	}
 	a := g.Policy.Approval
 	needsApproval, why := false, ""
 	switch {

@@ -81,6 +81,35 @@ func TestGateOrder(t *testing.T) {
 	}
 }
 
+// TestGateGitCode: the write tool writing git's config is a program run
+// (not a write auto_approve_write passes), and a git command is one while
+// the sandbox's global git config holds a key that runs a program.
+func TestGateGitCode(t *testing.T) {
+	ctx := context.Background()
+	std := "[access]\nlevel = \"standard\"\n"
+	write := func(p string) Call { return Call{Tool: "write", Args: map[string]any{"path": p, "content": "x"}} }
+	if d := gate(t, std, nil).Check(ctx, write("src/a.go")); !d.Allowed {
+		t.Errorf("write src/a.go: %+v", d)
+	}
+	for _, p := range []string{".git/config", ".git/hooks/pre-commit", "/home/alice/.config/git/jail.gitconfig"} {
+		if d := gate(t, std, nil).Check(ctx, write(p)); d.Allowed || d.Risk != Exec {
+			t.Errorf("write %s: %+v", p, d)
+		}
+	}
+	g := gate(t, std, nil)
+	if d := g.Check(ctx, bashCall("git status")); !d.Allowed {
+		t.Fatalf("git status: %+v", d)
+	}
+	g.GitConfig = func() string { return `core.fsmonitor = "x"` }
+	d := g.Check(ctx, bashCall("git status"))
+	if d.Allowed || !strings.Contains(d.Reason, "core.fsmonitor") {
+		t.Errorf("git status under a global core.fsmonitor: %+v", d)
+	}
+	if d := g.Check(ctx, bashCall("ls")); !d.Allowed {
+		t.Errorf("ls under a global core.fsmonitor: %+v", d)
+	}
+}
+
 func TestGateReasons(t *testing.T) {
 	ctx := context.Background()
 	d := gate(t, "", nil).Check(ctx, bashCall("make"))
