@@ -77,7 +77,19 @@ func (ph *Placeholders) hold(ms []Mount, ws, homeDir string, state []string) err
 	inState := func(p string) bool {
 		return slices.ContainsFunc(state, func(d string) bool { return pathWithin(p, d) })
 	}
-	take := func(dirfd int, root, path string, m *Mount, checked bool, resolve uint64) error {
+	var take func(dirfd int, root, path string, m *Mount, checked bool, resolve uint64) error
+	take = func(dirfd int, root, path string, m *Mount, checked bool, resolve uint64) error {
+		if m.Kind == Bind && m.Writable && path != "." && path != "/" {
+			// A file the sandbox writes through a bind (an agent's
+			// history) is one its own programs may flock (codex waits on
+			// its history file's lock for good): it is held through its
+			// directory instead. No reducer renames such a file; the
+			// protected names it does rename are read-only mounts.
+			var st unix.Stat_t
+			if unix.Fstatat(dirfd, path, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+				return take(dirfd, root, filepath.Dir(path), m, false, resolve)
+			}
+		}
 		fd, st, err := openLockable(dirfd, path, resolve)
 		if errors.Is(err, errUnlockable) {
 			return nil // its directory is held: the object stands under it
