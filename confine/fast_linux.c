@@ -1075,6 +1075,10 @@ static void aside_if_replaced(int parent, const char *name, const char *rel, uin
 }
 
 static void release_placeholders(struct fast *f) {
+	// This run's own locks first: a name replaced by a symlink (or
+	// anything else that cannot be locked itself) is claimed through its
+	// directory's lock, which this run holds shared for the root.
+	drop_locks(f);
 	for (int i = 0; i < f->nmade; i++) {
 		struct placeholder *p = &f->made[i];
 		struct stat st;
@@ -1091,7 +1095,6 @@ static void release_placeholders(struct fast *f) {
 		free(p->name);
 		free(p->rel);
 	}
-	drop_locks(f);
 	f->nmade = 0;
 }
 
@@ -1227,26 +1230,34 @@ static int take_locks(struct fast *f) {
 // runs (a protected name replaced at the root is gitview's movedAside's
 // against a launch walk), and a protected name at the root that another
 // hand replaced is moved aside here (aside_if_replaced: no launch walk of
-// a workspace that is no repository is kept). Before drop_locks.
+// a workspace that is no repository is kept). It drops this run's locks
+// (the sandbox has ended): what replaced a name may be a symlink, claimed
+// through the root's lock, which this run holds shared until then.
 static int locks_moved(struct fast *f) {
 	int wsfd = f->ws ? open(f->ws, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
-	if (wsfd < 0) return 0;
-	int moved = 0;
+	if (wsfd < 0) {
+		drop_locks(f);
+		return 0;
+	}
+	int moved = 0, naside = 0;
+	struct moved_name { const char *name; uint64_t dev, ino; } aside[MAX_LOCKS];
 	for (int i = 0; i < f->nlocks; i++) {
 		const char *p = f->lockrel[i];
 		struct stat a, b;
 		if (!p || p[0] == '/' || !strcmp(p, ".") || fstat(f->locks[i], &a) != 0) continue;
 		if (fstatat(wsfd, p, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) continue;
 		moved = 1;
-		if (!strchr(p, '/') && strcmp(p, ".git") && maybe_protected(p)) {
-			int d = open(f->ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (d >= 0) {
-				aside_if_replaced(d, p, p, a.st_dev, a.st_ino);
-				close(d);
-			}
-		}
+		if (!strchr(p, '/') && strcmp(p, ".git") && maybe_protected(p))
+			aside[naside++] = (struct moved_name){p, a.st_dev, a.st_ino};
 	}
 	close(wsfd);
+	// The identities are taken; lockrel's names stay (the entry's).
+	drop_locks(f);
+	if (naside > 0) {
+		int d = open(f->ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		for (int i = 0; d >= 0 && i < naside; i++) aside_if_replaced(d, aside[i].name, aside[i].name, aside[i].dev, aside[i].ino);
+		if (d >= 0) close(d);
+	}
 	return moved;
 }
 

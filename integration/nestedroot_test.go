@@ -11,27 +11,47 @@ package integration
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestNestedRootReplaced: W runs in P/SUB while X, a run in P, renames W's placeholders (and,
-// where the user had them, the user's .envrc and .vscode) away and writes its own there. SUB is
-// five levels down (below X's walk) or in node_modules (where X's sweep does not look). After
-// both runs, nothing the host reads at W's protected names runs X's payload.
+// where the user had them, the user's .envrc and .vscode) away and writes its own there, as
+// files or as symlinks to files and directories X made outside W. SUB is five levels down
+// (below X's walk) or in node_modules (where X's sweep does not look). After both runs,
+// nothing the host reads at W's protected names (following symlinks, as direnv and editors
+// do) runs X's payload.
 func TestNestedRootReplaced(t *testing.T) {
 	forEachPath(t, func(t *testing.T, r runner) {
 		for _, sub := range []string{"a/b/c/d/ws", "node_modules/ws"} {
 			for _, had := range []bool{false, true} {
-				name := strings.ReplaceAll(sub, "/", "_") + map[bool]string{false: "-placeholders", true: "-users"}[had]
-				t.Run(name, func(t *testing.T) { nestedRootReplaced(t, r, sub, had) })
+				for _, link := range []bool{false, true} {
+					name := strings.ReplaceAll(sub, "/", "_") + map[bool]string{false: "-placeholders", true: "-users"}[had] + map[bool]string{false: "", true: "-symlinks"}[link]
+					t.Run(name, func(t *testing.T) { nestedRootReplaced(t, r, sub, had, link) })
+				}
 			}
 		}
 	})
 }
 
-func nestedRootReplaced(t *testing.T, r runner, sub string, had bool) {
+// hostReadsFollowing is hostReads through symlinks: direnv reads .envrc, and an editor
+// .vscode, wherever the name leads.
+func (r runner) hostReadsFollowing(t *testing.T, dir string) {
+	t.Helper()
+	for _, f := range []string{".envrc", ".vscode/tasks.json", ".vscode/settings.json"} {
+		p := filepath.Join(dir, f)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			cmd := exec.Command("/bin/sh", p)
+			r.prepare(cmd)
+			cmd.Run()
+		}
+	}
+}
+
+func nestedRootReplaced(t *testing.T, r runner, sub string, had, link bool) {
 	p := r.dir(t, "jail-it-ws-")
 	mdir := r.dir(t, "jail-it-mark-")
 	marker := filepath.Join(mdir, "MARK")
@@ -46,18 +66,33 @@ func nestedRootReplaced(t *testing.T, r runner, sub string, had bool) {
 		"touch .up-w; while [ ! -e .go-w ]; do sleep 0.05; done"}})
 	waitFile(t, filepath.Join(w, ".up-w"))
 	payload := "touch " + marker + "\n"
-	x := r.sh(t, p, `cd `+w+` || exit 9
-mv .envrc .envrc.old 2>/dev/null; printf '`+payload+`' > .envrc || exit 3
-mv .vscode .vs.old 2>/dev/null; mkdir -p .vscode && printf '`+payload+`' > .vscode/tasks.json || exit 4
-echo ATTACKED`)
+	script := `cd ` + w + ` || exit 9
+mv .envrc .envrc.old 2>/dev/null; printf '` + payload + `' > .envrc || exit 3
+mv .vscode .vs.old 2>/dev/null; mkdir -p .vscode && printf '` + payload + `' > .vscode/tasks.json || exit 4
+echo ATTACKED`
+	if link {
+		// The payload lies outside W (in P, X's workspace): W's end sees only a symlink at
+		// each name.
+		script = `mkdir -p ` + p + `/evil/vs && printf '` + payload + `' > ` + p + `/evil/envrc && printf '` + payload + `' > ` + p + `/evil/vs/tasks.json || exit 2
+cd ` + w + ` || exit 9
+mv .envrc .envrc.old 2>/dev/null; ln -s ` + p + `/evil/envrc .envrc || exit 3
+mv .vscode .vs.old 2>/dev/null; ln -s ../` + strings.Repeat("../", strings.Count(sub, "/")) + `evil/vs .vscode || exit 4
+echo ATTACKED`
+	}
+	x := r.sh(t, p, script)
 	r.writeFile(t, filepath.Join(w, ".go-w"), "")
 	wres := waitW()
 	if !strings.Contains(x.stdout, "ATTACKED") {
 		t.Fatalf("the outer run could not replace the inner run's names, so nothing was attacked: %d\n%s\n%s", x.code, x.stdout, x.stderr)
 	}
-	r.hostReads(t, w)
+	r.hostReadsFollowing(t, w)
 	if _, err := os.Stat(marker); err == nil {
 		t.Errorf("the host's read of %s ran the outer sandbox's payload after both runs\nW: %s\nX: %s", w, wres.stderr, x.stderr)
+	}
+	for _, f := range []string{".envrc", ".vscode"} {
+		if fi, err := os.Lstat(filepath.Join(w, f)); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			t.Errorf("%s is still X's symlink after both runs\nW: %s\nX: %s", f, wres.stderr, x.stderr)
+		}
 	}
 	for _, f := range []string{".envrc", ".vscode/tasks.json"} {
 		if b, err := os.ReadFile(filepath.Join(w, f)); err == nil && strings.Contains(string(b), marker) {
@@ -150,6 +185,54 @@ func TestRWRepositoryNamed(t *testing.T) {
 		mustExit(t, res, 0)
 		if strings.Contains(res.stderr, "is a git repository") {
 			t.Errorf("a plain --rw tree is named as a repository:\n%s", res.stderr)
+		}
+	})
+}
+
+// TestNestedRootSwapRace: W runs in P/a/b/c/d/ws, below the walk of X, a run in P. X replaces
+// the user's .envrc with a symlink to a payload outside the workspace and, while W ends,
+// exchanges .envrc with a second symlink (to a directory outside) with
+// renameat2(RENAME_EXCHANGE) in a loop. W's end claims and moves aside through the directory
+// it holds, never following a link: what lies outside is untouched, and once both runs ended
+// the host's read of .envrc (following links) runs nothing.
+func TestNestedRootSwapRace(t *testing.T) {
+	forEachPath(t, func(t *testing.T, r runner) {
+		p := r.dir(t, "jail-it-ws-")
+		out := r.dir(t, "jail-it-home-")
+		mdir := r.dir(t, "jail-it-mark-")
+		marker := filepath.Join(mdir, "MARK")
+		payload := "touch " + marker + "\n"
+		r.writeFile(t, filepath.Join(out, "envrc"), payload)
+		r.writeFile(t, filepath.Join(out, "dir", "keep"), "CANARY\n")
+		w := filepath.Join(p, "a/b/c/d/ws")
+		r.writeFile(t, filepath.Join(w, ".envrc"), "echo user\n")
+		r.own(t, p)
+		waitW := r.background(t, call{dir: w, args: []string{"run", "-w", w, "--", "/bin/sh", "-c",
+			"touch .up-w; while [ ! -e .go-w ]; do sleep 0.05; done"}})
+		waitFile(t, filepath.Join(w, ".up-w"))
+		wait := r.attacker(t, p, "cd "+w+" && mv .envrc .envrc.old && ln -s "+out+"/envrc .envrc && ln -s "+out+"/dir decoy && touch .up-x",
+			".envrc", "decoy", 3, "--ro", out)
+		waitFile(t, filepath.Join(w, ".up-x"))
+		time.Sleep(300 * time.Millisecond)
+		r.writeFile(t, filepath.Join(w, ".go-w"), "")
+		wres := waitW()
+		x := wait()
+		if !strings.Contains(x, "swaps") {
+			t.Fatalf("the attacker did not run: %s", x)
+		}
+		mustExit(t, wres, 0)
+		if b, err := os.ReadFile(filepath.Join(out, "envrc")); err != nil || string(b) != payload {
+			t.Errorf("jail changed or removed the file outside the workspace: %q %v\nW: %s\nX: %s", b, err, wres.stderr, x)
+		}
+		if b, err := os.ReadFile(filepath.Join(out, "dir", "keep")); err != nil || string(b) != "CANARY\n" {
+			t.Errorf("jail changed or removed the directory outside the workspace: %q %v\nW: %s\nX: %s", b, err, wres.stderr, x)
+		}
+		r.hostReadsFollowing(t, w)
+		if _, err := os.Stat(marker); err == nil {
+			t.Errorf("the host's read of .envrc ran the payload after both runs: %v\nW: %s\nX: %s", namesIn(t, w), wres.stderr, x)
+		}
+		if b, err := os.ReadFile(filepath.Join(w, ".envrc.old")); err != nil || string(b) != "echo user\n" {
+			t.Errorf("the user's .envrc (renamed by X) is gone: %q %v", b, err)
 		}
 	})
 }
