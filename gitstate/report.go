@@ -46,6 +46,13 @@ func (r *Report) Empty() bool {
 	return len(r.Applied) == 0 && len(r.Dropped) == 0 && len(r.Conflicts) == 0 && len(r.Held) == 0
 }
 
+// Notable reports whether the adoption did something besides applying
+// what the sandbox's git did: dropped, conflicting or held items, which a
+// user must hear of. An adoption that only applied is said by nothing.
+func (r *Report) Notable() bool {
+	return len(r.Dropped) > 0 || len(r.Conflicts) > 0 || len(r.Held) > 0
+}
+
 // Summary is one line for a terminal: counts, and the first few dropped
 // and conflicting items (the ones a user must know about).
 func (r *Report) Summary() string {

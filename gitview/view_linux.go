@@ -913,9 +913,14 @@ func removeFresh(wsfd int, g *repo) {
 	unix.Unlinkat(wsfd, g.Rel, unix.AT_REMOVEDIR)
 }
 
-// report prints an adoption's one line, unless nothing happened.
+// report prints an adoption's one line when it holds something the user
+// must know: what was dropped, changed on both sides, or held. What was
+// applied alone is what the user's own git commands did (a commit, a
+// branch, the index a git status refreshed) and goes unsaid: a line on
+// every run of jail run -- git status was noise that buried the lines
+// that matter.
 func report(w io.Writer, rel string, rep *gitstate.Report) {
-	if rep == nil || rep.Empty() {
+	if rep == nil || !rep.Notable() {
 		return
 	}
 	where := ""
