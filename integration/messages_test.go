@@ -229,3 +229,39 @@ func TestToolRefusalNamesThePass(t *testing.T) {
 		}
 	})
 }
+
+// TestUnknownNamesRefused: every name jail does not know, given to
+// --profile, --agent or --role of run, tool, mcp or policy explain, is
+// refused with exit 2 in one line that names what is known, the flag that
+// names one and the policy table that defines one. Before, --profile said
+// "no such profile", --agent "unknown agent ... define one", and --role
+// only "resolve: unknown role".
+func TestUnknownNamesRefused(t *testing.T) {
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-names-")
+		for _, c := range []struct {
+			args []string
+			want []string
+		}{
+			{[]string{"run", "--profile", "cladue", "--", "true"}, []string{`jail run: unknown profile "cladue" (known: aider, claude,`, "none", "--profile names one", "[profiles.cladue]"}},
+			{[]string{"tool", "--agent", "cluade", "read", `{"path":"x"}`}, []string{`jail tool: unknown agent "cluade" (known:`, "claude", "--agent", "[agents.cluade]"}},
+			{[]string{"tool", "--role", "fixx", "read", `{"path":"x"}`}, []string{`jail tool: unknown role "fixx" (known: the built-in roles build, fix,`, "--role", "[roles.fixx]"}},
+			{[]string{"policy", "explain", "--agent", "cluade"}, []string{`jail policy explain: unknown agent "cluade" (known:`, "--agent", "[agents.cluade]"}},
+			{[]string{"policy", "explain", "--role", "fixx"}, []string{`jail policy explain: unknown role "fixx"`, "--role", "[roles.fixx]"}},
+			{[]string{"mcp", "--agent", "cluade"}, []string{`jail mcp: unknown agent "cluade"`, "--agent", "[agents.cluade]"}},
+		} {
+			res := r.jail(t, call{args: c.args, dir: ws})
+			if res.code != 2 {
+				t.Errorf("jail %q: exit %d, want 2\n%s", c.args, res.code, res.stderr)
+			}
+			if strings.Count(strings.TrimSpace(res.stderr), "\n") != 0 {
+				t.Errorf("jail %q: not one line: %q", c.args, res.stderr)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(res.stderr, w) {
+					t.Errorf("jail %q: %q does not say %q", c.args, res.stderr, w)
+				}
+			}
+		}
+	})
+}

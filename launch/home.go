@@ -3,9 +3,7 @@
 package launch
 
 import (
-	"fmt"
 	"os"
-	"strings"
 
 	"github.com/jail-sandbox/jail/agent"
 	"github.com/jail-sandbox/jail/confine"
@@ -64,7 +62,7 @@ func ChooseProfile(o *Options, p *policy.Policy, penv policy.Env, layout *confin
 	}
 	prof, ok := p.Profile(name)
 	if !ok {
-		return nil, fmt.Errorf("--profile %q: no such profile (known: %s, or none; [profiles.NAME] defines one)", name, strings.Join(p.ProfileNames(), ", "))
+		return nil, p.UnknownProfile(name)
 	}
 	if err := agent.Check(layout, name, prof, penv.Home, os.Getenv); err != nil {
 		return nil, err

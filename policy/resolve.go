@@ -2,9 +2,7 @@ package policy
 
 import (
 	"fmt"
-	"maps"
 	"slices"
-	"strings"
 )
 
 // Subject is who is asking for tools: an agent from [agents.NAME], or a bare role. Both empty
@@ -92,7 +90,7 @@ func Resolve(p *Policy, registry []ToolInfo, who Subject) (*Toolset, error) {
 	if who.Agent != "" {
 		a, ok := p.Agents[who.Agent]
 		if _, profiled := p.Profile(who.Agent); !ok && !profiled {
-			return nil, fmt.Errorf("resolve: unknown agent %q: the policy has no [agents.%s] (%s); define one, or name no agent", who.Agent, who.Agent, p.agentNames())
+			return nil, p.unknownAgent(who.Agent)
 		}
 		if !ok {
 			// Named after a profile: what naming no agent gets (with --role, that role's).
@@ -112,7 +110,7 @@ func Resolve(p *Policy, registry []ToolInfo, who Subject) (*Toolset, error) {
 	if ts.Role != "" {
 		r, ok := p.role(ts.Role)
 		if !ok {
-			return nil, fmt.Errorf("resolve: unknown role %q", ts.Role)
+			return nil, p.unknownRole(ts.Role)
 		}
 		role = &r
 		ts.WorkspaceReadOnly = r.WorkspaceReadOnly
@@ -173,14 +171,6 @@ func Resolve(p *Policy, registry []ToolInfo, who Subject) (*Toolset, error) {
 }
 
 // agentNames says which agents p defines, for an error naming an unknown one.
-func (p *Policy) agentNames() string {
-	names := slices.Sorted(maps.Keys(p.Agents))
-	if len(names) == 0 {
-		return "it defines no agents; an agent profile's name (" + strings.Join(p.ProfileNames(), ", ") + ") gets the default toolset"
-	}
-	return "defined: " + strings.Join(names, ", ") + "; an agent profile's name (" + strings.Join(p.ProfileNames(), ", ") + ") gets the default toolset"
-}
-
 func firstShared(a, b []string) string {
 	for _, x := range a {
 		if slices.Contains(b, x) {

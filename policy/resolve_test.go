@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -211,7 +212,7 @@ func TestResolveAgentNamedAfterProfile(t *testing.T) {
 	if d, _ := rv.Lookup("bash"); d.Status == StatusGranted {
 		t.Error("--agent codex --role review grants bash")
 	}
-	if _, err := Resolve(p, Catalogue(), Subject{Agent: "cluade"}); err == nil || !strings.Contains(err.Error(), "[agents.cluade]") || !strings.Contains(err.Error(), "defined: bot") {
+	if _, err := Resolve(p, Catalogue(), Subject{Agent: "cluade"}); err == nil || !strings.Contains(err.Error(), "[agents.cluade]") || !strings.Contains(err.Error(), "agents bot") {
 		t.Errorf("a typo: %v", err)
 	}
 	off := mustLoad(t, "[profiles.claude]\ndisabled = true\n")
@@ -221,5 +222,36 @@ func TestResolveAgentNamedAfterProfile(t *testing.T) {
 	bot, err := Resolve(p, Catalogue(), Subject{Agent: "bot"})
 	if err != nil || bot.AgentUndefined || bot.Role != "review" {
 		t.Errorf("bot = %+v, %v", bot, err)
+	}
+}
+
+// TestUnknownNamesSayWhatIsKnown: an unknown agent, role or profile is
+// refused with the names the policy knows, the flag that names one and the
+// table that defines one, the same way for each kind.
+func TestUnknownNamesSayWhatIsKnown(t *testing.T) {
+	p := mustLoad(t, "[agents.helper]\nrole = \"fix\"\n[roles.mine]\nremit = [\"fs.read\"]\n")
+	_, errAgent := Resolve(p, nil, Subject{Agent: "cluade"})
+	_, errRole := Resolve(p, nil, Subject{Role: "fixx"})
+	errProfile := p.UnknownProfile("cladue")
+	for _, c := range []struct {
+		err  error
+		want []string
+	}{
+		{errAgent, []string{`unknown agent "cluade"`, "helper", "claude, codex", "--agent", "[agents.cluade]"}},
+		{errRole, []string{`unknown role "fixx"`, "fix", "mine", "--role", "[roles.fixx]"}},
+		{errProfile, []string{`unknown profile "cladue"`, "claude", "none", "--profile", "[profiles.cladue]"}},
+	} {
+		var u *UnknownName
+		if !errors.As(c.err, &u) {
+			t.Fatalf("not an UnknownName: %v", c.err)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(c.err.Error(), w) {
+				t.Errorf("%q does not say %q", c.err, w)
+			}
+		}
+	}
+	if s := p.UnknownProfile("a\nb").Error(); strings.Contains(s, "\n") {
+		t.Errorf("a name with a newline breaks the line: %q", s)
 	}
 }
