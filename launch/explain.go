@@ -109,6 +109,9 @@ func (ex *Explanation) Print(w io.Writer) {
 	case ex.Toolset.Role != "":
 		who = "role " + ex.Toolset.Role
 	}
+	if ex.Toolset.AgentNarrowedBy != "" {
+		who += ", narrowed by the [agents." + ex.Toolset.Agent + "] of " + ex.Toolset.AgentNarrowedBy
+	}
 	fmt.Fprintf(w, "subject:  %s\n\n", who)
 	mode := "rw"
 	if !c.WorkspaceRW {

@@ -45,6 +45,22 @@ func (p *Policy) Hash() string {
 	if err != nil {
 		panic("policy: hash: " + err.Error()) // only plain values: cannot fail
 	}
+	// What a project file narrowed that the policy's JSON does not show (an agent it left to
+	// the default toolset, a profile's list narrowed to nothing) is hashed after it, only
+	// when there is some, so every other policy keeps its hash.
+	narrowed := map[string]any{}
+	for k, a := range p.projectAgents {
+		narrowed["agents."+k] = []any{sorted(a.Denies), a.OnlySet, sorted(a.Only)}
+	}
+	for k, pr := range p.Profiles {
+		if pr.noAllow || pr.noEnv {
+			narrowed["profiles."+k] = []bool{pr.noAllow, pr.noEnv}
+		}
+	}
+	if len(narrowed) > 0 {
+		extra, _ := json.Marshal(narrowed)
+		b = append(b, extra...)
+	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

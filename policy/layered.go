@@ -72,7 +72,11 @@ func widenFix(key, val, userFile string) string {
 	switch {
 	case strings.HasPrefix(key, "agents.") && strings.Count(key, ".") == 1:
 		fix = fmt.Sprintf("define [%s] in %s", key, userFile)
-	case strings.HasPrefix(key, "roles.") && strings.Count(key, ".") == 1, key == "profiles":
+	case strings.HasPrefix(key, "profiles.") && (strings.HasSuffix(key, ".allow") || strings.HasSuffix(key, ".env")) && val != "":
+		fix = fmt.Sprintf("add %q to [%s] %s in %s", val, section, name, userFile)
+	case strings.HasPrefix(key, "profiles.") && strings.Count(key, ".") == 2:
+		fix = fmt.Sprintf("set [%s] %s in %s (a project file cannot)", section, name, userFile)
+	case strings.HasPrefix(key, "roles.") && strings.Count(key, ".") == 1, strings.HasPrefix(key, "profiles.") && strings.Count(key, ".") == 1:
 		fix = fmt.Sprintf("define it in %s (a project file cannot)", userFile)
 	case slices.Contains(widenLists, key) || strings.HasPrefix(key, "agents.") && strings.HasSuffix(key, ".grants"):
 		if val == "" {
@@ -201,7 +205,10 @@ func projectFileExists(path string) bool {
 //   - guards.disable, network.resolver, audit.enabled = false, agents.*.role: ignored.
 //   - sandbox.workspace_ro: only true is taken.
 //   - sandbox.home: only "empty" is taken (a fresh home is stricter than a lasting one).
-//   - [profiles.*]: never taken from a project file.
+//   - [profiles.NAME] of a profile the base gives: disabled = true taken; allow and env narrow
+//     to the profile's own entries; every other key, and a profile the base lacks: ignored.
+//   - [agents.NAME] the base does not define but named after a profile (the default
+//     toolset): denies added, grants the only tools kept (projectAgent); role ignored.
 //   - sandbox.home_workspace: never taken from a project file.
 //   - access.level: expanded first, its keys then follow these rules; elevated is ignored, and a
 //     user policy's elevated level stays elevated.
@@ -295,9 +302,7 @@ func (t *tightener) apply(base *Policy) {
 	if t.has("sandbox", "home") {
 		o.Sandbox.Home = t.stricter("sandbox.home", p.Sandbox.Home, base.Sandbox.Home, homeModes())
 	}
-	if t.has("profiles") {
-		t.widen("profiles", "a project file cannot define or change agent profiles (their paths and hosts widen the sandbox)")
-	}
+	t.profiles(base)
 	if t.has("sandbox", "home_workspace") && p.Sandbox.HomeWorkspace && !base.Sandbox.HomeWorkspace {
 		t.widen("sandbox.home_workspace", "a project file cannot make the home directory the workspace")
 	}
@@ -433,6 +438,22 @@ func (t *tightener) apply(base *Policy) {
 		pa := p.Agents[name]
 		key := "agents." + name
 		ba, ok := base.Agents[name]
+		if _, profiled := base.Profile(name); !ok && profiled {
+			// The user policy leaves this agent to the default toolset (it is named after an
+			// agent profile): the project may narrow that toolset, never choose a role for it.
+			if pa.Role != "" {
+				t.widen(key+".role", "a project file cannot choose an agent's role")
+			}
+			lim := projectAgent{Denies: slices.Clone(pa.Denies), File: t.f.name}
+			if t.has("agents", name, "grants") {
+				lim.Only, lim.OnlySet = slices.Clone(pa.Grants), true
+			}
+			if o.projectAgents == nil {
+				o.projectAgents = map[string]projectAgent{}
+			}
+			o.projectAgents[name] = lim
+			continue
+		}
 		if !ok {
 			t.widen(key, "agent %s is not defined by the user policy", name)
 			continue
@@ -677,6 +698,7 @@ func clonePolicy(p *Policy) *Policy {
 	tl.Allow, tl.AlsoAllow, tl.Deny = slices.Clone(tl.Allow), slices.Clone(tl.AlsoAllow), slices.Clone(tl.Deny)
 	c.Roles = maps.Clone(p.Roles)
 	c.Profiles = maps.Clone(p.Profiles)
+	c.projectAgents = maps.Clone(p.projectAgents)
 	c.Agents = map[string]Agent{}
 	for k, a := range p.Agents {
 		a.Grants, a.Denies = slices.Clone(a.Grants), slices.Clone(a.Denies)
@@ -688,4 +710,57 @@ func clonePolicy(p *Policy) *Policy {
 	g.Disable, g.Hard, g.Soft = slices.Clone(g.Disable), slices.Clone(g.Hard), slices.Clone(g.Soft)
 	c.Sources = slices.Clone(p.Sources)
 	return &c
+}
+
+// projectAgent is what a project file set in [agents.NAME] for an agent the user policy
+// leaves to the default toolset: tools it denies, and, when it lists grants, the only tools
+// the agent keeps of that toolset.
+type projectAgent struct {
+	Denies  []string
+	Only    []string
+	OnlySet bool   // grants was given (an empty list keeps nothing)
+	File    string // the project file, for the reasons explain prints
+}
+
+// profiles applies a project file's [profiles.NAME] tables. A project may only narrow a
+// profile the user policy gives: turn it off (disabled = true), keep fewer of its hosts
+// (allow) and pass fewer of the caller's variables (env). It can neither define a profile nor
+// change the paths, commands or variables one sets (own, rw, rw_files, ro, seed, set_env,
+// config_env, ...): each of those is a path of the user's home or a value in the sandbox,
+// which widens what the sandbox sees whatever its value. quiet is ignored too: it chooses
+// which refusals the user is told about.
+func (t *tightener) profiles(base *Policy) {
+	o, p := t.out, t.proj
+	narrowing := []string{"allow", "env", "disabled"}
+	for _, name := range slices.Sorted(maps.Keys(p.Profiles)) {
+		key := "profiles." + name
+		eff, ok := base.Profile(name)
+		if !ok {
+			t.widen(key, "a project file cannot define agent profiles (their paths and hosts widen the sandbox)")
+			continue
+		}
+		for _, k := range t.f.keysUnder("profiles", name) {
+			if !slices.Contains(narrowing, k) {
+				t.widen(key+"."+k, "a project file cannot change an agent profile's paths, commands or variables, only narrow its allow and env or turn it off")
+			}
+		}
+		pp := p.Profiles[name]
+		ov := base.Profiles[name]
+		ov.Allow, ov.Env = slices.Clone(ov.Allow), slices.Clone(ov.Env)
+		if t.has("profiles", name, "disabled") && pp.Disabled {
+			ov.Disabled = true
+		}
+		if t.has("profiles", name, "allow") {
+			kept := t.narrow(key+".allow", pp.Allow, eff.Allow, "is not a host of the "+name+" profile under the user policy")
+			ov.Allow, ov.noAllow = kept, len(kept) == 0
+		}
+		if t.has("profiles", name, "env") {
+			kept := t.narrow(key+".env", pp.Env, eff.Env, "is not passed by the "+name+" profile under the user policy")
+			ov.Env, ov.noEnv = kept, len(kept) == 0
+		}
+		if o.Profiles == nil {
+			o.Profiles = map[string]Profile{}
+		}
+		o.Profiles[name] = ov
+	}
 }

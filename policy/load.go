@@ -102,6 +102,19 @@ func (f *parsed) defined(key ...string) bool {
 
 func (f *parsed) line(key string) int { return lookupLine(f.lines, key) }
 
+// keysUnder lists the keys the file set directly under the table prefix (profiles, claude:
+// allow, own, ...), each once, sorted.
+func (f *parsed) keysUnder(prefix ...string) []string {
+	var out []string
+	for _, k := range f.md.Keys() {
+		if len(k) == len(prefix)+1 && slices.Equal(k[:len(prefix)], prefix) && !slices.Contains(out, k[len(prefix)]) {
+			out = append(out, k[len(prefix)])
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 func parseFile(path string, env Env) (*parsed, error) {
 	data, err := readPolicyFile(path, false)
 	if err != nil {

@@ -91,6 +91,10 @@ type Profile struct {
 	// Disabled turns the profile off: no command chooses it and --profile refuses it.
 	// Absent means false.
 	Disabled bool `toml:"disabled" json:"disabled"`
+
+	// noAllow and noEnv are set where a project file narrowed Allow or Env to nothing, which
+	// an empty list cannot say (it keeps the built-in's).
+	noAllow, noEnv bool
 }
 
 // BuiltinProfiles are the profiles jail knows without a policy. The split of each agent's
@@ -202,6 +206,12 @@ func (p *Policy) Profile(name string) (prof Profile, ok bool) {
 			}
 		}
 		b.Disabled = o.Disabled
+		if o.noAllow {
+			b.Allow = nil
+		}
+		if o.noEnv {
+			b.Env = nil
+		}
 	}
 	if b.Disabled {
 		return Profile{}, false

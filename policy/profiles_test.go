@@ -69,8 +69,8 @@ func TestProjectFileCannotSetProfiles(t *testing.T) {
 	if c, _ := out.Profile("claude"); slices.Contains(c.Allow, "evil.example.org:443") {
 		t.Fatal("a project file changed a profile")
 	}
-	if len(ws) != 1 || ws[0].Key != "profiles" {
-		t.Fatalf("widenings %v, want one for profiles", ws)
+	if len(ws) != 1 || ws[0].Key != "profiles.claude.allow" {
+		t.Fatalf("widenings %v, want one for profiles.claude.allow", ws)
 	}
 	if out.Sandbox.Home != HomeEmpty {
 		t.Fatalf("a project file's home = \"empty\" (stricter) was not taken: %q", out.Sandbox.Home)
@@ -114,5 +114,131 @@ func TestExampleProfileIsTheBuiltin(t *testing.T) {
 		if !slices.Equal(f.got, f.want) {
 			t.Errorf("policy.toml.example profiles.claude.%s = %v, the built-in has %v", f.key, f.got, f.want)
 		}
+	}
+}
+
+// TestProjectFileNarrowsProfiles: a project's [profiles.NAME] may turn a profile off, keep
+// fewer of its hosts and pass fewer variables; every other key (paths, commands, variables
+// set) and a profile the user policy does not know are ignored with a warning each.
+func TestProjectFileNarrowsProfiles(t *testing.T) {
+	dir := t.TempDir()
+	env := Env{Home: "/home/alice", Workspace: dir}
+	proj := filepath.Join(dir, "project.toml")
+	os.WriteFile(proj, []byte(`[profiles.claude]
+allow = ["api.anthropic.com:443", "evil.example.org:443"]
+env = ["ANTHROPIC_*", "AWS_*"]
+rw = ["~/.ssh"]
+set_env = ["X=1"]
+[profiles.codex]
+disabled = true
+[profiles.mine]
+allow = ["x.example:443"]
+`), 0o600)
+	out, ws, err := Tighten(Default(env), proj, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := out.Profile("claude")
+	if !ok || !slices.Equal(c.Allow, []string{"api.anthropic.com:443"}) || !slices.Equal(c.Env, []string{"ANTHROPIC_*"}) {
+		t.Fatalf("claude narrowed to %v / %v (ok %v)", c.Allow, c.Env, ok)
+	}
+	if len(c.RW) != 0 || len(c.SetEnv) != len(BuiltinProfiles()["claude"].SetEnv) {
+		t.Fatalf("a project file changed claude's paths or variables: %v %v", c.RW, c.SetEnv)
+	}
+	if _, ok := out.Profile("codex"); ok {
+		t.Error("disabled = true of a project file was not taken")
+	}
+	if _, ok := out.Profile("mine"); ok {
+		t.Error("a project file defined a profile")
+	}
+	var keys []string
+	for _, w := range ws {
+		keys = append(keys, w.Key)
+	}
+	for _, k := range []string{"profiles.claude.allow", "profiles.claude.env", "profiles.claude.rw", "profiles.claude.set_env", "profiles.mine"} {
+		if !slices.Contains(keys, k) {
+			t.Errorf("no warning for %s: %v", k, ws)
+		}
+	}
+	os.WriteFile(proj, []byte("[profiles.claude]\nallow = []\nenv = []\n"), 0o600)
+	out, _, err = Tighten(Default(env), proj, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := out.Profile("claude"); !ok || len(c.Allow) != 0 || len(c.Env) != 0 {
+		t.Errorf("allow = [] and env = [] did not leave claude with no host and no variable: %v %v", c.Allow, c.Env)
+	}
+}
+
+// TestProjectFileNarrowsUndefinedAgent: a project's [agents.NAME] for an agent the user
+// policy leaves to the default toolset (named after a profile) narrows that toolset: its
+// denies remove tools, its grants are the only tools kept; it cannot choose a role.
+func TestProjectFileNarrowsUndefinedAgent(t *testing.T) {
+	dir := t.TempDir()
+	env := Env{Home: "/home/alice", Workspace: dir}
+	proj := filepath.Join(dir, "project.toml")
+	os.WriteFile(proj, []byte("[agents.claude]\nrole = \"fix\"\ngrants = [\"read\", \"bash\", \"grep\"]\ndenies = [\"bash\"]\n[agents.ghost]\ngrants = [\"read\"]\n"), 0o600)
+	base := Default(env)
+	out, ws, err := Tighten(base, proj, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := Resolve(base, Catalogue(), Subject{Agent: "claude"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := Resolve(out, Catalogue(), Subject{Agent: "claude"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(ts.Granted); !slices.Equal(got, []string{"read", "grep"}) && !slices.Equal(got, []string{"grep", "read"}) {
+		t.Fatalf("claude under the project's [agents.claude]: %v, want read and grep (of %v)", got, names(all.Granted))
+	}
+	for _, g := range ts.Granted {
+		if _, ok := all.Lookup(g.Tool.Name); !ok {
+			t.Errorf("%s granted beyond the default toolset", g.Tool.Name)
+		}
+	}
+	if d, _ := ts.Lookup("bash"); !strings.Contains(d.Reason, "denies of "+proj) {
+		t.Errorf("bash: %s", d.Reason)
+	}
+	var keys []string
+	for _, w := range ws {
+		keys = append(keys, w.Key)
+	}
+	if !slices.Contains(keys, "agents.claude.role") || !slices.Contains(keys, "agents.ghost") {
+		t.Errorf("widenings %v, want agents.claude.role and agents.ghost", keys)
+	}
+	if _, err := Resolve(out, Catalogue(), Subject{Agent: "ghost"}); err == nil {
+		t.Error("an agent only a project file defines resolved")
+	}
+	rv, err := Resolve(out, Catalogue(), Subject{Agent: "claude", Role: "review"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := rv.Lookup("grep"); d.Status != StatusGranted {
+		t.Errorf("--role review with the project's grants: grep %s", d.Reason)
+	}
+	if d, _ := rv.Lookup("write"); d.Status == StatusGranted {
+		t.Error("--role review with the project's grants granted write")
+	}
+}
+
+// TestProjectNarrowingHashed: what a project file narrows changes the policy's hash.
+func TestProjectNarrowingHashed(t *testing.T) {
+	dir := t.TempDir()
+	env := Env{Home: "/home/alice", Workspace: dir}
+	proj := filepath.Join(dir, "project.toml")
+	seen := map[string]string{Default(env).Hash(): "default"}
+	for _, body := range []string{"[agents.claude]\ndenies = [\"bash\"]\n", "[agents.claude]\ngrants = []\n", "[profiles.claude]\nallow = []\n", "[profiles.claude]\nenv = []\n"} {
+		os.WriteFile(proj, []byte(body), 0o600)
+		out, _, err := Tighten(Default(env), proj, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if prev, dup := seen[out.Hash()]; dup {
+			t.Errorf("%q hashes as %q does", body, prev)
+		}
+		seen[out.Hash()] = body
 	}
 }

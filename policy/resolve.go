@@ -41,7 +41,10 @@ type Toolset struct {
 	// AgentUndefined is set for an agent named after one of the policy's agent profiles
 	// (claude, codex, ...) that the policy defines no [agents.NAME] for: it gets the operator's
 	// toolset, bounded by [tools] alone, as with no agent named ([Resolve]).
-	AgentUndefined    bool           `json:"agent_undefined,omitempty"`
+	AgentUndefined bool `json:"agent_undefined,omitempty"`
+	// AgentNarrowedBy is the project file whose [agents.NAME] narrowed such an agent's
+	// toolset (its denies and grants), "" for none.
+	AgentNarrowedBy   string         `json:"agent_narrowed_by,omitempty"`
 	Role              string         `json:"role,omitempty"`
 	WorkspaceReadOnly bool           `json:"workspace_read_only"`
 	Granted           []ToolDecision `json:"granted"`
@@ -87,14 +90,21 @@ func (ts *Toolset) Lookup(name string) (ToolDecision, bool) {
 func Resolve(p *Policy, registry []ToolInfo, who Subject) (*Toolset, error) {
 	ts := &Toolset{Agent: who.Agent, Role: who.Role}
 	var agent Agent
+	var narrow *projectAgent
 	if who.Agent != "" {
 		a, ok := p.Agents[who.Agent]
 		if _, profiled := p.Profile(who.Agent); !ok && !profiled {
 			return nil, p.unknownAgent(who.Agent)
 		}
 		if !ok {
-			// Named after a profile: what naming no agent gets (with --role, that role's).
+			// Named after a profile: what naming no agent gets (with --role, that role's),
+			// less what a project file's [agents.NAME] took away (Tighten).
 			ts.AgentUndefined = true
+			if lim, set := p.projectAgents[who.Agent]; set {
+				narrow = &lim
+				agent.Denies = lim.Denies
+				ts.AgentNarrowedBy = lim.File
+			}
 		} else {
 			agent = a
 			if who.Role != "" && who.Role != a.Role {
@@ -127,6 +137,8 @@ func Resolve(p *Policy, registry []ToolInfo, who Subject) (*Toolset, error) {
 		switch {
 		case slices.Contains(p.Tools.Deny, t.Name):
 			d.Status, d.Reason = StatusDenied, "denied by tools.deny"
+		case slices.Contains(agent.Denies, t.Name) && narrow != nil:
+			d.Status, d.Reason = StatusDenied, "denied by agents."+who.Agent+".denies of "+narrow.File
 		case slices.Contains(agent.Denies, t.Name):
 			d.Status, d.Reason = StatusDenied, "denied by agents."+who.Agent+".denies"
 		case principal != "":
@@ -135,6 +147,8 @@ func Resolve(p *Policy, registry []ToolInfo, who Subject) (*Toolset, error) {
 			} else {
 				d.Status, d.Reason = StatusDenied, "goes with "+principal+", which this registry lacks"
 			}
+		case narrow != nil && narrow.OnlySet && !slices.Contains(narrow.Only, t.Name):
+			d.Status, d.Reason = StatusDenied, "not in agents."+who.Agent+".grants of "+narrow.File+", which keeps only those of the default toolset"
 		case p.Sandbox.WorkspaceRO && slices.Contains(caps, CapFSWrite):
 			d.Status, d.Reason = StatusDenied, "sandbox.workspace_ro = true removes tools needing fs.write"
 		case p.Network.Mode == NetNone && slices.Contains(caps, CapNetworkOutbound):

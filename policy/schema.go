@@ -26,6 +26,11 @@ type Policy struct {
 	// Sources lists the files this policy came from, in load order; empty for the default.
 	Sources []string `toml:"-" json:"-"`
 
+	// projectAgents are the limits a project file set on agents the user policy defines no
+	// [agents.NAME] for but that are named after an agent profile (so get the default
+	// toolset): they only narrow that toolset ([Tighten]).
+	projectAgents map[string]projectAgent
+
 	// origins says where each sandbox.ro and sandbox.rw entry was written (key, then the
 	// expanded path), so a path that does not exist is reported at its line ([Policy.MissingPaths]).
 	origins map[string]origin
