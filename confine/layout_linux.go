@@ -48,6 +48,10 @@ type Layout struct {
 	Hidden []string
 	// Protected paths are relative to the workspace and stay read-only.
 	Protected []string
+	// Trees are ReadWrite trees that are protected as a workspace is
+	// (the --rw repositories that get a git view of their own, package
+	// gitview): Protected and each tree's own paths stay read-only there.
+	Trees []Tree
 	// WorkspaceReadOnly binds the workspace read-only (roles whose remit
 	// is to look, not to change: their commands cannot write either).
 	WorkspaceReadOnly bool
@@ -111,6 +115,14 @@ type Layout struct {
 	// Facts, when not nil, records what Build observed of the host's file
 	// system, for the plan cache (fast_linux.go).
 	Facts *Facts
+}
+
+// Tree is a writable tree protected as a workspace (Layout.Trees).
+type Tree struct {
+	// Root is the tree's resolved path, one of Layout.ReadWrite's.
+	Root string
+	// Protected are its protected paths, relative to Root.
+	Protected []string
 }
 
 // HomeWorkspaceSecrets are the paths, relative to a home, hidden when the
@@ -458,6 +470,13 @@ func (l *Layout) Build() ([]Mount, *Placeholders, error) {
 			prot, err := protect(root, protected, ph, l.Facts)
 			if err != nil {
 				return nil, ph, err
+			}
+			ms = append(ms, prot...)
+		}
+		for _, t := range l.Trees {
+			prot, err := protect(t.Root, t.Protected, ph, l.Facts)
+			if err != nil {
+				return nil, ph, fmt.Errorf("--rw %s: %w", t.Root, err)
 			}
 			ms = append(ms, prot...)
 		}

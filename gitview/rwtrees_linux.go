@@ -11,13 +11,47 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A --rw tree is the sandbox's as it is: no walk, no git view, no
-// placeholder and no sweep reduces what the sandbox writes there
-// (docs/home.md). When the tree is a repository (a .git at its root, or
-// a git directory itself), the sandbox can write the git directory the
-// host's git reads (its hooks, core.fsmonitor), and the editor and agent
-// files at its root; jail says so at launch, with the way to have them
-// protected: the tree given as the workspace. docs/git.md ("--rw trees").
+// A --rw tree is the sandbox's to write (docs/home.md). One that is a
+// repository (a .git at its root, or a git directory itself) holds a git
+// directory the host's git reads (its hooks, core.fsmonitor) and editor
+// and agent files at its root, as a workspace does: it gets a git view of
+// its own (Trees), made as the workspace's (Options.Tree), and the
+// protected paths of a workspace at its root. One that holds the
+// workspace, lies inside it, or overlaps another such tree cannot (its
+// view would overlay the same git directories twice): jail says so at
+// launch, with the way to have it protected: the tree given as the
+// workspace. docs/git.md ("--rw trees").
+
+// Trees are those of the resolved --rw trees writable that are
+// repositories and get a view of their own beside the workspace ws's.
+func Trees(ws string, writable []string) []string {
+	var repos []string
+	for _, t := range writable {
+		if t == "/" || within(ws, t) || within(t, ws) || slices.Contains(repos, t) || !isRepoTree(t) {
+			continue
+		}
+		repos = append(repos, t)
+	}
+	var out []string
+	for _, t := range repos {
+		if !slices.ContainsFunc(repos, func(o string) bool { return o != t && (within(o, t) || within(t, o)) }) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// isRepoTree reports whether the directory t is a repository for the
+// host's git: a .git at its root, or a git directory itself.
+func isRepoTree(t string) bool {
+	fd, err := unix.Open(t, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	return unix.Fstatat(fd, ".git", &st, unix.AT_SYMLINK_NOFOLLOW) == nil || isGitDir(fd, ".")
+}
 
 // warnWritableRepos names on w each of trees that is a repository, with
 // the protected names (names) at its root, and reports whether any was.
@@ -50,7 +84,7 @@ func warnWritableRepos(w io.Writer, trees []string, names *nameSet) bool {
 		if len(prot) > 0 {
 			also = " and " + strings.Join(prot, ", ") + " there"
 		}
-		termtext.Fprintf(w, "jail: WARNING: --rw %s is a git repository: the sandbox can write its git directory (hooks, config such as core.fsmonitor, which the host's git runs)%s, and nothing reduces a --rw tree after the run; to have jail protect them, give it as the workspace instead (jail run -w %s)\n", t, also, t)
+		termtext.Fprintf(w, "jail: WARNING: --rw %s is a git repository that holds the workspace, lies in it or overlaps another --rw repository, so it gets no git view of its own: the sandbox can write its git directory (hooks, config such as core.fsmonitor, which the host's git runs)%s, and nothing reduces it after the run; to have jail protect them, give it as the workspace instead (jail run -w %s)\n", t, also, t)
 	}
 	return any
 }

@@ -50,7 +50,13 @@ type Options struct {
 	// exists at launch, and moved aside after the run where the sandbox
 	// made it (docs/workspace.md). Later (policy.DefaultProtectedLater)
 	// are protected so at the root too.
-	Protected, Later []string
+	Protected, Later []string // Tree marks the view of a --rw tree that is a repository (Trees),
+	// made beside the workspace's: the user's global config, and the
+	// --rw trees, are the workspace view's to look at.
+	Tree bool
+	// Shown are the --rw trees that get a view of their own (Trees): the
+	// workspace's view does not name them as unprotected.
+	Shown []string
 }
 
 // Run is the git view of one sandbox: the mounts that make it, and what
@@ -188,7 +194,7 @@ func Prepare(o Options) (*Run, error) {
 	r.configTargets()
 	r.startGuard()
 	// Said on every run: the plan cache's run would not say it.
-	if warnWritableRepos(o.Report, o.Writable, newNameSet(o.Protected, o.Later)) {
+	if !o.Tree && warnWritableRepos(o.Report, slices.DeleteFunc(slices.Clone(o.Writable), func(t string) bool { return slices.Contains(o.Shown, t) }), newNameSet(o.Protected, o.Later)) {
 		o.Facts.Unsure()
 	}
 	return r, nil
@@ -200,6 +206,9 @@ func Prepare(o Options) (*Run, error) {
 func (r *Run) configTargets() {
 	t := &configTargets{}
 	for _, f := range userConfigs(r.opt.Home, r.opt.XDGConfig) {
+		if r.opt.Tree {
+			break // the workspace's view guards what these name
+		}
 		t.read(f, -1, r.opt.Home, r.opt.Workspace, 0, r.opt.Facts)
 	}
 	for _, g := range r.repos {
@@ -510,6 +519,14 @@ func (r *Run) Env() []string {
 		}
 	}
 	return nil
+}
+
+// Workspace is the tree the view is of (Options.Workspace).
+func (r *Run) Workspace() string {
+	if r == nil {
+		return ""
+	}
+	return r.opt.Workspace
 }
 
 // Mounts are the sandbox's mounts of the git view, parents first.

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -161,9 +162,12 @@ echo WROTE`)
 	})
 }
 
-// TestRWRepositoryNamed: a --rw tree that is a repository is named at launch, with its .envrc
-// and .vscode and the way to protect it (give it as the workspace), on every run.
-func TestRWRepositoryNamed(t *testing.T) {
+// TestRWRepositoryProtected: a --rw tree that is a repository gets the workspace's git
+// protection (docs/git.md, "--rw trees"): the sandbox's hooks, core.fsmonitor, a repository it
+// makes below the tree's root and its editor files there never run on the host, .git cannot be
+// moved aside, and its commit reaches the host. A --rw repository that holds the workspace
+// cannot have a view of its own and is named at launch, on every run.
+func TestRWRepositoryProtected(t *testing.T) {
 	forEachPath(t, func(t *testing.T, r runner) {
 		other := r.dir(t, "jail-it-ws-")
 		repo := r.dir(t, "jail-it-rw-")
@@ -171,17 +175,73 @@ func TestRWRepositoryNamed(t *testing.T) {
 		r.writeFile(t, filepath.Join(repo, ".vscode", "tasks.json"), "{}\n")
 		r.own(t, repo)
 		r.gitRepo(t, repo)
+		before := namesIn(t, repo)
+		marker, mk := r.marker(t, other)
+		pay := other + "/.payload"
+		res := r.jail(t, call{dir: other, args: []string{"run", "-w", other, "--rw", repo, "--", "/bin/sh", "-c", mk + `
+cd ` + repo + ` || exit 9
+git -c user.name=s -c user.email=s@example.com commit -q --allow-empty -m inside || exit 4
+for h in pre-commit post-checkout post-commit; do cp ` + pay + ` .git/hooks/$h; done
+git config core.fsmonitor ` + pay + `
+git config core.hooksPath ` + other + `
+mv .git .g 2>/dev/null && echo MOVED
+printf '` + "echo ran >>" + marker + `\n' > .envrc 2>/dev/null && echo ENVRC
+printf '{}' > .vscode/tasks.json 2>/dev/null && echo TASKS
+mkdir .claude 2>/dev/null && echo CLAUDE
+git init -q sub && git -C sub config core.fsmonitor ` + pay + ` && cp ` + pay + ` sub/.git/hooks/post-checkout
+echo DONE`}})
+		mustExit(t, res, 0)
+		if !strings.Contains(res.stdout, "DONE") {
+			t.Fatalf("the sandbox did not run its script: %s\n%s", res.stdout, res.stderr)
+		}
+		for _, w := range []string{"MOVED", "ENVRC", "TASKS", "CLAUDE"} {
+			if strings.Contains(res.stdout, w) {
+				t.Errorf("the sandbox could %s in the --rw repository:\n%s\n%s", w, res.stdout, res.stderr)
+			}
+		}
+		if strings.Contains(res.stderr, "is a git repository") {
+			t.Errorf("a --rw repository with a view of its own is named as unprotected:\n%s", res.stderr)
+		}
+		r.judge(t, repo, marker)
+		noHooks(t, filepath.Join(repo, ".git"))
+		for _, d := range []string{repo, filepath.Join(repo, "sub")} {
+			if out, err := r.hostGit(t, d, "status"); err != nil {
+				t.Errorf("host git status in %s: %v\n%s", d, err, out)
+			}
+		}
+		planted(t, marker, "the host's git in the --rw repository and its new subdirectory repository")
+		if out, err := r.hostGit(t, repo, "log", "--format=%s", "main"); err != nil || !strings.Contains(out, "inside") {
+			t.Errorf("the commit made inside the --rw repository did not reach the host: %v\n%s\n%s", err, out, res.stderr)
+		}
+		if b, err := os.ReadFile(filepath.Join(repo, ".envrc")); err != nil || string(b) != "echo user\n" {
+			t.Errorf(".envrc of the --rw repository changed: %q %v", b, err)
+		}
+		after := slices.DeleteFunc(namesIn(t, repo), func(n string) bool { return n == "sub" || n == "file.txt" })
+		before = slices.DeleteFunc(before, func(n string) bool { return n == "file.txt" })
+		if !slices.Equal(before, after) {
+			t.Errorf("the --rw repository's root changed: %v before, %v after\n%s", before, after, res.stderr)
+		}
+
+		// A --rw repository that holds the workspace is named, with its protected names and the
+		// way to protect it.
+		outer := r.dir(t, "jail-it-rw-")
+		r.writeFile(t, filepath.Join(outer, ".envrc"), "echo user\n")
+		r.writeFile(t, filepath.Join(outer, ".vscode", "tasks.json"), "{}\n")
+		inner := filepath.Join(outer, "inner")
+		r.writeFile(t, filepath.Join(inner, "f"), "x\n")
+		r.own(t, outer)
+		r.gitRepo(t, outer)
 		for i := 0; i < 2; i++ {
-			res := r.jail(t, call{dir: other, args: []string{"run", "-w", other, "--rw", repo, "--", "/bin/true"}})
+			res := r.jail(t, call{dir: inner, args: []string{"run", "-w", inner, "--rw", outer, "--", "/bin/true"}})
 			mustExit(t, res, 0)
-			if !strings.Contains(res.stderr, "WARNING: --rw "+repo+" is a git repository") || !strings.Contains(res.stderr, ".envrc, .vscode") ||
-				!strings.Contains(res.stderr, "jail run -w "+repo) {
+			if !strings.Contains(res.stderr, "WARNING: --rw "+outer+" is a git repository") || !strings.Contains(res.stderr, ".envrc, .vscode") ||
+				!strings.Contains(res.stderr, "jail run -w "+outer) {
 				t.Errorf("run %d: no line names the --rw repository and the way to protect it:\n%s", i, res.stderr)
 			}
 		}
 		// A --rw tree that is no repository says nothing of the kind.
 		plain := r.dir(t, "jail-it-rw-")
-		res := r.jail(t, call{dir: other, args: []string{"run", "-w", other, "--rw", plain, "--", "/bin/true"}})
+		res = r.jail(t, call{dir: other, args: []string{"run", "-w", other, "--rw", plain, "--", "/bin/true"}})
 		mustExit(t, res, 0)
 		if strings.Contains(res.stderr, "is a git repository") {
 			t.Errorf("a plain --rw tree is named as a repository:\n%s", res.stderr)

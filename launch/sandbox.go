@@ -76,6 +76,9 @@ func (e *StartError) Unwrap() error { return e.Err }
 type Held struct {
 	ph  *confine.Placeholders
 	git *gitview.Run
+	// trees are the git views of the --rw trees that are repositories
+	// (gitview.Trees).
+	trees []*gitview.Run
 	// viewEnv are the variables the layout gave the command
 	// (GIT_CONFIG_GLOBAL), before --env's.
 	viewEnv []string
@@ -97,6 +100,9 @@ func (h *Held) Release() {
 	// its sandbox made (confine/holds_linux.go).
 	h.ph.Unhold()
 	h.git.Finish()
+	for _, t := range h.trees {
+		t.Finish()
+	}
 	h.ph.Release()
 	h.git.ReducePending()
 }
@@ -131,10 +137,12 @@ func Start(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []string, co
 				writable = append(writable, r)
 			}
 		}
-		h.git, err = gitview.Prepare(gitview.Options{Workspace: ws, StateDir: gitview.StateDir(layout.Home, os.Getenv("XDG_STATE_HOME")),
+		opt := gitview.Options{Workspace: ws, StateDir: gitview.StateDir(layout.Home, os.Getenv("XDG_STATE_HOME")),
 			ReadOnly: layout.WorkspaceReadOnly, Facts: layout.Facts, Report: report,
 			Home: layout.Home, XDGConfig: os.Getenv("XDG_CONFIG_HOME"), Writable: writable,
-			Protected: policy.DefaultProtected(), Later: policy.DefaultProtectedLater()})
+			Protected: policy.DefaultProtected(), Later: policy.DefaultProtectedLater(), Shown: gitview.Trees(ws, writable)}
+		h.git, err = gitview.Prepare(opt)
+		h.trees, err = treeViews(opt, ws, err)
 	}
 	if err == nil {
 		err = h.git.CloneHere(spec.Argv, ws)
@@ -153,6 +161,23 @@ func Start(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []string, co
 	gd, gf := h.git.Guarded()
 	l.Guarded = append(slices.Clip(layout.Guarded), gd...)
 	l.GuardedFiles = append(slices.Clip(layout.GuardedFiles), gf...)
+	l.Trees = slices.Clip(layout.Trees)
+	for _, t := range h.trees {
+		l.Made = append(l.Made, t.Mounts()...)
+		prot := append(slices.DeleteFunc(slices.Clone(layout.Protected), t.Covers), t.Protected()...)
+		l.Trees = append(l.Trees, confine.Tree{Root: t.Workspace(), Protected: prot})
+		gd, gf := t.Guarded()
+		for _, d := range gd {
+			if !slices.Contains(l.Guarded, d) {
+				l.Guarded = append(l.Guarded, d)
+			}
+		}
+		for _, f := range gf {
+			if !slices.Contains(l.GuardedFiles, f) {
+				l.GuardedFiles = append(l.GuardedFiles, f)
+			}
+		}
+	}
 	// The command's environment first: its PATH decides which tool roots
 	// in the home the layout binds.
 	env, err := confine.BuildEnv(os.Environ(), pass, extraEnv)
@@ -162,6 +187,9 @@ func Start(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []string, co
 		mounts, h.ph, err = l.Build()
 		h.ph.Report = report
 		h.git.RecordWalk()
+		for _, t := range h.trees {
+			t.RecordWalk()
+		}
 		l.Env = append(l.Env, h.git.Env()...)
 	}
 	if err == nil && len(l.Env) > 0 {
@@ -196,7 +224,38 @@ func Start(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []string, co
 		return h, &StartError{125, "cannot start the sandbox: ", err, ""}
 	}
 	h.git.Started(cmd.InitPid())
+	for _, t := range h.trees {
+		t.Started(cmd.InitPid())
+	}
 	return h, nil
+}
+
+// treeViews prepares the git view of each --rw tree that is a repository
+// (opt.Shown, gitview.Trees), beside the workspace ws's (opt's, made
+// unless err): the view and the protected paths of a workspace, so that
+// nothing the sandbox writes in its git directory or its editor files
+// runs on the host (docs/git.md, "--rw trees"). Such a run is planned
+// each time: the plan cache repeats the workspace's view only.
+func treeViews(opt gitview.Options, ws string, err error) ([]*gitview.Run, error) {
+	if err != nil || len(opt.Shown) == 0 {
+		return nil, err
+	}
+	opt.Facts.Unsure()
+	var out []*gitview.Run
+	for _, t := range opt.Shown {
+		o := opt
+		o.Workspace, o.Tree, o.Shown, o.ReadOnly = t, true, nil, false
+		o.Writable = append([]string{ws}, slices.DeleteFunc(slices.Clone(opt.Writable), func(w string) bool { return w == t })...)
+		r, err := gitview.Prepare(o)
+		if err != nil {
+			for _, p := range out {
+				p.Finish()
+			}
+			return nil, fmt.Errorf("--rw %s: %w", t, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // envValue is the value of name in env (NAME=VALUE entries), or "".
