@@ -3,7 +3,8 @@
 # planned (JAIL_PLAN_CACHE=off) and from the plan cache, in a plain
 # directory, in a tree of 100k files with node_modules and no repository,
 # and in that tree as a repository with two submodules and a nested
-# repository. With a second binary (BASE, say a build from before the git
+# repository, and a plain directory with that repository as a --rw tree.
+# With a second binary (BASE, say a build from before the git
 # view) every row is measured for both, interleaved round by round.
 #
 # usage: bench/git.sh JAIL_BINARY [BASE_BINARY] [INTERLEAVE_BINARY]
@@ -77,13 +78,17 @@ echo "files: $(find "$big" -type f | wc -l) in the tree; $(find "$repo" -type f 
 
 cmds=()
 labels=()
-for ws in "$plain" "$big" "$repo"; do
+# The last row: a plain workspace with the repository as a --rw tree
+# (planned each time either way: docs/git.md, "--rw trees").
+for ws in "$plain" "$big" "$repo" rw; do
   for b in jail base; do
     [ -x "$tmp/bin/$b" ] || continue
     for mode in cached planned; do
+      [ "$ws" = rw ] && [ $mode = cached ] && continue
       env="XDG_CACHE_HOME=$tmp/home-$b/.cache XDG_STATE_HOME=$tmp/home-$b/.local/state"
       [ $mode = planned ] && env="$env JAIL_PLAN_CACHE=off"
       cmd="env $env $tmp/bin/$b run -w $ws -- /bin/true"
+      [ "$ws" = rw ] && cmd="env $env $tmp/bin/$b run -w $plain --rw $repo -- /bin/true"
       # shellcheck disable=SC2086
       $cmd >/dev/null 2>&1 || { echo "bench: $cmd fails" >&2; exit 1; }
       $cmd >/dev/null 2>&1
