@@ -64,6 +64,7 @@ type fact struct {
 	full        bool        // factStat: size, mode, mtime and ctime count too
 	hash        uint64      // factDirs
 	root        bool        // factDirs: the workspace's root, whose .git does not count
+	quiet       bool        // factDirs: the sweep need not list it while its identity holds (DirsHashed)
 	names       []string    // factGlob: the matches, sorted
 	tree        []treeEntry // factTree: the walk's entries, in its order
 }
@@ -137,7 +138,7 @@ func (f *Facts) Dirs(path string, root bool) {
 		f.unsure = true
 		return
 	}
-	f.DirsHashed(path, root, h, &st)
+	f.DirsHashed(path, root, h, &st, false)
 }
 
 // placeholder records that the plan made a placeholder directory at path,
@@ -236,8 +237,16 @@ func DirsHashOf(names []string, dirs []bool, skipGit bool) uint64 {
 // DirsHashOf from a listing it made of the directory st. The constructor
 // first compares the directory's device, inode, mtime and ctime: only a
 // directory whose entries changed is listed again.
-func (f *Facts) DirsHashed(path string, root bool, hash uint64, st *unix.Stat_t) {
-	f.add(fact{kind: factDirs, path: path, hash: hash, root: root,
+//
+// quiet says that the listing held no symlink, .git or HEAD, that the
+// walk recorded a Dirs fact for each of its subdirectories (node_modules
+// aside), and that st's ctime was older than the listing by more than a
+// tick of the file systems' clock: while the directory has exactly st's
+// identity, it holds exactly those entries, and the sweep after a cached
+// run (sweep_dir) opens its subdirectories by their recorded names
+// instead of listing it.
+func (f *Facts) DirsHashed(path string, root bool, hash uint64, st *unix.Stat_t, quiet bool) {
+	f.add(fact{kind: factDirs, path: path, hash: hash, root: root, quiet: quiet && !root,
 		st: [5]uint64{st.Dev, st.Ino, uint64(st.Mtim.Nano()), uint64(st.Ctim.Nano())}})
 }
 
@@ -523,7 +532,8 @@ func (c *Cmd) CachePlan(dir string, e *CacheEntry) error {
 				}
 			}
 		case factDirs:
-			p.u32(boolU32(f.root))
+			// Bit 0: the root; bit 1: quiet (DirsHashed).
+			p.u32(boolU32(f.root) | boolU32(f.quiet)<<1)
 			for _, v := range f.st[:4] {
 				p.u64(v)
 			}

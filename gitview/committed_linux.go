@@ -228,7 +228,7 @@ func (f *found) addCommitted(wsfd int, paths []string) {
 		if err != nil {
 			continue
 		}
-		if ents, _ := listDir(fd, buf, nil); gitShaped(ents) {
+		if ents, _, _ := listDir(fd, buf, nil); gitShaped(ents) {
 			f.bare = appendNew(f.bare, p)
 		}
 		unix.Close(fd)

@@ -297,7 +297,7 @@ func (r *Run) RecordWalk() {
 		// layout made one of jail's directories in it).
 		var st unix.Stat_t
 		if unix.Fstatat(r.ws, d, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && idOf(&st) == r.launch.ids[d] {
-			r.opt.Facts.DirsHashed(filepath.Join(r.opt.Workspace, d), d == ".", r.launch.hashes[d], &st)
+			r.opt.Facts.DirsHashed(filepath.Join(r.opt.Workspace, d), d == ".", r.launch.hashes[d], &st, r.launch.quiet[d])
 		} else {
 			r.opt.Facts.Dirs(filepath.Join(r.opt.Workspace, d), d == ".")
 		}

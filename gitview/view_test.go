@@ -185,6 +185,38 @@ func TestWalkHashes(t *testing.T) {
 	}
 }
 
+// TestWalkQuiet: a directory is quiet (the plan cache's sweep need not
+// list it while its identity holds) only when it held nothing but files
+// and subdirectories the walk visited (or node_modules), no symlink, .git
+// or HEAD, and changed longer ago than a tick of the clock file times come
+// from; never the root, nor a directory at the walk's depth with
+// subdirectories it did not enter.
+func TestWalkQuiet(t *testing.T) {
+	ws := t.TempDir()
+	mkdirs(t, ws, "plain/sub", "mods/node_modules/x", "repo/.git", "bare/objects", "bare/refs", "links", "a/b/c/d/e", "a/b/c/leaf", "skip/state")
+	for _, p := range []string{"plain/file", "plain/sub/file", "bare/HEAD", "head/HEAD"} {
+		os.MkdirAll(filepath.Join(ws, filepath.Dir(p)), 0o755)
+		os.WriteFile(filepath.Join(ws, p), nil, 0o644)
+	}
+	os.Symlink("../plain", filepath.Join(ws, "links", "l"))
+	time.Sleep(50 * time.Millisecond) // older than the walk by more than the clock's tick
+	mkdirs(t, ws, "fresh")
+	f := walk(openWS(t, ws), "skip/state")
+	var got []string
+	for rel := range f.quiet {
+		got = append(got, rel)
+	}
+	slices.Sort(got)
+	// Not: the root; repo (a .git); links (a symlink); head and bare (a
+	// HEAD; bare's objects are not entered); a/b/c/d (at the walk's depth,
+	// e not entered); skip (its state directory is left out); fresh (too
+	// recent). a/b/c is: both its subdirectories were visited.
+	want := []string{"a", "a/b", "a/b/c", "a/b/c/leaf", "bare/refs", "mods", "plain", "plain/sub"}
+	if !slices.Equal(got, want) {
+		t.Errorf("quiet %v, want %v", got, want)
+	}
+}
+
 // TestWalkBare: a directory git takes for a git directory of its own
 // (HEAD, objects and refs, or HEAD and commondir) is found, the root
 // included, its objects not entered; HEAD alone, or a HEAD directory, is

@@ -58,11 +58,18 @@ type found struct {
 	// git takes for a git directory of their own (gitShaped): the host's
 	// git run in one of them, or below it, uses it as a bare repository,
 	// with its config and hooks.
-	bare      []string
-	visited   []string
-	depth     map[string]int
-	ids       map[string]dirID
-	hashes    map[string]uint64 // confine.DirsHashOf of each, the root's own .git left out
+	bare    []string
+	visited []string
+	depth   map[string]int
+	ids     map[string]dirID
+	hashes  map[string]uint64 // confine.DirsHashOf of each, the root's own .git left out
+	// quiet are the directories (not the root) whose listing held
+	// nothing the sweep after a run looks at but subdirectories, each of
+	// which the walk visited too (or node_modules, which the sweep leaves
+	// out): no symlink, no .git and no HEAD. One whose identity (ids) is
+	// the same after a run still holds exactly these entries, so the plan
+	// cache's sweep need not list it again (swept in confine's fast path).
+	quiet     map[string]bool
 	truncated bool
 	skip      string // the directory left out
 	// deep lifts the depth bound for directories made since at
@@ -233,22 +240,21 @@ type dirEnt struct {
 }
 
 // listDir lists the directory fd with getdents64, keeping only what the
-// walk needs (subdirectories and .git entries): it runs for every
-// directory of a large tree at every launch.
-func listDir(fd int, buf []byte, names *nameSet) ([]dirEnt, error) {
-	var out []dirEnt
+// walk needs (subdirectories and .git entries), and says whether it held
+// a symlink: it runs for every directory of a large tree at every launch.
+func listDir(fd int, buf []byte, names *nameSet) (out []dirEnt, links bool, err error) {
 	for {
 		n, err := unix.Getdents(fd, buf)
 		if err != nil {
-			return out, err
+			return out, links, err
 		}
 		if n <= 0 {
-			return out, nil
+			return out, links, nil
 		}
 		for b := buf[:n]; len(b) >= 19; {
 			reclen := int(b[16]) | int(b[17])<<8
 			if reclen < 19 || reclen > len(b) {
-				return out, unix.EINVAL
+				return out, links, unix.EINVAL
 			}
 			typ := b[18]
 			name := b[19:reclen]
@@ -262,10 +268,15 @@ func listDir(fd int, buf []byte, names *nameSet) ([]dirEnt, error) {
 			isGit := keepName(string(name))
 			if typ == unix.DT_UNKNOWN {
 				var st unix.Stat_t
-				if unix.Fstatat(fd, string(name), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+				if unix.Fstatat(fd, string(name), &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+					links = true // not known not to be one
+				} else if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 					typ = unix.DT_DIR
+				} else if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+					typ = unix.DT_LNK
 				}
 			}
+			links = links || typ == unix.DT_LNK
 			prot := names.matchBytes(name)
 			if typ == unix.DT_DIR || isGit || prot {
 				out = append(out, dirEnt{string(name), typ == unix.DT_DIR, prot})
@@ -363,7 +374,7 @@ func (f *found) walkFD(fd int, rel string, depth int, buf []byte) {
 	if unix.Fstat(fd, &st) != nil {
 		return
 	}
-	ents, err := listDir(fd, buf, f.names)
+	ents, links, err := listDir(fd, buf, f.names)
 	if err != nil {
 		f.truncated = true
 	}
@@ -412,6 +423,38 @@ func (f *found) walkFD(fd int, rel string, depth int, buf []byte) {
 		}
 		f.walkFD(cfd, sub, depth+1, buf)
 	}
+	if err == nil && !links && f.quietDir(rel, ents, &st) {
+		if f.quiet == nil {
+			f.quiet = map[string]bool{}
+		}
+		f.quiet[rel] = true
+	}
+}
+
+// quietDir reports whether the directory rel, listed as ents (with no
+// symlink) once its identity was st, is quiet (found.quiet): not the
+// root, no .git or HEAD, every subdirectory visited by now (the walk
+// enters them before this is asked) or node_modules, and a change time
+// older than the walk's start by more than a tick of the coarse clock
+// file times come from, so that a name made right after the listing
+// gives the directory another change time than the one recorded.
+func (f *found) quietDir(rel string, ents []dirEnt, st *unix.Stat_t) bool {
+	if rel == "." || st.Ctim.Nano() >= f.at-int64(20*time.Millisecond) {
+		return false
+	}
+	for _, e := range ents {
+		switch {
+		case e.name == ".git" || e.name == "HEAD":
+			return false
+		case !e.dir:
+		case e.name == "node_modules":
+		default:
+			if _, seen := f.ids[filepath.Join(rel, e.name)]; !seen {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // changedSince finds the .git entries below the root that the sandbox
@@ -432,7 +475,7 @@ func (f *found) changedSince(wsfd int) *found {
 		if err != nil {
 			continue
 		}
-		ents, _ := listDir(fd, buf, f.names)
+		ents, _, _ := listDir(fd, buf, f.names)
 		now.protNames(rel, ents)
 		shaped := gitShaped(ents)
 		if shaped {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestRepositoryRunCached: the repeated `jail run` in a workspace that is
@@ -91,5 +92,64 @@ echo inside > inside.txt && git add inside.txt && git -c user.email=s@example.co
 		// The adoption changed the state: planned once more, then cached.
 		mustExit(t, run("true", "not used: a repository's state changed"), 0)
 		mustExit(t, run("git status --porcelain", "used"), 0)
+	})
+}
+
+// TestSweepThroughUnchangedDirectories: the plan cache's sweep after a run
+// does not list a directory that the plan found quiet (no symlink, .git or
+// HEAD, every subdirectory recorded) and that has the identity the plan
+// recorded; it opens its subdirectories by their recorded names instead.
+// The attack leaves what the sweep must find below such directories only:
+// symlinks into the sandbox's persistent home (where a repository with a
+// core.fsmonitor waits) four and six levels down, and a repository made
+// in an old directory six levels down, each with every directory above it
+// untouched by the run. On both paths, as root and as the unprivileged
+// user, in a workspace that is a repository and one that is not: the
+// links are removed, the repository is reduced, and the host's git status
+// in each place runs nothing. A run that changed nothing is cached again.
+func TestSweepThroughUnchangedDirectories(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		r = r.requireCache()
+		for _, repo := range []bool{false, true} {
+			ws := r.dir(t, "jail-it-ws-")
+			if repo {
+				r.gitRepo(t, ws)
+			}
+			for _, d := range []string{"a/b/c/d", "p/q/r/s/t/u", "x/y/z", "x/w"} {
+				os.MkdirAll(filepath.Join(ws, d), 0o755)
+				os.WriteFile(filepath.Join(ws, d, "file"), []byte("f\n"), 0o644)
+			}
+			r.own(t, ws)
+			// Older than the plan's walk by more than the clock's tick: the
+			// plan finds them quiet.
+			time.Sleep(100 * time.Millisecond)
+			marker, plant := r.marker(t, ws)
+			res := r.sh(t, ws, plant+`
+H=$(awk -v h="$HOME" '$5==h{print $4}' /proc/self/mountinfo | tail -1)
+echo "HOME-ON-HOST=$H"
+git init -q ~/r && git -C ~/r config core.fsmonitor "$PWD/.payload" || exit 1
+ln -s "$H/r" a/b/c/d/deep && ln -s "$H/r" p/q/r/s/t/u/deeper || exit 1
+git init -q p/q/r/s/t/made && git -C p/q/r/s/t/made config core.fsmonitor "$PWD/.payload" || exit 1
+echo SANDBOX-DONE`)
+			mustExit(t, res, 0)
+			if !strings.Contains(res.stdout, "SANDBOX-DONE") || !strings.Contains(res.stdout, "/jail/homes/") {
+				t.Fatalf("the attack was not set up:\n%s\n%s", res.stdout, res.stderr)
+			}
+			for _, l := range []string{"a/b/c/d/deep", "p/q/r/s/t/u/deeper"} {
+				if _, err := os.Lstat(filepath.Join(ws, l)); err == nil {
+					t.Errorf("repo %v: the symlink %s into the sandbox's home is still in the workspace\n%s", repo, l, res.stderr)
+				}
+			}
+			if !strings.Contains(res.stderr, "lead into jail's own directories") {
+				t.Errorf("repo %v: no line names the symlinks removed:\n%s", repo, res.stderr)
+			}
+			r.hostStatusIn(t, marker, ws, filepath.Join(ws, "a/b/c/d"), filepath.Join(ws, "p/q/r/s/t/u"), filepath.Join(ws, "p/q/r/s/t/made"))
+			if repo {
+				r.judge(t, ws, marker)
+			}
+			// Nothing left to find: the next runs are repeated from the cache.
+			mustExit(t, r.sh(t, ws, "true"), 0)
+		}
 	})
 }
