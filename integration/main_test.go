@@ -64,16 +64,21 @@ func setup() (func(*testing.M) int, error) {
 				return nil, fmt.Errorf("useradd %s: %v: %s", testUser, err, out)
 			}
 		}
-		// The desktop and browser tests run jailtest as a member of the docker group, as a
-		// user of those tools would be (docs/container.md); other tests drop the group.
-		if _, err := user.LookupGroup("docker"); err == nil {
-			if out, err := exec.Command("usermod", "-aG", "docker", testUser).CombinedOutput(); err != nil {
-				return nil, fmt.Errorf("usermod -aG docker %s: %v: %s", testUser, err, out)
-			}
-		}
 		u, err := user.Lookup(testUser)
 		if err != nil {
 			return nil, err
+		}
+		// The desktop and browser tests run jailtest as a member of the docker group, as a
+		// user of those tools would be (docs/container.md); other tests drop the group.
+		// Only when it is not one yet: usermod rewrites /etc/group even then, and a change
+		// under /etc makes every root run's plan afresh (docs/plan-cache.md), which each
+		// suite started on the machine would do to the benchmarks running meanwhile.
+		if g, err := user.LookupGroup("docker"); err == nil {
+			if ids, _ := u.GroupIds(); !slices.Contains(ids, g.Gid) {
+				if out, err := exec.Command("usermod", "-aG", "docker", testUser).CombinedOutput(); err != nil {
+					return nil, fmt.Errorf("usermod -aG docker %s: %v: %s", testUser, err, out)
+				}
+			}
 		}
 		suite.uid, _ = strconv.Atoi(u.Uid)
 		suite.gid, _ = strconv.Atoi(u.Gid)
