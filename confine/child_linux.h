@@ -64,6 +64,11 @@ struct j_net_port { uint64_t allowed, port; };
 #define EMPTY_FILE ".jail-empty"
 
 // The child's whole state; it is one process that runs one plan.
+// MAX_WRITABLE bounds the writable binds pid 1 hands to the process
+// outside (op_lock); past it the rest stay mounted there until it exits,
+// which only makes the removals at the end slower.
+#define MAX_WRITABLE 16
+
 struct child {
 	const uint8_t *p, *end; // plan cursor
 	int src[MAX_SOURCES];
@@ -83,6 +88,12 @@ struct child {
 	int mem_fd;           // /proc/PID/mem of mem_pid, the last caller busy_hint read, or -1
 	uint32_t mem_pid;
 	struct seccomp_notif_sizes sizes;
+	// The socket to the process outside the pid namespace (fork_pid1), or
+	// -1, and the roots of the writable binds pid 1 made, which OP_LOCK
+	// hands it to detach (MAX_WRITABLE, -1 past nwritable).
+	int outside;
+	int writable[MAX_WRITABLE];
+	int nwritable;
 };
 
 #define CHECK(c, expr, msg) do { if ((expr) < 0) fail((c), errno, (msg), 125); } while (0)

@@ -150,6 +150,8 @@ struct dirseen {
 	int parent, child, next; // record indexes, -1 for none
 };
 
+struct limits;
+
 struct fast {
 	int trace;
 	const char *why; // why the cache was not used
@@ -199,6 +201,11 @@ struct fast {
 	// their own once this one has exited (drop_deferred)
 	int defer[MAX_PLACEHOLDERS + 4 + 4 * MAX_OVERLAYS];
 	int ndefer;
+	// lim_later: the run's cgroups, removed by drop_deferred
+	struct limits *lim_later;
+	// pid1 is a descriptor of the sandbox's pid 1 (pidfd_open), -1 when
+	// there is none
+	int pid1;
 };
 
 // defer_close keeps fd, a directory this run has just removed, for
@@ -2196,9 +2203,14 @@ static void guard_done(struct fast *f) {
 // protected name the workspace lacks. Their names are gone already; only
 // the freeing happens after jail has exited. The process has no other
 // descriptor (none of the caller's stdio: a reader waiting for the end of
-// jail's output does not wait for it) and a session of its own.
+// jail's output does not wait for it) and a session of its own. It also
+// removes the run's cgroups (lim_later), which no name of the caller's
+// shows.
 static void drop_deferred(struct fast *f) {
-	if (f->ndefer == 0) return;
+	if (f->ndefer == 0) {
+		if (f->lim_later) lim_remove(f->lim_later);
+		return;
+	}
 	int p[2];
 	pid_t pid = pipe2(p, O_CLOEXEC) == 0 ? fork() : -1;
 	if (pid == 0) {
@@ -2231,8 +2243,10 @@ static void drop_deferred(struct fast *f) {
 		while (read(p[0], &b, 1) < 0 && errno == EINTR)
 			;
 		for (int i = 0; i < f->ndefer; i++) close(f->defer[i]);
+		if (f->lim_later) lim_remove(f->lim_later);
 		_exit(0);
 	}
+	if (pid < 0 && f->lim_later) lim_remove(f->lim_later);
 	for (int i = 0; i < f->ndefer; i++) close(f->defer[i]);
 	f->ndefer = 0;
 	if (pid > 0) close(p[0]); // p[1] closes as this process exits
@@ -2246,6 +2260,22 @@ static void __attribute__((noreturn)) finish(struct fast *f, int foreground, int
 	guard_done(f);
 	drop_deferred(f);
 	_exit(code);
+}
+
+// pid1_gone waits (a second at most) for the sandbox's pid 1 to have
+// exited after its last report. Its mount namespace, the copy OP_LOCK
+// made, goes with it, and with it the last mounts on the placeholders and
+// the git view's .git (the process outside detached its own, op_lock in
+// plan_linux.c): a directory removed while a mount sits on it waits for
+// an RCU grace period, once for each, which pid 1's exit waits once for
+// all. Its cgroup is empty then too.
+static void pid1_gone(struct fast *f) {
+	if (f->pid1 < 0) return;
+	struct pollfd p = {.fd = f->pid1, .events = POLLIN};
+	while (poll(&p, 1, 1000) < 0 && errno == EINTR)
+		;
+	close(f->pid1);
+	f->pid1 = -1;
 }
 
 // supervise follows the sandbox as Cmd.Wait does and exits with the
@@ -2352,6 +2382,7 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 			// reports may come in either order.
 			if (strstr(line, "\"stage\":\"" JAIL_STAGE_PID1 "\"") && json_int(line, "pid", &v) && v > 0) {
 				pid1 = v;
+				if (f->pid1 < 0) f->pid1 = (int)syscall(SYS_pidfd_open, pid1, 0);
 				// From now on a kill -9 of this process would leave what
 				// the sandbox does to git unfinished: a guardian in its own
 				// session finishes it then (docs/git.md).
@@ -2448,16 +2479,16 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 	jail_census_end(&w.st);
 	relay_close();
 	if (foreground) reclaim_terminal();
-	if (res->lim->ndirs > 0) {
-		// The events are final once pid 1 reported (every other process
-		// of the sandbox is gone by then). The cgroup can be removed only
-		// once pid 1 and the process outside have exited, after the
-		// kernel took the namespaces down (milliseconds): it is removed
-		// now if it can be, else by the next run (lim_sweep), so this
-		// run does not wait.
-		lim_events(res->lim, &res->oom, &res->pids_hit);
-		lim_remove(res->lim);
-	}
+	// The events are final once pid 1 reported (every other process of
+	// the sandbox is gone by then).
+	if (res->lim->ndirs > 0) lim_events(res->lim, &res->oom, &res->pids_hit);
+	pid1_gone(f);
+	// The cgroup can be removed once pid 1 has exited (v1: the process
+	// outside was never in it; v2: it is, and the next run's lim_sweep
+	// removes it). The process that closes the removed directories after
+	// this one has exited removes it (drop_deferred): a memory cgroup's
+	// removal takes 0.1 ms here, more under load, on no one's way then.
+	if (res->lim->ndirs > 0) f->lim_later = res->lim;
 	// A repository the sandbox made is adopted, and those it made in
 	// subdirectories reduced, before the result, which is the last line
 	// jail prints.
@@ -2491,7 +2522,7 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	const char *mode = getenv("JAIL_PLAN_CACHE");
 	if (mode && !strcmp(mode, "off")) return;
 	if (argv[0] && !strcmp(argv[0], REPLAN_ARG0)) return;
-	struct fast f = {.trace = mode && !strcmp(mode, "trace"), .gkey = -1, .grun = -1, .ggit = -1, .gws = -1, .guard = -1, .envp = envp, .argc = argc, .argv = argv};
+	struct fast f = {.trace = mode && !strcmp(mode, "trace"), .gkey = -1, .grun = -1, .ggit = -1, .gws = -1, .guard = -1, .pid1 = -1, .envp = envp, .argc = argc, .argv = argv};
 	// Before anything is made: a directory born since is the sandbox's
 	// (the adopter walks those below the walk's depth).
 	struct timespec now;

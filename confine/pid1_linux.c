@@ -600,6 +600,9 @@ void fork_pid1(struct child *c) {
 	// it needs no privilege, but an open of /proc/self, which pid 1 can
 	// no longer make once it is not dumpable; one already higher is kept.
 	raise_oom_score(SANDBOX_OOM_SCORE_ADJ);
+	// pid 1 hands this process the writable trees to detach (op_lock).
+	int out[2] = {-1, -1};
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, out) < 0) out[0] = out[1] = -1;
 	pid_t pid = fork();
 	CHECK(c, pid, "fork pid 1");
 	if (pid == 0) {
@@ -608,12 +611,28 @@ void fork_pid1(struct child *c) {
 		// namespace. Had it died before this prctl, pid 1's next report
 		// would meet a closed pipe and SIGPIPE would end it.)
 		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		if (out[0] >= 0) close(out[0]);
+		c->outside = out[1];
 		return;
 	}
+	if (out[1] >= 0) close(out[1]);
 	report(&(struct report){.kind = REPORT_PID1, .pid = (int)pid});
 	close(3);
 	close(4);
 	close(5);
+	if (out[0] >= 0) {
+		// Until pid 1 closes its end: at OP_LOCK, or as it exits.
+		int fds[8], nfd, truncated;
+		char byte;
+		while (recv_fds(out[0], &byte, 1, fds, 8, &nfd, &truncated) > 0) {
+			for (int i = 0; i < nfd; i++) {
+				if (fchdir(fds[i]) == 0) umount2(".", MNT_DETACH);
+				close(fds[i]);
+			}
+		}
+		close(out[0]);
+		(void)!chdir("/"); // holds no detached tree
+	}
 	int status;
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR) _exit(125);

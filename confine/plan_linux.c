@@ -382,6 +382,11 @@ static void op_bind(struct child *c) {
 	if (onto_itself) check_identity(c, dst, st.st_dev, st.st_ino, dest);
 	CHECK(c, attach_tree(src, dst, attr), dest);
 	close(dst);
+	// The root of a writable tree, for the process outside (op_lock).
+	if (!(attr & J_MOUNT_ATTR_RDONLY) && c->outside >= 0 && c->nwritable < MAX_WRITABLE) {
+		int fd = open_in(c->root, rel(dest));
+		if (fd >= 0) c->writable[c->nwritable++] = fd;
+	}
 }
 
 // tmpfs_opts is the mount data of a private tmpfs: its mode, and its
@@ -749,6 +754,27 @@ static void op_seccomp(struct child *c) {
 // and noexec flags can no longer be cleared (MNT_LOCK_READONLY and
 // friends), even by a process holding CAP_SYS_ADMIN in the sandbox's own
 // user namespace. The ids map to themselves.
+// hand_outside gives the process outside the pid namespace the roots of
+// the writable trees, which it detaches from the mount namespace it
+// shares with pid 1 until now (fork_pid1). The sandbox lives in the copy
+// op_lock made; in the first one the placeholders (and the git view's
+// .git) are mountpoints until the process outside exits, after pid 1,
+// and a directory removed while a mount sits on it waits for an RCU
+// grace period (namespace_unlock), once for each: the supervisor's
+// removals at the end then cost one such wait per placeholder. Detached
+// now, while the command runs, they wait once, outside, on no one's way.
+// By descriptor: the sandbox can rename a name on the way, never a mount.
+static void hand_outside(struct child *c) {
+	for (int i = 0; i < c->nwritable; i += 8) {
+		int n = c->nwritable - i < 8 ? c->nwritable - i : 8;
+		if (c->outside >= 0 && jail_send_fds(c->outside, c->writable + i, n) < 0) break;
+	}
+	for (int i = 0; i < c->nwritable; i++) close(c->writable[i]);
+	c->nwritable = 0;
+	if (c->outside >= 0) close(c->outside);
+	c->outside = -1;
+}
+
 void op_lock(struct child *c) {
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
@@ -761,6 +787,7 @@ void op_lock(struct child *c) {
 	CHECK(c, write_file("/proc/self/setgroups", "deny"), "deny setgroups");
 	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
 	CHECK(c, write_file("/proc/self/gid_map", map), "write gid_map");
+	hand_outside(c);
 }
 
 // read_full reads exactly n bytes of the plan.
@@ -998,7 +1025,7 @@ void __attribute__((noreturn)) run_body(struct child *c) {
 }
 
 void init_child(struct child *c) {
-	*c = (struct child){.cmd_fds = 3, .root = -1, .empty = -1, .stage = "read plan", .layer = "mount", .dns = -1, .notify = -1, .mem_fd = -1};
+	*c = (struct child){.cmd_fds = 3, .root = -1, .empty = -1, .stage = "read plan", .layer = "mount", .dns = -1, .notify = -1, .mem_fd = -1, .outside = -1};
 	for (int i = 0; i < MAX_SOURCES; i++) c->src[i] = -1;
 }
 
