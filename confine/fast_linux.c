@@ -1351,7 +1351,14 @@ static int take_locks(struct fast *f) {
 // (the sandbox has ended): what replaced a name may be a symlink, claimed
 // through the root's lock, which this run holds shared until then.
 static int locks_moved(struct fast *f) {
-	int wsfd = f->ws ? open(f->ws, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	// The workspace as it was locked at launch, by its descriptor: its
+	// path may name another directory by now (a run in a parent renamed
+	// it away and put one of its own there). Opened again, not dup'd:
+	// the lock is the open file's, and must go with drop_locks.
+	int wsfd = -1;
+	for (int i = 0; i < f->nlocks && wsfd < 0; i++)
+		if (f->lockrel[i] && !strcmp(f->lockrel[i], ".")) wsfd = openat(f->locks[i], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (wsfd < 0 && f->ws) wsfd = open(f->ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (wsfd < 0) {
 		drop_locks(f);
 		return 0;
@@ -1367,14 +1374,10 @@ static int locks_moved(struct fast *f) {
 		if (!strchr(p, '/') && strcmp(p, ".git") && maybe_protected(p))
 			aside[naside++] = (struct moved_name){p, a.st_dev, a.st_ino};
 	}
-	close(wsfd);
 	// The identities are taken; lockrel's names stay (the entry's).
 	drop_locks(f);
-	if (naside > 0) {
-		int d = open(f->ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		for (int i = 0; d >= 0 && i < naside; i++) aside_if_replaced(d, aside[i].name, aside[i].name, aside[i].dev, aside[i].ino);
-		if (d >= 0) close(d);
-	}
+	for (int i = 0; i < naside; i++) aside_if_replaced(wsfd, aside[i].name, aside[i].name, aside[i].dev, aside[i].ino);
+	close(wsfd);
 	return moved;
 }
 

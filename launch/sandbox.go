@@ -3,6 +3,7 @@
 package launch
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"github.com/jail-sandbox/jail/gitview"
 	"github.com/jail-sandbox/jail/netns"
 	"github.com/jail-sandbox/jail/policy"
+	"github.com/jail-sandbox/jail/termtext"
 )
 
 // NewSpec is the part of a sandbox's Spec that `jail run` and the tool
@@ -245,6 +247,7 @@ func treeViews(opt gitview.Options, ws string, err error) ([]*gitview.Run, error
 	for _, t := range opt.Shown {
 		o := opt
 		o.Workspace, o.Tree, o.Shown, o.ReadOnly = t, true, nil, false
+		o.Report = &treeReport{w: opt.Report, prefix: "jail: --rw " + termtext.Escape(t) + ": "}
 		o.Writable = append([]string{ws}, slices.DeleteFunc(slices.Clone(opt.Writable), func(w string) bool { return w == t })...)
 		r, err := gitview.Prepare(o)
 		if err != nil {
@@ -285,4 +288,33 @@ func specNet(mode string) confine.NetMode {
 		return confine.NetHost
 	}
 	return confine.NetNone
+}
+
+// treeReport is the report of a --rw tree's view: each line of the view
+// (paths relative to the tree) says which tree it is of.
+type treeReport struct {
+	w      io.Writer
+	prefix string
+	line   []byte
+}
+
+func (t *treeReport) Write(p []byte) (int, error) {
+	if t.w == nil {
+		return len(p), nil
+	}
+	t.line = append(t.line, p...)
+	for {
+		i := bytes.IndexByte(t.line, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		l := t.line[:i+1]
+		if rest, ok := bytes.CutPrefix(l, []byte("jail: ")); ok {
+			l = append([]byte(t.prefix), rest...)
+		}
+		if _, err := t.w.Write(l); err != nil {
+			return len(p), err
+		}
+		t.line = t.line[i+1:]
+	}
 }
