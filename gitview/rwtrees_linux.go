@@ -18,16 +18,20 @@ import (
 // its own (Trees), made as the workspace's (Options.Tree), and the
 // protected paths of a workspace at its root. One that holds the
 // workspace, lies inside it, or overlaps another such tree cannot (its
-// view would overlay the same git directories twice): jail says so at
-// launch, with the way to have it protected: the tree given as the
-// workspace. docs/git.md ("--rw trees").
+// view would overlay the same git directories twice), nor one that holds
+// a home or jail's own state (its sweep would move aside what agents keep
+// in a persistent home, and a workspace that holds a home is refused for
+// the same reasons): jail says so at launch, with the way to have it
+// protected: the tree given as the workspace. docs/git.md ("--rw trees").
 
 // Trees are those of the resolved --rw trees writable that are
-// repositories and get a view of their own beside the workspace ws's.
-func Trees(ws string, writable []string) []string {
+// repositories and get a view of their own beside the workspace ws's;
+// none that holds one of avoid (the homes, jail's state directories).
+func Trees(ws string, writable, avoid []string) []string {
 	var repos []string
 	for _, t := range writable {
-		if t == "/" || within(ws, t) || within(t, ws) || slices.Contains(repos, t) || !isRepoTree(t) {
+		if t == "/" || within(ws, t) || within(t, ws) || slices.Contains(repos, t) ||
+			slices.ContainsFunc(avoid, func(a string) bool { return a != "" && within(a, t) }) || !isRepoTree(t) {
 			continue
 		}
 		repos = append(repos, t)
@@ -84,7 +88,7 @@ func warnWritableRepos(w io.Writer, trees []string, names *nameSet) bool {
 		if len(prot) > 0 {
 			also = " and " + strings.Join(prot, ", ") + " there"
 		}
-		termtext.Fprintf(w, "jail: WARNING: --rw %s is a git repository that holds the workspace, lies in it or overlaps another --rw repository, so it gets no git view of its own: the sandbox can write its git directory (hooks, config such as core.fsmonitor, which the host's git runs)%s, and nothing reduces it after the run; to have jail protect them, give it as the workspace instead (jail run -w %s)\n", t, also, t)
+		termtext.Fprintf(w, "jail: WARNING: --rw %s is a git repository that holds the workspace, a home or jail's state, lies in the workspace or overlaps another --rw repository, so it gets no git view of its own: the sandbox can write its git directory (hooks, config such as core.fsmonitor, which the host's git runs)%s, and nothing reduces it after the run; to have jail protect them, give it as the workspace instead (jail run -w %s)\n", t, also, t)
 	}
 	return any
 }

@@ -239,6 +239,16 @@ echo DONE`}})
 				t.Errorf("run %d: no line names the --rw repository and the way to protect it:\n%s", i, res.stderr)
 			}
 		}
+		// Nor one that holds the caller's home (its sweep would reach the persistent homes).
+		dots := r.dir(t, "jail-it-rw-")
+		r.writeFile(t, filepath.Join(dots, "home", ".profile"), "\n")
+		r.own(t, dots)
+		r.gitRepo(t, dots)
+		res = r.jail(t, call{dir: other, env: []string{"HOME=" + filepath.Join(dots, "home")}, args: []string{"run", "-w", other, "--rw", dots, "--", "/bin/sh", "-c", "ls -A " + dots}})
+		mustExit(t, res, 0)
+		if !strings.Contains(res.stderr, "WARNING: --rw "+dots+" is a git repository") || strings.Contains(res.stdout, ".envrc") {
+			t.Errorf("a --rw repository that holds the home got a view of its own, or was not named:\n%s\n%s", res.stdout, res.stderr)
+		}
 		// A --rw tree that is no repository says nothing of the kind.
 		plain := r.dir(t, "jail-it-rw-")
 		res = r.jail(t, call{dir: other, args: []string{"run", "-w", other, "--rw", plain, "--", "/bin/true"}})

@@ -142,7 +142,14 @@ func Start(cmd *confine.Cmd, layout *confine.Layout, pass, extraEnv []string, co
 		opt := gitview.Options{Workspace: ws, StateDir: gitview.StateDir(layout.Home, os.Getenv("XDG_STATE_HOME")),
 			ReadOnly: layout.WorkspaceReadOnly, Facts: layout.Facts, Report: report,
 			Home: layout.Home, XDGConfig: os.Getenv("XDG_CONFIG_HOME"), Writable: writable,
-			Protected: policy.DefaultProtected(), Later: policy.DefaultProtectedLater(), Shown: gitview.Trees(ws, writable)}
+			Protected: policy.DefaultProtected(), Later: policy.DefaultProtectedLater()}
+		avoid := append(append([]string{layout.Home, layout.HomeDir, opt.StateDir}, layout.Homes...), layout.HiddenState...)
+		for _, a := range avoid {
+			if r, err := confine.ResolvePath(a, "/", ""); err == nil && r != a {
+				avoid = append(avoid, r)
+			}
+		}
+		opt.Shown = gitview.Trees(ws, writable, avoid)
 		h.git, err = gitview.Prepare(opt)
 		h.trees, err = treeViews(opt, ws, err)
 	}
