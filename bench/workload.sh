@@ -12,8 +12,10 @@
 #   git       `git status` in a repository of 10000 committed files
 #
 # Each pair reports the median of the per-round ratios jail/bare; the target
-# is 1.2x or less. As root it measures again as the unprivileged user
-# jailtest when that user exists.
+# is 1.2x or less. C, `jail run -- /bin/true` in the same workspace, is
+# jail's fixed cost of a run there: (A-C)/B is the command's own work inside
+# against bare. As root it measures again as the unprivileged user jailtest
+# when that user exists.
 #
 # usage: bench/workload.sh [JAIL_BINARY] [INTERLEAVE_BINARY]
 set -euo pipefail
@@ -104,21 +106,21 @@ bench_as() {
   home=$(eval echo "~$who")
   local envs="HOME=$home PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin"
   local -a pairs=(
-    "go build|$envs $jail run -w $d/mod -- $go_bin build -o /dev/null .|$envs $go_bin -C $d/mod build -o /dev/null ."
-    "npx|$envs $jail run -w $d/mod -- npx semver 1.2.3|$envs npx semver 1.2.3"
-    "git status|$envs $jail run -w $d/repo -- git status|$envs git -C $d/repo status"
+    "go build|$envs $jail run -w $d/mod -- $go_bin build -o /dev/null .|$envs $go_bin -C $d/mod build -o /dev/null .|$envs $jail run -w $d/mod -- /bin/true"
+    "npx|$envs $jail run -w $d/mod -- npx semver 1.2.3|$envs npx semver 1.2.3|$envs $jail run -w $d/mod -- /bin/true"
+    "git status|$envs $jail run -w $d/repo -- git status|$envs git -C $d/repo status|$envs $jail run -w $d/repo -- /bin/true"
   )
   echo "== workload as $who"
-  local p name a b
+  local p name a b c
   for p in "${pairs[@]}"; do
-    IFS='|' read -r name a b <<<"$p"
+    IFS='|' read -r name a b c <<<"$p"
     # shellcheck disable=SC2086 # word lists, as interleave splits them
     if ! (cd "$d/mod" && as "$who" env $a >"$d/probe.log" 2>&1) || ! (cd "$d/mod" && as "$who" env $b >>"$d/probe.log" 2>&1); then
       printf '%-10s fails, not timed: %s\n' "$name" "$(head -c 400 "$d/probe.log" | tr '\n' ' ')"
       continue
     fi
-    echo "-- $name (A: in jail, B: bare)"
-    (cd "$d/mod" && as "$who" "$tmp/bin/interleave" -n "$runs" -warmup "$warmup" -- "$a" "$b") | sed 's/^/   /'
+    echo "-- $name (A: in jail, B: bare, C: jail run -- /bin/true there)"
+    (cd "$d/mod" && as "$who" "$tmp/bin/interleave" -n "$runs" -warmup "$warmup" -less C -- "$a" "$b" "$c") | sed 's/^/   /'
   done
 }
 

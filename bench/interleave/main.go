@@ -4,7 +4,12 @@
 // ratios of the first command to each other one. `make bench` uses it to
 // compare `jail run -- /bin/true` with bare /bin/true and bubblewrap.
 //
-// usage: interleave [-n ROUNDS] [-warmup N] [-ref LETTER] -- 'CMD A' 'CMD B' ...
+// With -less LETTER it also reports the per-round ratio of A's time less
+// that command's to B's: with A a command in jail, B the same bare and
+// LETTER `jail run -- /bin/true` in the same workspace, the command's own
+// work inside against bare, without jail's fixed cost of a run.
+//
+// usage: interleave [-n ROUNDS] [-warmup N] [-ref LETTER] [-less LETTER] -- 'CMD A' 'CMD B' ...
 // (a command may start with NAME=VALUE words, which set its environment)
 // Each command is one string split on spaces (no shell).
 package main
@@ -28,6 +33,7 @@ func run() int {
 	rounds := flag.Int("n", 50, "counted rounds")
 	warmup := flag.Int("warmup", 5, "rounds run first and not counted")
 	ref := flag.String("ref", "", "also report every command's per-round ratio to this `LETTER`'s (e.g. C)")
+	less := flag.String("less", "", "also report the per-round ratio of A's time less this `LETTER`'s to B's (e.g. C)")
 	flag.Parse()
 	cmds := flag.Args()
 	if len(cmds) < 2 || *rounds < 1 {
@@ -69,6 +75,16 @@ func run() int {
 					printRatio(times, i, k)
 				}
 			}
+		}
+	}
+	if len(*less) == 1 {
+		if k := int((*less)[0] - 'A'); k > 1 && k < len(cmds) {
+			var ratios []float64
+			for r := range times[0] {
+				ratios = append(ratios, (times[0][r]-times[k][r])/times[1][r])
+			}
+			sort.Float64s(ratios)
+			fmt.Printf("(A-%c)/B per-round ratio: median %.2fx (p10 %.2fx, p90 %.2fx)\n", 'A'+k, ratios[len(ratios)/2], ratios[len(ratios)/10], ratios[len(ratios)*9/10])
 		}
 	}
 	return 0
