@@ -3,8 +3,10 @@ package integration
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestProtectionsOutlastTheLaunch: once the sandbox's mounts are locked,
@@ -70,4 +72,101 @@ echo ok > plain.txt && echo PLAIN`
 			t.Errorf("the workspace holds %q after the run, want .envrc and plain.txt only", names)
 		}
 	})
+}
+
+// TestWorkspaceInTheRootOnlyWalk: a root caller's cached run checks the
+// walk of /etc and /opt for what only root may read while pid 1 builds
+// the sandbox's first mounts, except a walk the workspace lies in, which
+// is checked before the run makes its .git there: a workspace under /opt
+// is served from the cache run after run (checked after, the .git would
+// change the walk every time), and a root-only file made in /opt between
+// two runs still sends the next one down the Go path, which hides it.
+func TestWorkspaceInTheRootOnlyWalk(t *testing.T) {
+	if !suite.root {
+		t.Skip("requires root: the walk for what only root may read is a root caller's")
+	}
+	r := runner{name: "root"}
+	name := "jail-it-optws-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	ws := filepath.Join("/opt", name)
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join("/opt", name+"-secret")
+	t.Cleanup(func() { os.RemoveAll(ws); os.Remove(secret) })
+	run := func() result {
+		t.Helper()
+		res := r.jail(t, call{dir: ws, args: []string{"run", "--", "/bin/sh", "-c", "cat " + secret + " 2>/dev/null; echo done"}, env: []string{"JAIL_PLAN_CACHE=trace"}})
+		mustExit(t, res, 0)
+		return res
+	}
+	run()
+	for i := 0; i < 3; i++ {
+		if res := run(); !strings.Contains(res.stderr, "plan cache: used") {
+			t.Fatalf("run %d in a workspace under /opt was not served from the cache:\n%s", i+2, res.stderr)
+		}
+	}
+	if err := os.WriteFile(secret, []byte("ROOT-ONLY"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"stored", "used"} {
+		res := run()
+		if strings.Contains(res.stdout, "ROOT-ONLY") {
+			t.Fatalf("run %d read a root-only file made in /opt:\n%s", i, res.stdout)
+		}
+		if !strings.Contains(res.stderr, "plan cache: "+want) || (want == "stored" && strings.Contains(res.stderr, "plan cache: used")) {
+			t.Fatalf("after a root-only file appeared in /opt, run %d: want %q in the trace:\n%s", i, want, res.stderr)
+		}
+	}
+	if ents, _ := os.ReadDir(ws); len(ents) != 0 {
+		t.Errorf("the workspace holds %d entries after the runs", len(ents))
+	}
+}
+
+// TestRootOnlyWalkWithoutPlaceholders: in a workspace that already holds
+// every protected name (nothing to make), the plan is still cut before the
+// command while the walk of /etc and /opt is checked, so a root-only file
+// made between two runs sends the next one down the Go path, which hides
+// it, and the one after is cached again.
+func TestRootOnlyWalkWithoutPlaceholders(t *testing.T) {
+	if !suite.root {
+		t.Skip("requires root: the walk for what only root may read is a root caller's")
+	}
+	r := runner{name: "root"}
+	ws := r.dir(t, "jail-it-allnames-")
+	name := "jail-it-walk-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	secret := filepath.Join("/etc", name+".conf")
+	t.Cleanup(func() { os.Remove(secret) })
+	run := func(script string) result {
+		t.Helper()
+		res := r.jail(t, call{dir: ws, args: []string{"run", "--", "/bin/sh", "-c", script}, env: []string{"JAIL_PLAN_CACHE=trace"}})
+		mustExit(t, res, 0)
+		return res
+	}
+	// The names the sandbox sees made for it: each becomes the host's own.
+	res := run("ls -A")
+	for _, n := range strings.Fields(res.stdout) {
+		if n == ".git" {
+			continue // the git view's, made by every run
+		}
+		if err := os.Mkdir(filepath.Join(ws, n), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := "cat " + secret + " 2>/dev/null; echo done"
+	run(script)
+	if res := run(script); !strings.Contains(res.stderr, "plan cache: used") {
+		t.Fatalf("with every protected name in place the run was not served from the cache:\n%s", res.stderr)
+	}
+	if err := os.WriteFile(secret, []byte("ROOT-ONLY"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"stored", "used"} {
+		res := run(script)
+		if strings.Contains(res.stdout, "ROOT-ONLY") {
+			t.Fatalf("run %d read a root-only file made in /etc:\n%s", i, res.stdout)
+		}
+		if !strings.Contains(res.stderr, "plan cache: "+want) || (want == "stored" && strings.Contains(res.stderr, "plan cache: used")) {
+			t.Fatalf("after a root-only file appeared in /etc, run %d: want %q in the trace:\n%s", i, want, res.stderr)
+		}
+	}
 }
