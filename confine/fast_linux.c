@@ -1175,20 +1175,65 @@ static void release(struct fast *f) {
 // placeholder.release does: the shared lock is converted (the last holder gets it), the name
 // is checked on the held parent, and only an empty directory can go; one
 // the host's tools wrote into loses its mark and stays.
-static void aside_if_replaced(int parent, const char *name, const char *rel, uint64_t dev, uint64_t ino);
+static void aside_if_replaced(struct fast *f, int parent, const char *name, const char *rel, uint64_t dev, uint64_t ino);
 
 // replaced is placeholder.replaced (placeholders_linux.go): what stands
 // at p's name when it is not p's directory, and not an empty directory,
-// is moved aside (NAME.jail-RANDOM) unless a live run holds it, and the
-// line names it.
-static void replaced(struct placeholder *p) {
-	if (p->parent >= 0) aside_if_replaced(p->parent, p->name, p->rel ? p->rel : p->name, p->dev, p->ino);
+// is moved aside (NAME.jail-RANDOM), or left to the last run out when a
+// live run holds it, and the line names it.
+static void replaced(struct fast *f, struct placeholder *p) {
+	if (p->parent >= 0) aside_if_replaced(f, p->parent, p->name, p->rel ? p->rel : p->name, p->dev, p->ino);
+}
+
+// pend_aside records the entry rel of the workspace (st) in the git state
+// directory's pending/ as a protected name to move aside, as gitview's
+// pending.write does (pendingItem, kind "aside"): a live run holds it,
+// and the last run out moves it aside (gitview.ReducePending). 0 when
+// the record is written.
+static int pend_aside(struct fast *f, const char *rel, const struct stat *st) {
+	if (f->gkey < 0 || !f->ws || strlen(f->fresh_run) != 16) return -1;
+	int sd = openat(f->gkey, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sd < 0) return -1;
+	(void)mkdirat(sd, "pending", 0700);
+	int pd = openat(sd, "pending", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	close(sd);
+	struct stat ps;
+	if (pd < 0 || fstat(pd, &ps) != 0 || ps.st_uid != getuid() || (ps.st_mode & 077)) {
+		if (pd >= 0) close(pd);
+		return -1;
+	}
+	size_t cap = 6 * (strlen(f->ws) + strlen(rel)) + 256;
+	char *rec = malloc(cap), *w = rec, *end = rec + cap;
+	unsigned char r[8];
+	char name[64], tmp[80];
+	int ok = rec && getrandom(r, sizeof r, 0) == (ssize_t)sizeof r;
+	if (ok) {
+		w += snprintf(w, end - w, "{\"workspace\":");
+		w = jail_json_string(w, end, f->ws, 0);
+		w += snprintf(w, end - w, ",\"kind\":\"aside\",\"rel\":");
+		w = jail_json_string(w, end, rel, 0);
+		w += snprintf(w, end - w, ",\"dev\":%llu,\"ino\":%llu,\"run\":\"%s\"}", (unsigned long long)st->st_dev, (unsigned long long)st->st_ino, f->fresh_run);
+		ok = w < end;
+		snprintf(name, sizeof name, "%s-%02x%02x%02x%02x%02x%02x%02x%02x", f->fresh_run, r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
+		snprintf(tmp, sizeof tmp, ".tmp-%s", name);
+	}
+	int fd = ok ? openat(pd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600) : -1;
+	// Whole or not at all: a processor never reads half a record.
+	ok = fd >= 0 && jail_write_all(fd, rec, w - rec) == 0;
+	if (fd >= 0 && close(fd) != 0) ok = 0;
+	if (fd >= 0 && (!ok || renameat(pd, tmp, pd, name) != 0)) {
+		unlinkat(pd, tmp, 0);
+		ok = 0;
+	}
+	free(rec);
+	close(pd);
+	return ok ? 0 : -1;
 }
 
 // aside_if_replaced moves aside what stands at name beneath parent (rel
 // in the workspace) when it is not the object dev/ino and not an empty
 // directory or file, unless a live run holds it, and names it on stderr.
-static void aside_if_replaced(int parent, const char *name, const char *rel, uint64_t dev, uint64_t ino) {
+static void aside_if_replaced(struct fast *f, int parent, const char *name, const char *rel, uint64_t dev, uint64_t ino) {
 	struct stat st;
 	if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || ((uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino) ||
 	    (S_ISREG(st.st_mode) && st.st_size == 0))
@@ -1220,6 +1265,18 @@ static void aside_if_replaced(int parent, const char *name, const char *rel, uin
 	if (lk < 0) return;
 	if (flock(lk, LOCK_EX | LOCK_NB) != 0) {
 		close(lk);
+		// Another live run holds it (a run in this workspace started
+		// since, which takes it for the user's): the last run out
+		// moves it aside, as gitview's movedAside leaves it.
+		char line[2 * PATH_MAX];
+		int n = pend_aside(f, rel, &st) == 0
+			    ? snprintf(line, sizeof line, "jail: these were made while the sandbox ran, and another live run's sandbox has a mount on them (moving them now would take it away): jail reduces them when the last such run ends: %s\n", rel)
+			    : snprintf(line, sizeof line, "jail: WARNING: these were made while the sandbox ran, and another live run's sandbox has a mount on them, so jail left them as they are and cannot finish them later (no git state directory); look at them before any tool opens this workspace: %s\n", rel);
+		if (n > 0 && (size_t)n < sizeof line) {
+			for (int i = 0; i < n - 1; i++)
+				if ((unsigned char)line[i] < 0x20 || (unsigned char)line[i] >= 0x7f) line[i] = '?';
+			jail_write_all(2, line, n);
+		}
 		return;
 	}
 	unsigned char r[8];
@@ -1253,7 +1310,7 @@ static void release_placeholders(struct fast *f) {
 		struct placeholder *p = &f->made[i];
 		struct stat st;
 		int removed = 0;
-		replaced(p);
+		replaced(f, p);
 		if (flock(p->fd, LOCK_EX | LOCK_NB) == 0 && fstatat(p->parent, p->name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    (uint64_t)st.st_dev == p->dev && (uint64_t)st.st_ino == p->ino) {
 			removed = unlinkat(p->parent, p->name, AT_REMOVEDIR) == 0;
@@ -1430,7 +1487,7 @@ static int locks_moved(struct fast *f) {
 	}
 	// The identities are taken; lockrel's names stay (the entry's).
 	drop_locks(f);
-	for (int i = 0; i < naside; i++) aside_if_replaced(wsfd, aside[i].name, aside[i].name, aside[i].dev, aside[i].ino);
+	for (int i = 0; i < naside; i++) aside_if_replaced(f, wsfd, aside[i].name, aside[i].name, aside[i].dev, aside[i].ino);
 	close(wsfd);
 	return moved;
 }

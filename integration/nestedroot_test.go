@@ -306,3 +306,44 @@ func TestNestedRootSwapRace(t *testing.T) {
 		}
 	})
 }
+
+// TestNestedRootReplacedHeld: W1 runs in P/node_modules/ws (where X's sweep does not look); X, a run in P, replaces the user's
+// .envrc there with a symlink to its payload; W2 then starts in ws (it takes the symlink for the
+// user's) and outlasts W1. W1's end cannot move the symlink aside while W2 holds the workspace,
+// so it leaves it to the last run out: once every run ended, the host's read of .envrc
+// (following links) runs nothing.
+func TestNestedRootReplacedHeld(t *testing.T) {
+	forEachPath(t, func(t *testing.T, r runner) {
+		p := r.dir(t, "jail-it-ws-")
+		mdir := r.dir(t, "jail-it-mark-")
+		marker := filepath.Join(mdir, "MARK")
+		w := filepath.Join(p, "node_modules/ws")
+		r.writeFile(t, filepath.Join(w, ".envrc"), "echo user\n")
+		r.writeFile(t, filepath.Join(p, "evil"), "touch "+marker+"\n")
+		r.own(t, p)
+		wait1 := r.background(t, call{dir: w, args: []string{"run", "-w", w, "--", "/bin/sh", "-c",
+			"touch .up-1; while [ ! -e .go-1 ]; do sleep 0.05; done"}})
+		waitFile(t, filepath.Join(w, ".up-1"))
+		x := r.sh(t, p, "cd "+w+" && mv .envrc .envrc.old && ln -s "+p+"/evil .envrc && echo ATTACKED")
+		if !strings.Contains(x.stdout, "ATTACKED") {
+			t.Fatalf("the outer run could not replace .envrc: %d\n%s\n%s", x.code, x.stdout, x.stderr)
+		}
+		wait2 := r.background(t, call{dir: w, env: []string{"JAIL_PLAN_CACHE=off"}, args: []string{"run", "-w", w, "--", "/bin/sh", "-c",
+			"touch .up-2; while [ ! -e .go-2 ]; do sleep 0.05; done"}})
+		waitFile(t, filepath.Join(w, ".up-2"))
+		r.writeFile(t, filepath.Join(w, ".go-1"), "")
+		res1 := wait1()
+		r.writeFile(t, filepath.Join(w, ".go-2"), "")
+		res2 := wait2()
+		mustExit(t, res1, 0)
+		mustExit(t, res2, 0)
+		t.Logf("W1: %s\nW2: %s\nX: %s", res1.stderr, res2.stderr, x.stderr)
+		r.hostReadsFollowing(t, w)
+		if _, err := os.Stat(marker); err == nil {
+			t.Errorf("the host's read of .envrc ran the payload after every run ended: %v\nW1: %s\nW2: %s", namesIn(t, w), res1.stderr, res2.stderr)
+		}
+		if fi, err := os.Lstat(filepath.Join(w, ".envrc")); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			t.Errorf(".envrc is still the outer sandbox's symlink after every run ended\nW1: %s\nW2: %s", res1.stderr, res2.stderr)
+		}
+	})
+}
