@@ -14,35 +14,13 @@ import (
 // config). A line it cannot read as git would is reported too: the
 // reading errs towards the program.
 func ProgramSetting(data []byte, keep []string) string {
-	section := ""
-	lines := strings.Split(string(data), "\n")
-	for i := 0; i < len(lines); i++ {
-		line := strings.TrimSpace(strings.TrimPrefix(lines[i], "\ufeff"))
-		if strings.HasPrefix(line, "[") {
-			end := strings.IndexByte(line, ']')
-			if end < 0 {
-				return "unreadable line " + quoteLine(line)
-			}
-			section = sectionName(line[1:end])
-			line = strings.TrimSpace(line[end+1:])
-		}
-		if line == "" || line[0] == '#' || line[0] == ';' {
-			continue
-		}
-		key, val, _ := strings.Cut(line, "=")
-		key = strings.TrimSpace(key)
-		// A value continued on the next lines (a trailing backslash)
-		// belongs to this key.
-		for strings.HasSuffix(val, `\`) && i+1 < len(lines) {
-			i++
-			val = val[:len(val)-1] + lines[i]
-		}
-		if section == "" || key == "" || strings.ContainsAny(key, " \t\"[]") {
-			return "unreadable line " + quoteLine(line)
-		}
-		full := section + "." + strings.ToLower(key)
-		v := unquote(strings.TrimSpace(val))
-		if strings.HasPrefix(strings.ToLower(full), "alias.") && strings.HasPrefix(v, "!") {
+	sets, err := ParseConfig(data)
+	if err != nil {
+		return "unreadable file (" + err.Error() + ")"
+	}
+	for _, kv := range sets {
+		full, v := kv.Key, kv.Value
+		if strings.HasPrefix(full, "alias.") && strings.HasPrefix(v, "!") {
 			return full + " = " + strconv.Quote(v) // a shell command under a name of its own
 		}
 		if !RunsProgram(full) {

@@ -24,7 +24,11 @@ func TestProgramSetting(t *testing.T) {
 		{"[alias]\n\tst = status\n", ""},
 		{"[remote \"o\"]\n\tuploadpack = ./p\n", "remote.o.uploadpack"},
 		{"[core]\n\tfsmonitor\n", "core.fsmonitor"},
-		{"fsmonitor = x\n", "unreadable"},
+		{"fsmonitor = x\n", ""}, // git reads a key before any section as "fsmonitor"
+		{"[user]\n\tnote = foo\\\\\n[core]\n\tfsmonitor = x\n", "core.fsmonitor"},
+		{"[core]\n\tfsmonitor = \\\n\tx\n", "core.fsmonitor"},
+		{"[core]\n\tfsmonitor = \"x\n", "unreadable"},
+		{"[core]\n\tfsmonitor = \\q\n", "unreadable"},
 		{"[core\n", "unreadable"},
 		{"# [core] fsmonitor = x\n[user]\n\tname = a ; fsmonitor\n", ""},
 	} {
