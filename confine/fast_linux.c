@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
@@ -2308,6 +2309,52 @@ static void guard_done(struct fast *f) {
 	f->guard = -1;
 }
 
+// release is what the process of drop_deferred works from: its own copy,
+// on its own stack's mapping, since it shares this process's memory.
+struct release {
+	int pipe, n, argc;
+	int fds[MAX_PLACEHOLDERS + 4 + 4 * MAX_OVERLAYS];
+	struct limits *lim;
+	char **envp, **argv;
+};
+
+#define RELEASE_STACK (64 << 10)
+
+static int release_main(void *arg) {
+	struct release *r = arg;
+	setsid();
+	// Not the caller's command line (a search for the command's
+	// processes must not find this one) nor its environment.
+	for (char **e = r->envp; e && *e; e++) memset(*e, 0, strlen(*e));
+	char *a0 = r->argv[0], *aend = r->argv[r->argc - 1] + strlen(r->argv[r->argc - 1]);
+	memset(a0, 0, aend - a0);
+	if (aend - a0 >= (ptrdiff_t)sizeof("jail-release")) memcpy(a0, "jail-release", sizeof("jail-release"));
+	prctl(PR_SET_NAME, "jail-release", 0, 0, 0);
+	int keep[sizeof(r->fds) / sizeof(r->fds[0]) + 1], n = 0;
+	keep[n++] = r->pipe;
+	for (int i = 0; i < r->n; i++) keep[n++] = r->fds[i];
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	unsigned low = 0;
+	for (int i = 0; i <= n; i++) {
+		unsigned high = i < n ? (unsigned)keep[i] : ~0U;
+		if (high > low && syscall(SYS_close_range, low, high - 1, 0) < 0)
+			for (unsigned fd = low; fd < high && fd < 4096; fd++) close((int)fd);
+		low = high + 1;
+	}
+	// The supervisor has dropped its copies when its end closes.
+	char b;
+	while (read(r->pipe, &b, 1) < 0 && errno == EINTR)
+		;
+	for (int i = 0; i < r->n; i++) close(r->fds[i]);
+	if (r->lim) lim_remove(r->lim);
+	_exit(0);
+}
+
 // drop_deferred hands the descriptors of the directories this run removed
 // to a process of their own, which closes them once this one has exited.
 // A directory's last close frees its inode and block, and where the file
@@ -2319,46 +2366,22 @@ static void guard_done(struct fast *f) {
 // descriptor (none of the caller's stdio: a reader waiting for the end of
 // jail's output does not wait for it) and a session of its own. It also
 // removes the run's cgroups (lim_later), which no name of the caller's
-// shows.
+// shows. It shares this process's memory (CLONE_VM, on a stack of its
+// own): no page table is copied for it, and this process's exit, the last
+// thing it does, leaves the address space to it to take down.
 static void drop_deferred(struct fast *f) {
 	if (f->ndefer == 0) {
 		if (f->lim_later) lim_remove(f->lim_later);
 		return;
 	}
 	int p[2];
-	pid_t pid = pipe2(p, O_CLOEXEC) == 0 ? fork() : -1;
-	if (pid == 0) {
-		setsid();
-		// Not the caller's command line (a search for the command's
-		// processes must not find this one) nor its environment.
-		for (char **e = f->envp; e && *e; e++) memset(*e, 0, strlen(*e));
-		char *a0 = f->argv[0], *aend = f->argv[f->argc - 1] + strlen(f->argv[f->argc - 1]);
-		memset(a0, 0, aend - a0);
-		if (aend - a0 >= (ptrdiff_t)sizeof("jail-release")) memcpy(a0, "jail-release", sizeof("jail-release"));
-		prctl(PR_SET_NAME, "jail-release", 0, 0, 0);
-		int keep[sizeof(f->defer) / sizeof(f->defer[0]) + 1], n = 0;
-		keep[n++] = p[0];
-		for (int i = 0; i < f->ndefer; i++) keep[n++] = f->defer[i];
-		for (int i = 1; i < n; i++)
-			for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
-				int t = keep[j];
-				keep[j] = keep[j - 1];
-				keep[j - 1] = t;
-			}
-		unsigned low = 0;
-		for (int i = 0; i <= n; i++) {
-			unsigned high = i < n ? (unsigned)keep[i] : ~0U;
-			if (high > low && syscall(SYS_close_range, low, high - 1, 0) < 0)
-				for (unsigned fd = low; fd < high && fd < 4096; fd++) close((int)fd);
-			low = high + 1;
-		}
-		// The supervisor has dropped its copies when its end closes.
-		char b;
-		while (read(p[0], &b, 1) < 0 && errno == EINTR)
-			;
-		for (int i = 0; i < f->ndefer; i++) close(f->defer[i]);
-		if (f->lim_later) lim_remove(f->lim_later);
-		_exit(0);
+	uint8_t *mem = pipe2(p, O_CLOEXEC) == 0 ? mmap(NULL, RELEASE_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
+	pid_t pid = -1;
+	if (mem != MAP_FAILED) {
+		struct release *r = (struct release *)mem;
+		*r = (struct release){.pipe = p[0], .n = f->ndefer, .argc = f->argc, .lim = f->lim_later, .envp = f->envp, .argv = f->argv};
+		memcpy(r->fds, f->defer, sizeof(int) * f->ndefer);
+		pid = clone(release_main, mem + RELEASE_STACK, CLONE_VM | SIGCHLD, r);
 	}
 	if (pid < 0 && f->lim_later) lim_remove(f->lim_later);
 	for (int i = 0; i < f->ndefer; i++) close(f->defer[i]);
