@@ -288,14 +288,20 @@ func (a *adopter) adoptRefs(up *upperTree, base *Snapshot) error {
 	for n := range intent {
 		names = append(names, n)
 	}
+	// A symbolic value is judged by what it resolves to on the host
+	// (symrefWhy), so the refs it may point at go before it.
 	rank := func(n string) int {
+		r := 1
 		switch {
 		case intent[n] == "":
 			return 0
 		case isPseudoRef(n):
-			return 2
+			r = 2
 		}
-		return 1
+		if strings.HasPrefix(intent[n], "ref: ") {
+			r += 2
+		}
+		return r
 	}
 	sort.Slice(names, func(i, j int) bool {
 		if ri, rj := rank(names[i]), rank(names[j]); ri != rj {
@@ -341,6 +347,38 @@ func resolveRef(get func(string) string, name string) string {
 	return ""
 }
 
+// symrefWhy says why the symbolic value s ("ref: T") the sandbox wrote is
+// not adopted, "" when it is: it is judged by what it finally resolves
+// to among the host's refs (after the sandbox's other refs were adopted,
+// each asked of Options.Hold). The hold check looks at object ids only,
+// so without this HEAD or a branch made a symbolic ref to
+// refs/jail/<run>/heads/evil (the held ref, whose name the sandbox can
+// read from its mounts) would have the host's next git reset --hard
+// check out the held commit. A chain that passes through refs/jail/, ends
+// at a ref the host does not have (unborn: allowed only when unborn is,
+// in a new repository), or is longer than git follows is refused.
+func symrefWhy(s string, host map[string]string, unborn bool) string {
+	name := strings.TrimPrefix(s, "ref: ")
+	for i := 0; i < 5; i++ {
+		if strings.HasPrefix(name, "refs/jail/") {
+			return fmt.Sprintf("a symbolic ref through %s: refs/jail/ holds what jail held or kept aside, taken only with the host's git update-ref", esc(name))
+		}
+		v := host[name]
+		if v == "" {
+			if unborn {
+				return ""
+			}
+			return fmt.Sprintf("a symbolic ref to %s, which the host does not have (held, dropped or never made); point it on the host with `git symbolic-ref`", esc(name))
+		}
+		t, ok := strings.CutPrefix(v, "ref: ")
+		if !ok {
+			return ""
+		}
+		name = t
+	}
+	return "a chain of symbolic refs longer than git follows"
+}
+
 func describe(v string) string {
 	if v == "" {
 		return "deleted"
@@ -357,6 +395,13 @@ func (a *adopter) adoptRef(x, b, s string, host map[string]string) {
 		}
 	}
 	h := host[x]
+	if h != s && strings.HasPrefix(s, "ref: ") {
+		if why := symrefWhy(s, host, false); why != "" {
+			a.rep.dropped("%s: %s; the host's kept", esc(x), why)
+			a.skipLogs[x], a.skipLogs["HEAD"] = true, true
+			return
+		}
+	}
 	if ids := oids(s); len(ids) > 0 && h != s && a.opt.Hold != nil {
 		if paths, err := a.opt.Hold(ids); err != nil || len(paths) > 0 {
 			a.holdRef(x, h, s, paths, err)

@@ -80,7 +80,9 @@
 // ORIG_HEAD, MERGE_HEAD, CHERRY_PICK_HEAD and REVERT_HEAD are adopted when
 // their names pass git's check-ref-format rules and their values are an
 // object id of the repository's format (SHA-1 or SHA-256) or, for HEAD and
-// refs/, "ref: refs/...". A ref is never made to point at an object the
+// refs/, "ref: refs/..." (judged by what it resolves to among the host's
+// refs: never into refs/jail/, nor to a ref the host lacks; symrefWhy).
+// A ref is never made to point at an object the
 // host does not have after the objects came in (a loose object or an
 // entry of a pack's .idx; alternates are not consulted). Reflog lines
 // naming an object the host does not have are left out. FETCH_HEAD is

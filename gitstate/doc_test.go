@@ -39,7 +39,11 @@ same way into the host's empty ` + "`.git`" + `, with a config jail writes itsel
   state is kept aside (` + "`kept-<run>`" + ` in jail's state directory).
 - **Refs**: ` + "`refs/**`" + ` (loose and ` + "`packed-refs`" + `), ` + "`HEAD`" + `, ` + "`ORIG_HEAD`" + `, ` + "`MERGE_HEAD`" + `,
   ` + "`CHERRY_PICK_HEAD`" + `, ` + "`REVERT_HEAD`" + `: valid ref names, values an object id the host has (after the objects
-  came in) or ` + "`ref: refs/...`" + `. Three-way against the state at launch: a ref only the sandbox changed is
+  came in) or ` + "`ref: refs/...`" + `. A symbolic value is judged by what it finally resolves to among the
+  host's refs once the others were adopted: one through ` + "`refs/jail/`" + ` (where the held commits are; the
+  sandbox can read the run's name), to a ref the host does not have (an unborn branch is kept only
+  as a new repository's ` + "`HEAD`" + `), or longer than git follows is dropped and named, for ` + "`HEAD`" + `,
+  branches and a linked worktree's ` + "`HEAD`" + `, in every repository adopted. Three-way against the state at launch: a ref only the sandbox changed is
   applied; one only the host changed keeps the host's value; one both changed keeps the host's,
   and the sandbox's is saved as ` + "`refs/jail/<run>/<ref>`" + ` and reported as a conflict. Written with
   git's lock protocol, so a git running at the same time is safe. Nothing under

@@ -191,6 +191,18 @@ func AdoptNew(gitdirFD, srcFD int, opt Options) (*Report, error) {
 			head = "ref: refs/heads/main"
 		}
 	}
+	if strings.HasPrefix(head, "ref: ") {
+		// An unborn branch is what git init leaves; a symbolic HEAD
+		// into refs/jail/ (where the held branch is) is not.
+		host, err := a.refs.all()
+		if err != nil {
+			return rep, fmt.Errorf("gitstate: adopt new: read the refs: %w", err)
+		}
+		if why := symrefWhy(head, host, true); why != "" {
+			rep.dropped("HEAD: %s; wrote ref: refs/heads/main", why)
+			head = "ref: refs/heads/main"
+		}
+	}
 	if err := a.refs.update("HEAD", "", head); err != nil {
 		return rep, fmt.Errorf("gitstate: adopt new: write HEAD: %w", err)
 	}

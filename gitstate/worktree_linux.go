@@ -102,6 +102,21 @@ func (a *adopter) adoptWorktree(up *upperTree, name string) (why, gitfile string
 	if !strings.HasPrefix(head, "ref: ") && !a.objects.has(head) {
 		return "its HEAD names an object the host does not have", gitfile
 	}
+	// The worktree's HEAD is checked out by the host's git there as the
+	// repository's is: judged the same way (adoptRef).
+	if strings.HasPrefix(head, "ref: ") {
+		host, err := a.refs.all()
+		if err != nil {
+			return fmt.Sprintf("its HEAD: read the host's refs: %v", err), gitfile
+		}
+		if why := symrefWhy(head, host, false); why != "" {
+			return "its HEAD is " + why, gitfile
+		}
+	} else if a.opt.Hold != nil {
+		if paths, err := a.opt.Hold([]string{head}); err != nil || len(paths) > 0 {
+			return "its HEAD is detached at a commit that would be held: " + heldWhy(paths, err), gitfile
+		}
+	}
 	var index []byte
 	if data, err := read("index", maxIndexFile); err == nil {
 		if index, err = a.worktreeIndex(up, data); err != nil {
