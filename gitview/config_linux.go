@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/jail-sandbox/jail/confine"
@@ -33,6 +34,9 @@ type configTargets struct {
 	// the value, as a path relative to the work tree, where git runs
 	// them.
 	programs []string
+	// pathWords are the programs whose word has the shape of a path
+	// (pathWord): held whether or not a file is there at launch.
+	pathWords map[string]bool
 }
 
 // programKeys are the config keys whose value is a command the host's git
@@ -122,16 +126,22 @@ func (t *configTargets) read(path string, fd int, home, worktree string, depth i
 				// up: that directory, _ in it, is the hooks.
 				p = filepath.Dir(p)
 			}
-			t.hooks = append(t.hooks, p)
+			t.hooks = appendNew(t.hooks, p)
 		}
 	}
 	for _, e := range c.Entries {
 		if e.NoValue || !programKey(e) {
 			continue
 		}
-		for _, w := range valueWords(e.Value) {
+		for i, w := range valueWords(e.Value) {
 			if p := expand(w, home, worktree); p != "" {
 				t.programs = appendNew(t.programs, p)
+				if pathWord(w, i) {
+					if t.pathWords == nil {
+						t.pathWords = map[string]bool{}
+					}
+					t.pathWords[p] = true
+				}
 			}
 		}
 	}
@@ -140,7 +150,7 @@ func (t *configTargets) read(path string, fd int, home, worktree string, depth i
 		if p == "" {
 			continue
 		}
-		t.includes = append(t.includes, p)
+		t.includes = appendNew(t.includes, p)
 		t.read(p, -1, home, worktree, depth+1, facts)
 	}
 }
@@ -188,39 +198,56 @@ func within(p, root string) bool {
 }
 
 // guardTargets keeps the config targets of the host's git read-only
-// where the sandbox could write them. A hooks directory, and an include
-// file that exists, are guarded (confine.Layout.Guarded): read-only, and
-// every directory on the way from the writable tree's root pinned, so
-// .husky cannot be moved aside and rebuilt. A missing hooks directory is
-// created empty for the guard (git ignores an empty directory); a missing
-// include file in the workspace is a protected path, so it cannot be
-// created.
+// where the sandbox could write them. In the workspace each is a
+// protected path (confine's protect: read-only where it exists, every
+// directory on the way pinned so .husky cannot be moved aside and
+// rebuilt, and an empty placeholder directory at its first missing
+// component, which goes when the run ends): a hooks directory, an
+// include file and a program file, existing or not. In another writable
+// tree (a --rw path without a view of its own) a hooks directory, and an
+// include file that exists, are guarded (confine.Layout.Guarded), and a
+// missing include file by its directory. A target in a --rw tree shown
+// by a view of its own (Options.Shown) is that view's.
 func (r *Run) guardTargets(t *configTargets) {
 	ws := r.opt.Workspace
 	writable := append([]string{ws}, r.opt.Writable...)
 	if r.opt.ReadOnly {
 		writable = r.opt.Writable
 	}
+	inGitDir := func(rp string) bool {
+		if within(rp, filepath.Join(ws, ".git")) {
+			return true
+		}
+		for _, g := range r.repos {
+			if within(rp, filepath.Join(ws, g.Rel)) {
+				return true // the view's already
+			}
+		}
+		return false
+	}
 	place := func(p string, dir bool) {
 		rp := resolveLoose(p)
-		if rp == "" || within(rp, filepath.Join(ws, ".git")) {
-			return // in the workspace's git directory: the view's already
+		if rp == "" || inGitDir(rp) {
+			return
+		}
+		if !r.opt.Tree {
+			for _, s := range r.opt.Shown {
+				if within(rp, s) {
+					return // that tree's view holds it
+				}
+			}
 		}
 		for _, w := range writable {
 			if !within(rp, w) {
 				continue
 			}
-			var st unix.Stat_t
-			exists := unix.Lstat(rp, &st) == nil
 			switch {
-			case dir:
-				r.guardDirs = appendNew(r.guardDirs, rp)
-			case exists:
-				r.guardFiles = appendNew(r.guardFiles, rp)
 			case w == ws:
 				if rel, err := filepath.Rel(ws, rp); err == nil && rel != "." && !strings.HasPrefix(rel, "../") {
 					r.protect = appendNew(r.protect, rel)
 				}
+			case dir:
+				r.guardDirs = appendNew(r.guardDirs, rp)
 			default:
 				r.guardFiles = appendNew(r.guardFiles, rp)
 			}
@@ -233,21 +260,28 @@ func (r *Run) guardTargets(t *configTargets) {
 	for _, i := range t.includes {
 		place(i, false)
 	}
-	// A program the host's git runs from the work tree is kept as it is;
-	// a word that names no regular file is a word of the command (a name
-	// looked up in PATH, an option, a directory it cds to), not a file.
-	// Whether it is a file is a fact of the plan: a cached run made when
-	// it was not must not leave it writable once it is.
+	// A program the host's git runs from the work tree is kept as it is.
+	// A word with the shape of a path (pathWord: tools/fsmon, sh
+	// clean.sh) is held whether or not it exists, so the sandbox cannot
+	// make it either; another word that names no regular file is a word
+	// of the command (a name looked up in PATH, an option), not a file,
+	// and a directory is where it cds to. Whether such a word is a file
+	// is a fact of the plan: a cached run made when it was not must not
+	// leave it writable once it is.
 	for _, p := range t.programs {
 		rp := resolveLoose(p)
-		if rp == "" || within(rp, filepath.Join(ws, ".git")) {
-			continue
+		if rp == "" || inGitDir(rp) || slices.ContainsFunc(t.hooks, func(h string) bool { return within(p, h) }) {
+			continue // core.hooksPath's: held as a hooks directory above
 		}
 		for _, w := range writable {
 			if within(rp, w) {
 				r.opt.Facts.File(rp)
 				var st unix.Stat_t
-				if unix.Stat(rp, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+				err := unix.Stat(rp, &st)
+				switch {
+				case err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG:
+					place(p, false)
+				case err != nil && t.pathWords[p] && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)):
 					place(p, false)
 				}
 				break

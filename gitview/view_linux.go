@@ -200,34 +200,50 @@ func Prepare(o Options) (*Run, error) {
 	return r, nil
 }
 
-// configTargets finds the hooks directories and included config files
-// the host's git would use here and keeps them out of the sandbox's
-// reach.
+// configTargets finds the hooks directories, included config files and
+// program files the host's git would use in each work tree here
+// (workTrees) and keeps them out of the sandbox's reach.
 func (r *Run) configTargets() {
 	t := &configTargets{}
-	for _, f := range userConfigs(r.opt.Home, r.opt.XDGConfig) {
-		if r.opt.Tree {
-			break // the workspace's view guards what these name
-		}
-		t.read(f, -1, r.opt.Home, r.opt.Workspace, 0, r.opt.Facts)
+	user := t
+	if r.opt.Tree {
+		// What the user's config names outside this tree is the
+		// workspace's view's to hold; relative to this tree's work
+		// trees, this view's.
+		user = &configTargets{}
 	}
-	for _, g := range r.repos {
-		if g.Fresh {
-			continue
+	for _, wt := range r.workTrees() {
+		for _, f := range userConfigs(r.opt.Home, r.opt.XDGConfig) {
+			user.read(f, -1, r.opt.Home, wt.top, 0, r.opt.Facts)
 		}
 		// config.worktree too: git reads it when extensions.worktreeConfig
 		// is set (the plan cache looks at both again: gitDirTouched).
-		for _, name := range []string{"config", "config.worktree"} {
-			fd, err := unix.Openat2(g.fd, name, &unix.OpenHow{
-				Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-				Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-			})
-			if err != nil {
-				continue
+		for _, c := range wt.configs {
+			t.readFile(c, r.opt.Home, wt.top, r)
+		}
+	}
+	if user != t {
+		in := func(p string) bool { return within(p, r.opt.Workspace) }
+		for _, h := range user.hooks {
+			if in(h) {
+				t.hooks = appendNew(t.hooks, h)
 			}
-			gd := filepath.Join(r.opt.Workspace, g.Rel)
-			t.read(filepath.Join(gd, name), fd, r.opt.Home, filepath.Dir(gd), 0, r.opt.Facts)
-			unix.Close(fd)
+		}
+		for _, i := range user.includes {
+			if in(i) {
+				t.includes = appendNew(t.includes, i)
+			}
+		}
+		for _, p := range user.programs {
+			if in(p) {
+				t.programs = appendNew(t.programs, p)
+				if user.pathWords[p] {
+					if t.pathWords == nil {
+						t.pathWords = map[string]bool{}
+					}
+					t.pathWords[p] = true
+				}
+			}
 		}
 	}
 	r.guardTargets(t)

@@ -111,8 +111,8 @@ func TestExpand(t *testing.T) {
 
 // TestConfigTargets: hooks directories and include files are read from
 // the user's config, includes followed, and each lands where the sandbox
-// could write it: guarded, or protected when a missing include file is in
-// the workspace; targets elsewhere or in .git are left alone.
+// could write it: protected in the workspace (existing or not), guarded
+// in another writable tree; targets elsewhere or in .git are left alone.
 func TestConfigTargets(t *testing.T) {
 	home, ws, rw := t.TempDir(), t.TempDir(), t.TempDir()
 	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[core]\n\thooksPath = "+ws+"/hooks\n[include]\n\tpath = more.cfg\n"), 0o644)
@@ -125,14 +125,14 @@ func TestConfigTargets(t *testing.T) {
 		tg.read(f, -1, home, ws, 0, nil)
 	}
 	r.guardTargets(tg)
-	if want := []string{filepath.Join(ws, "hooks"), filepath.Join(home, "h2")}; !slices.Equal(r.guardDirs, want) {
+	if want := []string{filepath.Join(home, "h2")}; !slices.Equal(r.guardDirs, want) {
 		t.Errorf("guarded directories %v, want %v", r.guardDirs, want)
 	}
 	if want := []string{filepath.Join(home, "more.cfg"), filepath.Join(rw, "shared.cfg")}; !slices.Equal(r.guardFiles, want) {
 		t.Errorf("guarded files %v, want %v", r.guardFiles, want)
 	}
-	if !slices.Equal(r.protect, []string{"local.cfg"}) {
-		t.Errorf("protected %v, want the missing include in the workspace", r.protect)
+	if !slices.Equal(r.protect, []string{"hooks", "local.cfg"}) {
+		t.Errorf("protected %v, want the hooks directory and the missing include in the workspace", r.protect)
 	}
 }
 

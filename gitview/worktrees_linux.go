@@ -1,0 +1,233 @@
+//go:build linux
+
+package gitview
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/jail-sandbox/jail/gitstate"
+	"golang.org/x/sys/unix"
+)
+
+// The host's git resolves a relative core.hooksPath, and runs the
+// programs its config names (core.fsmonitor = tools/fsmon), against the
+// top of the work tree it runs in: the workspace's root, a nested
+// repository's or a submodule's directory, each linked worktree of a
+// repository. So the config targets are read once for every work tree of
+// every repository the view shows, each config git reads there (the
+// user's and the system's, the repository's, the worktree's own
+// config.worktree) resolved against that work tree's top.
+
+// workTree is one work tree the host's git may run in, and the config
+// files it reads there besides the user's and the system's.
+type workTree struct {
+	top     string // absolute
+	configs []configFile
+}
+
+// configFile is a repository's config file: name beneath the git
+// directory fd, or, with fd -1, path.
+type configFile struct {
+	fd         int
+	name, path string
+}
+
+// add appends c to the work tree at top, made when there is none yet.
+func addWorkTree(wts []workTree, top string, c ...configFile) []workTree {
+	top = filepath.Clean(top)
+	for i := range wts {
+		if wts[i].top == top {
+			for _, x := range c {
+				if !containsConfig(wts[i].configs, x) {
+					wts[i].configs = append(wts[i].configs, x)
+				}
+			}
+			return wts
+		}
+	}
+	return append(wts, workTree{top: top, configs: c})
+}
+
+func containsConfig(cs []configFile, c configFile) bool {
+	for _, x := range cs {
+		if x.fd == c.fd && x.name == c.name && x.path == c.path {
+			return true
+		}
+	}
+	return false
+}
+
+// workTrees are the work trees of the repositories the view shows, the
+// workspace's root first (a repository may be made there during the run,
+// which the user's config applies to): the directory holding each .git,
+// the core.worktree of a git directory that sets one (a submodule's in
+// .git/modules), the directory of every gitfile the launch walk found
+// that names a shown git directory or one of its linked worktrees, and
+// every linked worktree a shown repository lists (worktrees/NAME/gitdir),
+// in the workspace or not. A gitfile naming a git directory that is not
+// shown (the workspace is itself a submodule checkout or a linked
+// worktree) has that directory's config read by path. Each file read is
+// a fact of the plan.
+func (r *Run) workTrees() []workTree {
+	ws := r.opt.Workspace
+	facts := r.opt.Facts
+	wts := []workTree{{top: ws}}
+	byDir := map[string]*repo{}
+	for _, g := range r.repos {
+		if g.Fresh {
+			continue
+		}
+		gd := filepath.Join(ws, g.Rel)
+		byDir[gd] = g
+		main := []configFile{{fd: g.fd, name: "config", path: filepath.Join(gd, "config")}, {fd: g.fd, name: "config.worktree", path: filepath.Join(gd, "config.worktree")}}
+		if top := coreWorktree(g.fd, gd); top != "" {
+			wts = addWorkTree(wts, top, main...)
+		} else if filepath.Base(g.Rel) == ".git" {
+			wts = addWorkTree(wts, filepath.Dir(gd), main...)
+		}
+		// Linked worktrees, where they are: git reads the repository's
+		// config and the worktree's config.worktree there.
+		facts.Stat(filepath.Join(gd, "worktrees"), true)
+		names := listDirBeneath(g.fd, "worktrees")
+		for _, n := range names {
+			p := filepath.Join("worktrees", n, "gitdir")
+			facts.Stat(filepath.Join(gd, p), true)
+			data, err := readBeneath(g.fd, p)
+			if err != nil {
+				continue
+			}
+			line := strings.TrimSpace(string(data))
+			if !filepath.IsAbs(line) || filepath.Base(line) != ".git" {
+				continue
+			}
+			own := configFile{fd: g.fd, name: filepath.Join("worktrees", n, "config.worktree"), path: filepath.Join(gd, "worktrees", n, "config.worktree")}
+			facts.Stat(own.path, true)
+			wts = addWorkTree(wts, filepath.Dir(line), main[0], own)
+		}
+	}
+	var gitfiles []string
+	if r.launch != nil {
+		gitfiles = append(gitfiles, r.launch.gitFiles...)
+	}
+	var st unix.Stat_t
+	if unix.Fstatat(r.ws, ".git", &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+		gitfiles = appendNew(gitfiles, ".git")
+	}
+	for _, gf := range gitfiles {
+		facts.Stat(filepath.Join(ws, gf), true)
+		data, err := readBeneath(r.ws, gf)
+		if err != nil || len(data) > 4096 {
+			continue
+		}
+		line, ok := strings.CutPrefix(strings.TrimRight(string(data), "\n"), "gitdir: ")
+		if !ok || line == "" {
+			continue
+		}
+		top := filepath.Join(ws, filepath.Dir(gf))
+		target := line
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(top, target)
+		}
+		target = filepath.Clean(target)
+		if g := byDir[target]; g != nil {
+			wts = addWorkTree(wts, top, configFile{fd: g.fd, name: "config", path: filepath.Join(target, "config")}, configFile{fd: g.fd, name: "config.worktree", path: filepath.Join(target, "config.worktree")})
+			continue
+		}
+		if filepath.Base(filepath.Dir(target)) == "worktrees" {
+			if g := byDir[filepath.Dir(filepath.Dir(target))]; g != nil {
+				n := filepath.Base(target)
+				wts = addWorkTree(wts, top, configFile{fd: g.fd, name: "config", path: filepath.Join(filepath.Dir(filepath.Dir(target)), "config")}, configFile{fd: g.fd, name: filepath.Join("worktrees", n, "config.worktree"), path: filepath.Join(target, "config.worktree")})
+				continue
+			}
+		}
+		if within(target, ws) {
+			continue // in the workspace, not shown: read-only as a whole (nested)
+		}
+		// Outside the workspace: git reads the common directory's config
+		// and the git directory's config.worktree.
+		common := target
+		facts.File(filepath.Join(target, "commondir"))
+		if c, err := os.ReadFile(filepath.Join(target, "commondir")); err == nil {
+			cd := strings.TrimSpace(string(c))
+			if !filepath.IsAbs(cd) {
+				cd = filepath.Join(target, cd)
+			}
+			common = filepath.Clean(cd)
+		}
+		wts = addWorkTree(wts, top, configFile{fd: -1, path: filepath.Join(common, "config")}, configFile{fd: -1, path: filepath.Join(target, "config.worktree")})
+	}
+	return wts
+}
+
+// coreWorktree is the work tree a git directory's config names
+// (core.worktree, relative to the git directory), "" for none.
+func coreWorktree(gitfd int, gd string) string {
+	fd, err := unix.Openat2(gitfd, "config", &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return ""
+	}
+	defer unix.Close(fd)
+	c, err := gitstate.ReadConfig(fd)
+	if err != nil {
+		return ""
+	}
+	vs := c.Values("core.worktree")
+	if len(vs) == 0 || vs[len(vs)-1] == "" {
+		return ""
+	}
+	v := vs[len(vs)-1]
+	if !filepath.IsAbs(v) {
+		v = filepath.Join(gd, v)
+	}
+	return filepath.Clean(v)
+}
+
+// listDirBeneath lists the directory rel beneath dirfd (no symlink
+// followed); nil when it cannot be opened.
+func listDirBeneath(dirfd int, rel string) []string {
+	fd, err := openGitDir(dirfd, rel)
+	if err != nil {
+		return nil
+	}
+	names, err := readNames(fd)
+	unix.Close(fd)
+	if err != nil {
+		return nil
+	}
+	return names
+}
+
+// readConfigFile reads c into t for the work tree at top.
+func (t *configTargets) readFile(c configFile, home, top string, r *Run) {
+	if c.fd < 0 {
+		t.read(c.path, -1, home, top, 0, r.opt.Facts)
+		return
+	}
+	fd, err := unix.Openat2(c.fd, c.name, &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	t.read(c.path, fd, home, top, 0, r.opt.Facts)
+}
+
+// pathWord reports whether word i of a command names a file by its
+// path rather than a name the shell looks up in PATH or an argument that
+// is not a file: one with a slash (tools/fsmon, ./x), or an argument
+// with an extension (sh clean.sh). A word that names an existing regular
+// file counts whatever its shape.
+func pathWord(w string, i int) bool {
+	if strings.Contains(w, "/") {
+		return true
+	}
+	return i > 0 && !strings.HasPrefix(w, "-") && strings.Trim(w, ".") != "" && bytes.ContainsRune([]byte(w), '.')
+}

@@ -1,0 +1,82 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestConfigTargetsInEveryWorkTree: the host's git resolves a relative
+// core.hooksPath, and the programs its config names, against the top of
+// the work tree it runs in. Each such path of every work tree in the
+// workspace, existing or not, is unwritable from the sandbox: a linked
+// worktree's (wt/.githooks), a nested repository's own, a submodule's,
+// the root config's hooks directory inside a nested repository, a nested
+// repository's core.fsmonitor file, and a core.fsmonitor file that does
+// not exist at launch. A missing one is held by an empty directory that
+// is gone after the run. Judged by the host's git in each work tree.
+func TestConfigTargetsInEveryWorkTree(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		lib := r.dir(t, "jail-it-lib-")
+		r.gitRepo(t, ws)
+		r.gitRepo(t, lib)
+		git := func(dir string, args ...string) {
+			t.Helper()
+			if out, err := r.hostGit(t, dir, args...); err != nil {
+				t.Fatalf("host git %v in %s: %v\n%s", args, dir, err, out)
+			}
+		}
+		git(ws, "config", "core.hooksPath", ".githooks")
+		git(ws, "config", "core.fsmonitor", "tools/fsmon")
+		git(ws, "worktree", "add", "-q", "wt")
+		vendor := filepath.Join(ws, "vendor", "lib")
+		r.gitRepo(t, vendor)
+		git(vendor, "config", "core.hooksPath", ".githooks")
+		other := filepath.Join(ws, "other")
+		r.gitRepo(t, other)
+		git(other, "config", "core.fsmonitor", "bin/fsmon")
+		r.writeFile(t, filepath.Join(other, "bin", "fsmon"), "#!/bin/sh\nexit 1\n")
+		os.Chmod(filepath.Join(other, "bin", "fsmon"), 0o755)
+		git(ws, "-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "sm")
+		git(ws, "commit", "-qm", "sm")
+		git(filepath.Join(ws, "sm"), "config", "core.hooksPath", ".githooks")
+		before := strings.Join(lsA(t, ws), " ")
+		marker, plant := r.marker(t, ws)
+		res := r.sh(t, ws, plant+`
+for d in wt/.githooks vendor/lib/.githooks sm/.githooks .githooks; do
+  mkdir -p $d 2>/dev/null; cp .payload $d/pre-commit 2>/dev/null && echo PLANTED $d
+done
+mkdir -p tools 2>/dev/null; cp .payload tools/fsmon 2>/dev/null && echo PLANTED tools/fsmon
+cp .payload other/bin/fsmon 2>/dev/null && echo PLANTED other/bin/fsmon
+mv wt/.githooks wt/.g2 2>/dev/null && echo MOVED
+echo SANDBOX-DONE`)
+		mustExit(t, res, 0)
+		if strings.Contains(res.stdout, "PLANTED") || strings.Contains(res.stdout, "MOVED") {
+			t.Errorf("a config target of the host's git was written:\n%s", res.stdout)
+		}
+		if !strings.Contains(res.stdout, "SANDBOX-DONE") {
+			t.Fatalf("the script did not run:\n%s\n%s", res.stdout, res.stderr)
+		}
+		for _, d := range []string{".githooks", "tools"} {
+			if _, err := os.Lstat(filepath.Join(ws, d)); err == nil {
+				t.Errorf("%s, missing at launch, is in the user's tree after the run", d)
+			}
+		}
+		if after := strings.Join(slices.DeleteFunc(lsA(t, ws), func(n string) bool { return n == ".payload" }), " "); after != before {
+			t.Errorf("the workspace's root changed: %q, then %q", before, after)
+		}
+		for _, dir := range []string{ws, filepath.Join(ws, "wt"), vendor, other, filepath.Join(ws, "sm")} {
+			r.writeFile(t, filepath.Join(dir, "judge.txt"), "j\n")
+			for _, args := range [][]string{{"status"}, {"add", "judge.txt"}, {"commit", "-qm", "host"}} {
+				if out, err := r.hostGit(t, dir, args...); err != nil {
+					t.Errorf("host git %v in %s: %v\n%s", args, dir, err, out)
+				}
+			}
+			planted(t, marker, "the host's git in "+dir)
+		}
+	})
+}
