@@ -1440,7 +1440,10 @@ func scanNew(w io.Writer, wsfd, scratch int, f *found, launch *found, run string
 		case err != nil:
 		case st.Mode&unix.S_IFMT == unix.S_IFREG && isAdoptedWorktree(wsfd, g):
 			// A linked worktree of a shown repository, adopted: its
-			// gitfile names the git directory jail wrote it into.
+			// gitfile names the git directory jail wrote it into. What
+			// the repository's config names relative to its top was
+			// the sandbox's to write.
+			asideWorktree(w, wsfd, dfd, g, run)
 		case st.Mode&unix.S_IFMT != unix.S_IFDIR:
 			switch err := unlinkClaimed(dfd, ".git"); {
 			case err == nil:
@@ -1660,6 +1663,11 @@ func reduce(w io.Writer, dfd, scratch int, name, rel, run string, names *nameSet
 	}
 	defer unix.Close(dst)
 	rep, err := gitstate.AdoptNew(dst, src, newCodeFiles(names, dst, "").options(gitstate.Options{RunID: run, Scratch: scratch}, nil))
+	if err == nil && rep != nil && name == ".git" {
+		// A work tree no launch knew of: what the user's config names
+		// relative to its top was the sandbox's to write.
+		asideTargets(w, dfd, filepath.Dir(rel), -1, "", run)
+	}
 	if err == nil && rep != nil && rep.Incomplete {
 		// Its history is not all there; the original stays aside,
 		// without the HEAD that would make git inside it take it for a

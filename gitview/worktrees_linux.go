@@ -4,11 +4,16 @@ package gitview
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/jail-sandbox/jail/gitstate"
+	"github.com/jail-sandbox/jail/termtext"
 	"golang.org/x/sys/unix"
 )
 
@@ -230,4 +235,167 @@ func pathWord(w string, i int) bool {
 		return true
 	}
 	return i > 0 && !strings.HasPrefix(w, "-") && strings.Trim(w, ".") != "" && bytes.ContainsRune([]byte(w), '.')
+}
+
+// A repository or a linked worktree the sandbox made during the run is a
+// work tree no launch knew of, so the paths the config of the host's git
+// names relative to its top (the user's relative core.hooksPath = .githooks
+// in a repository made by git init sub, the host repository's in a
+// worktree made by git worktree add wt) could not be held while the run
+// lasted. When it is adopted, whatever is at such a path is the sandbox's:
+// it is moved aside (asideTargets).
+
+// asideTargets moves aside, beneath dfd (the directory rel, the top of a
+// work tree made during the run, opened by descriptor), each hooks
+// directory and program file the host's git would use there: the user's
+// and the system's config, and, when gitfd is not -1, the config of the
+// host's repository it is a worktree of, with the worktree's own
+// config.worktree (worktree, a name beneath gitfd, or ""). A symlink on
+// the way goes aside in its place; an empty directory runs nothing and
+// stays. One line names what was moved.
+func asideTargets(w io.Writer, dfd int, rel string, gitfd int, worktree, run string) {
+	top, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", dfd))
+	if err != nil || !filepath.IsAbs(top) {
+		return
+	}
+	home := os.Getenv("HOME")
+	var t configTargets
+	for _, f := range userConfigs(home, os.Getenv("XDG_CONFIG_HOME")) {
+		t.read(f, -1, home, top, 0, nil)
+	}
+	gd := filepath.Join(top, ".git")
+	if gitfd >= 0 {
+		if p, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", gitfd)); err == nil {
+			gd = p // where its includes are relative to
+		}
+		for _, name := range []string{"config", "config.worktree", worktree} {
+			if name == "" {
+				continue
+			}
+			if fd, err := unix.Openat2(gitfd, name, &unix.OpenHow{
+				Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+				Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+			}); err == nil {
+				t.read(filepath.Join(gd, name), fd, home, top, 0, nil)
+				unix.Close(fd)
+			}
+		}
+	}
+	type target struct {
+		rel string
+		dir bool
+	}
+	// Only words with a path's shape: a file named like a word of a
+	// command (git-lfs clean -- %f) in a repository cloned inside is
+	// the repository's, and git does not run it.
+	var todo []target
+	add := func(p string, dir bool) {
+		r, err := filepath.Rel(top, filepath.Clean(p))
+		if err != nil || r == "." || r == ".." || strings.HasPrefix(r, "../") || r == ".git" || strings.HasPrefix(r, ".git/") {
+			return
+		}
+		todo = append(todo, target{r, dir})
+	}
+	for _, h := range t.hooks {
+		add(h, true)
+	}
+	for _, p := range t.programs {
+		if t.pathWords[p] && !slices.ContainsFunc(t.hooks, func(h string) bool { return within(p, h) }) {
+			add(p, false)
+		}
+	}
+	var moved, failed []string
+	for _, tg := range todo {
+		name, cur, err := asideOne(dfd, tg.rel, tg.dir, run)
+		where := filepath.Join(rel, cur)
+		switch {
+		case err != nil:
+			failed = append(failed, filepath.Join(rel, tg.rel))
+		case name != "":
+			moved = append(moved, where+" ("+name+")")
+		}
+	}
+	if len(moved) > 0 {
+		termtext.Fprintf(w, "jail: git: what the sandbox put where the host's git runs hooks and programs from in the work trees it made (core.hooksPath and the program keys of the user's and the repository's config, relative to each work tree) was moved aside; look at it before you rename it back: %s\n", strings.Join(moved, ", "))
+	}
+	if len(failed) > 0 {
+		termtext.Fprintf(w, "jail: git: WARNING: the sandbox put files where the host's git runs hooks and programs from in a work tree it made, and jail could not move them aside; do not run git there before you look at them: %s\n", strings.Join(failed, ", "))
+	}
+}
+
+// asideOne moves aside the path rel beneath dfd, or the first symlink on
+// its way, without following any: a hooks directory (dir) when it is not
+// empty, a program file when it is not a directory (where a command cds
+// to). It returns the name given (NAME.jail-RUN...), "" when nothing was
+// there to move, and the path beneath dfd it moved (or failed on).
+func asideOne(dfd int, rel string, dir bool, run string) (aside, comp string, err error) {
+	parts := strings.Split(rel, "/")
+	cur, err := unix.Dup(dfd)
+	if err != nil {
+		return "", "", err
+	}
+	defer func() { unix.Close(cur) }()
+	for i, c := range parts {
+		var st unix.Stat_t
+		if err := unix.Fstatat(cur, c, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				return "", "", nil
+			}
+			return "", strings.Join(parts[:i+1], "/"), err
+		}
+		last := i == len(parts)-1
+		typ := st.Mode & unix.S_IFMT
+		switch {
+		case typ == unix.S_IFLNK:
+		case !last && typ != unix.S_IFDIR:
+			return "", "", nil // git finds nothing there
+		case !last:
+			next, err := openDir(cur, c)
+			if err != nil {
+				return "", strings.Join(parts[:i+1], "/"), err
+			}
+			unix.Close(cur)
+			cur = next
+			continue
+		case dir && typ == unix.S_IFDIR && isEmptyDir(cur, c):
+			return "", "", nil
+		case !dir && typ == unix.S_IFDIR:
+			return "", "", nil
+		}
+		a, err := moveAside(cur, c, run)
+		return a, strings.Join(parts[:i+1], "/"), err
+	}
+	return "", "", nil
+}
+
+// asideWorktree is asideTargets for the linked worktree whose adopted
+// gitfile is rel beneath wsfd (isAdoptedWorktree), its directory dfd.
+func asideWorktree(w io.Writer, wsfd, dfd int, rel, run string) {
+	data, err := readBeneath(wsfd, rel)
+	if err != nil || len(data) > 4096 {
+		return
+	}
+	line, ok := strings.CutPrefix(strings.TrimSuffix(string(data), "\n"), "gitdir: ")
+	if !ok || !filepath.IsAbs(line) {
+		return
+	}
+	ws, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", wsfd))
+	if err != nil {
+		return
+	}
+	gitdir := filepath.Dir(filepath.Dir(line))
+	grel, err := filepath.Rel(ws, gitdir)
+	if err != nil || grel == ".." || strings.HasPrefix(grel, "../") {
+		return
+	}
+	name, ok := gitstate.IsWorktreeGitfile(data, gitdir)
+	if !ok {
+		return
+	}
+	gfd, err := openGitDir(wsfd, grel)
+	if err != nil {
+		return
+	}
+	defer unix.Close(gfd)
+	asideTargets(w, dfd, filepath.Dir(rel), gfd, filepath.Join("worktrees", name, "config.worktree"), run)
 }

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -75,6 +76,66 @@ echo SANDBOX-DONE`)
 				if out, err := r.hostGit(t, dir, args...); err != nil {
 					t.Errorf("host git %v in %s: %v\n%s", args, dir, err, out)
 				}
+			}
+			planted(t, marker, "the host's git in "+dir)
+		}
+	})
+}
+
+// TestConfigTargetsOfNewWorkTrees: a work tree the sandbox makes (a linked
+// worktree, git worktree add wt; a repository, git init sub) is one no
+// launch knew of, so what the user's config names relative to its top
+// (core.hooksPath = .githooks, core.fsmonitor = tools/fsmon) is moved
+// aside when the run ends, and the host's git there runs none of it.
+// At the workspace's root the same names, missing at launch, are held
+// and gone after the run.
+func TestConfigTargetsOfNewWorkTrees(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		home := r.dir(t, "jail-it-home-")
+		r.gitRepo(t, ws)
+		r.writeFile(t, filepath.Join(home, ".gitconfig"), "[core]\n\thooksPath = .githooks\n\tfsmonitor = tools/fsmon\n[user]\n\tname = u\n\temail = u@example.com\n[safe]\n\tdirectory = *\n")
+		before := strings.Join(lsA(t, ws), " ")
+		marker, plant := r.marker(t, ws)
+		res := r.jail(t, call{dir: ws, env: []string{"HOME=" + home}, args: []string{"run", "-w", ws, "--", "/bin/sh", "-c", plant + `
+export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b
+mkdir -p .githooks 2>/dev/null; cp .payload .githooks/pre-commit 2>/dev/null && echo PLANTED-ROOT
+mkdir -p tools 2>/dev/null; cp .payload tools/fsmon 2>/dev/null && echo PLANTED-ROOT
+git -c core.fsmonitor=false worktree add -q wt || echo NO-WORKTREE
+git init -q sub && (cd sub && echo a > a && git -c core.fsmonitor=false add a && git -c core.hooksPath=/dev/null -c core.fsmonitor=false commit -qm s) || echo NO-REPO
+for d in wt sub; do
+  mkdir -p $d/.githooks $d/tools && cp .payload $d/.githooks/pre-commit && cp .payload $d/.githooks/post-checkout && cp .payload $d/tools/fsmon || echo NOT-PLANTED $d
+done
+echo SANDBOX-DONE`}})
+		mustExit(t, res, 0)
+		for _, w := range []string{"PLANTED-ROOT", "NO-WORKTREE", "NO-REPO", "NOT-PLANTED"} {
+			if strings.Contains(res.stdout, w) {
+				t.Errorf("%s:\n%s\n%s", w, res.stdout, res.stderr)
+			}
+		}
+		if !strings.Contains(res.stdout, "SANDBOX-DONE") {
+			t.Fatalf("the script did not run:\n%s\n%s", res.stdout, res.stderr)
+		}
+		if after := strings.Join(slices.DeleteFunc(lsA(t, ws), func(n string) bool { return n == ".payload" || n == "wt" || n == "sub" }), " "); after != before {
+			t.Errorf("the workspace's root changed: %q, then %q", before, after)
+		}
+		for _, p := range []string{"wt/.githooks", "wt/tools/fsmon", "sub/.githooks", "sub/tools/fsmon"} {
+			if _, err := os.Lstat(filepath.Join(ws, p)); err == nil {
+				t.Errorf("%s, which the sandbox made in a work tree it made, stayed", p)
+			}
+		}
+		if !strings.Contains(res.stderr, "moved aside") {
+			t.Errorf("no line names what was moved aside:\n%s", res.stderr)
+		}
+		for _, dir := range []string{ws, filepath.Join(ws, "wt"), filepath.Join(ws, "sub")} {
+			r.writeFile(t, filepath.Join(dir, "judge.txt"), "j\n")
+			for _, args := range [][]string{{"status"}, {"add", "judge.txt"}, {"commit", "-qm", "host"}, {"checkout", "-q", "-b", "judge"}} {
+				cmd := exec.Command("git", args...)
+				cmd.Dir = dir
+				r.prepare(cmd, "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0")
+				cmd.Env = append(cmd.Env, "HOME="+home, "XDG_CONFIG_HOME=")
+				cmd.CombinedOutput()
 			}
 			planted(t, marker, "the host's git in "+dir)
 		}
