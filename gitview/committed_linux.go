@@ -208,6 +208,29 @@ func (r *Run) committedPaths() []string {
 	return out
 }
 
+// gitlinksOf lists, workspace-relative, the gitlinks the commits of the
+// repository jail has just adopted anew at dir/.git (reduce) hold: all of
+// its commits are the sandbox's. Without them, a repository made in a
+// subdirectory with a gitlink to node_modules/evil (where the walk does
+// not look) would leave evil's core.fsmonitor for the host's git reset
+// and git status there to run.
+func gitlinksOf(w io.Writer, wsfd int, dir string) []string {
+	gfd, err := openGitDir(wsfd, filepath.Join(dir, ".git"))
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(gfd)
+	paths, err := committedGitlinks(gfd, nil)
+	if err != nil {
+		termtext.Fprintf(w, "jail: git: %s: the gitlinks the sandbox's commits add cannot be listed (%v); before you check out its commits, look at what their submodule paths hold\n", dir, err)
+	}
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		out = append(out, filepath.Join(dir, p))
+	}
+	return out
+}
+
 // addCommitted adds to a post-run walk what stands at each gitlink path
 // the sandbox committed (committedPaths): a .git there, or the directory
 // itself when git takes it for a git directory.

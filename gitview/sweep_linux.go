@@ -453,7 +453,13 @@ func afterSweep(w io.Writer, wsfd, scratch int, ws string, s *swept, run string,
 		pend.add(kind, dfd, name, rel)
 		*waiting = append(*waiting, rel)
 	}
-	for _, g := range s.gitDirs {
+	done := map[string]bool{}
+	for i := 0; i < len(s.gitDirs); i++ {
+		g := s.gitDirs[i]
+		if done[g] {
+			continue
+		}
+		done[g] = true
 		dir := filepath.Dir(g)
 		dfd, err := openGitDir(wsfd, dir)
 		if err != nil {
@@ -466,6 +472,12 @@ func afterSweep(w io.Writer, wsfd, scratch int, ws string, s *swept, run string,
 			switch err := reduce(w, dfd, scratch, ".git", g, run, names); {
 			case err == nil:
 				reduced = append(reduced, dir)
+				// What stands at its commits' gitlinks (scanNew).
+				at := &found{}
+				at.addCommitted(wsfd, gitlinksOf(w, wsfd, dir))
+				s.gitDirs = append(s.gitDirs, at.gitDirs...)
+				s.gitFiles = append(s.gitFiles, at.gitFiles...)
+				s.heads = append(s.heads, at.bare...)
 			case errors.Is(err, confine.ErrHeld):
 				wait(pendGit, dfd, ".git", g)
 			default:

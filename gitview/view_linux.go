@@ -1425,10 +1425,13 @@ func scanNew(w io.Writer, wsfd, scratch int, f *found, launch *found, run string
 		pend.add(kind, dfd, name, rel)
 		waiting = append(waiting, rel)
 	}
-	for _, g := range append(append([]string{}, f.gitDirs...), f.gitFiles...) {
+	todo := append(append([]string{}, f.gitDirs...), f.gitFiles...)
+	for i := 0; i < len(todo); i++ {
+		g := todo[i]
 		if seen[g] {
 			continue
 		}
+		seen[g] = true
 		dir := filepath.Dir(g)
 		dfd, err := openGitDir(wsfd, dir)
 		if err != nil {
@@ -1458,6 +1461,15 @@ func scanNew(w io.Writer, wsfd, scratch int, f *found, launch *found, run string
 			switch err := reduce(w, dfd, scratch, ".git", g, run, f.names); {
 			case err == nil:
 				reduced = append(reduced, dir)
+				// Its commits are all the sandbox's: what stands at
+				// their gitlinks is judged as the walk's finds are,
+				// wherever the walk did not look (node_modules).
+				at := &found{}
+				at.addCommitted(wsfd, gitlinksOf(w, wsfd, dir))
+				todo = append(append(todo, at.gitDirs...), at.gitFiles...)
+				for _, b := range at.bare {
+					f.bare = appendNew(f.bare, b)
+				}
 			case errors.Is(err, confine.ErrHeld):
 				wait(pendGit, dfd, ".git", g)
 			default:
