@@ -81,7 +81,10 @@ same way into the host's empty ` + "`.git`" + `, with a config jail writes itsel
   the ` + "`git config`" + ` to run on the host), ` + "`remote.pushDefault`" + ` is never adopted, and the remote
   is left out whole when it would become the remote of a branch that names none (git takes the
   only remote, else ` + "`origin`" + `: one named ` + "`origin`" + `, or any when the host had no remote or
-  one not named ` + "`origin`" + `). The host's file is rewritten under
+  one not named ` + "`origin`" + `). A repository made in the sandbox (` + "`git init`" + `, ` + "`git clone`" + `, at the root
+  or in a subdirectory) had no remote on the host, so each of its remotes is left out whole this
+  way, named with its ` + "`url`" + ` and ` + "`pushurl`" + ` values and the ` + "`git remote add`" + ` to run, with the
+  ` + "`branch.<name>.remote`" + `, ` + "`pushremote`" + ` and ` + "`merge`" + ` keys that route a branch to one. The host's file is rewritten under
   ` + "`config.lock`" + `, the rest of it byte for byte.
 
 | key | values | what for |

@@ -259,9 +259,14 @@ func newConfig(src *Config, format string, rep *Report) []byte {
 			changes = append(changes, setting{Key: k, Values: m[k]})
 		}
 		verdicts := configVerdicts(changes)
+		routed := newRemoteVerdicts(changes, verdicts)
 		for i, ch := range changes {
 			k := ch.Key
 			if why := verdicts[i]; why != "" {
+				rep.dropped("config %s: %s", esc(k.String()), why)
+				continue
+			}
+			if why := routed[i]; why != "" {
 				rep.dropped("config %s: %s", esc(k.String()), why)
 				continue
 			}
@@ -270,6 +275,62 @@ func newConfig(src *Config, format string, rep *Report) []byte {
 		}
 	}
 	return fresh.rewrite(settings)
+}
+
+// newRemoteVerdicts applies to a new repository the rule adoptConfig
+// applies to the remotes a sandbox adds to the host's repository: the host
+// had no remote here, so every remote the sandbox made would become the
+// one the host's plain git push and pull use (git takes the only remote,
+// else origin), and a sandbox without network would have the host's next
+// git push send the repository to the pushurl it chose. So each remote is
+// left out whole, its url and pushurl named with their values and the
+// command that adds it on the host, and the branch keys that route a
+// branch to one (remote, pushremote, and the merge of a branch whose
+// remote is left out) go with it. It returns the reason for each key
+// left out, by index, beside configVerdicts' (verdicts).
+func newRemoteVerdicts(changes []setting, verdicts map[int]string) map[int]string {
+	out := map[int]string{}
+	urls := map[string][]string{} // remote -> "url = VALUE" parts
+	for i, ch := range changes {
+		if k := ch.Key; verdicts[i] == "" && k.Section == "remote" && k.HasSub && (k.Name == "url" || k.Name == "pushurl") {
+			urls[k.Subsection] = append(urls[k.Subsection], k.Name+" "+esc(strings.Join(ch.Values, " ")))
+		}
+	}
+	left := map[string]bool{}
+	for i, ch := range changes {
+		if k := ch.Key; verdicts[i] == "" && k.Section == "remote" && k.HasSub {
+			left[k.Subsection] = true
+		}
+	}
+	orphans := map[string]bool{}
+	for i, ch := range changes {
+		k := ch.Key
+		if verdicts[i] != "" || k.Section != "branch" || !k.HasSub || (k.Name != "remote" && k.Name != "pushremote") {
+			continue
+		}
+		for _, v := range ch.Values {
+			if v != "." && v != noValue {
+				orphans[k.Subsection] = true
+			}
+		}
+	}
+	named := map[string]bool{}
+	for i, ch := range changes {
+		if verdicts[i] != "" {
+			continue
+		}
+		k := ch.Key
+		switch {
+		case k.Section == "remote" && k.HasSub && (k.Name == "url" || k.Name == "pushurl") && !named[k.Subsection]:
+			named[k.Subsection] = true
+			out[i] = "remote " + esc(k.Subsection) + " (" + strings.Join(urls[k.Subsection], ", ") + "), which the sandbox made with the repository, would become the remote the host's git push and pull use for a branch that names none (the only remote, or origin), so it is left out whole; check its URL and add it on the host: git remote add " + shellWord(esc(k.Subsection)) + " URL"
+		case k.Section == "remote" && k.HasSub && left[k.Subsection]:
+			out[i] = "remote " + esc(k.Subsection) + " is left out"
+		case k.Section == "branch" && k.HasSub && orphans[k.Subsection] && (k.Name == "remote" || k.Name == "pushremote" || k.Name == "merge"):
+			out[i] = "where a branch pushes and pulls is the host's to say (the remote the sandbox named is left out); to use one: git config " + shellWord(esc(k.String())) + " VALUE"
+		}
+	}
+	return out
 }
 
 func validPackFile(name string, hexLen int) bool {
