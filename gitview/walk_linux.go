@@ -608,8 +608,22 @@ func (r *Run) nested(f *found) (unsure bool) {
 			r.protect = appendNew(r.protect, l.rel)
 		}
 	}
+	// A git directory git takes for a bare repository is shown whole
+	// (its overlay), insides included: a linked worktree's git directory
+	// in it (.bare/worktrees/main, bare-shaped by its commondir) or a
+	// repository below it is the overlay's, and a mount of its own there
+	// would pin .bare by the identity the overlay then covers (the
+	// bare-repository layout: .git naming ./.bare, worktrees beside it).
+	shown := append([]string{}, overlaid...)
+	bare := slices.Clone(f.bare)
+	slices.Sort(bare)
+	for _, b := range bare {
+		if b != "." && !under(b, shown) && isGitDir(r.ws, b) {
+			shown = append(shown, b)
+		}
+	}
 	for _, g := range gitDirs {
-		if under(g, overlaid) {
+		if under(g, overlaid) || under(filepath.Dir(g), shown[len(overlaid):]) {
 			continue
 		}
 		r.gitDirFacts(g)
@@ -622,11 +636,12 @@ func (r *Run) nested(f *found) (unsure bool) {
 			r.protect = appendNew(r.protect, g)
 		}
 	}
-	for _, b := range f.bare {
+	for _, b := range bare {
 		if b != "." && !under(b, overlaid) {
 			r.gitDirFacts(b)
 		}
 		switch {
+		case b != "." && !slices.Contains(shown, b) && under(b, shown[len(overlaid):]):
 		case b == ".":
 			if !slices.Contains(overlaid, ".git") {
 				r.bareRoot()
