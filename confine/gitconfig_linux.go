@@ -22,25 +22,6 @@ import (
 // gitConfigName is the sandbox-side global config, relative to the home.
 const gitConfigName = ".config/git/jail.gitconfig"
 
-// SandboxGitConfig is the sandbox-side global git config's path relative
-// to the home: the supervisor reads it before judging a call's git
-// commands (policy.Gate.GitConfig), since in a persistent home it lasts.
-func SandboxGitConfig() string { return gitConfigName }
-
-// UserGitConfigs are the include paths the sandbox-side global config
-// may hold that jail wrote itself: the user's global config files under
-// home that exist now, which every run binds read-only.
-func UserGitConfigs(home string) []string {
-	var out []string
-	for _, rel := range userGitConfigs() {
-		p := filepath.Join(home, rel)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // userGitConfigs are the files of git's global scope, relative to the
 // home, in the order git reads them (the later wins).
 func userGitConfigs() []string { return []string{".config/git/config", ".gitconfig"} }

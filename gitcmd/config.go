@@ -34,59 +34,7 @@ func ProgramSetting(data []byte, keep []string) string {
 	return ""
 }
 
-// sectionName is a header's name as RunsProgram matches it: section and
-// subsection joined by dots ([remote "a.b"] is remote.a.b), the section
-// lower-cased.
-func sectionName(h string) string {
-	h = strings.TrimSpace(h)
-	name, sub, ok := strings.Cut(h, " ")
-	if !ok {
-		name, sub, ok = strings.Cut(h, "\t")
-	}
-	if !ok {
-		return strings.ToLower(h) // [core], or the old [section.sub]
-	}
-	return strings.ToLower(name) + "." + unquote(strings.TrimSpace(sub))
-}
-
 func isInclude(key string) bool {
 	k := strings.ToLower(key)
 	return k == "include.path" || strings.HasPrefix(k, "includeif.") && strings.HasSuffix(k, ".path")
-}
-
-// unquote undoes a config value's quotes and escapes; an unquoted # or ;
-// starts a comment.
-func unquote(v string) string {
-	var b strings.Builder
-	quoted := false
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		switch {
-		case c == '"':
-			quoted = !quoted
-		case c == '\\' && i+1 < len(v):
-			i++
-			switch v[i] {
-			case 't':
-				b.WriteByte('\t')
-			case 'n':
-				b.WriteByte('\n')
-			default:
-				b.WriteByte(v[i])
-			}
-		case !quoted && (c == '#' || c == ';'):
-			return strings.TrimSpace(b.String())
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return strings.TrimSpace(b.String())
-}
-
-// quoteLine is a line for a message, cut short.
-func quoteLine(s string) string {
-	if len(s) > 60 {
-		s = s[:60] + "..."
-	}
-	return strconv.Quote(s)
 }

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -515,48 +514,4 @@ func Seed(root string, h *Home, rel string, data []byte) error {
 		return fmt.Errorf("home: seed %s: %w", rel, werr)
 	}
 	return nil
-}
-
-// Read returns the regular file at rel beneath home h, at most limit
-// bytes (more is an error), or nil when it is not there: what the sandbox
-// left in its home (the sandbox-side git config), which the supervisor
-// reads before judging a call. Every component is opened beneath the
-// homes directory's descriptor without following a symlink, as [Seed]
-// does: a sandbox that swaps a name in its home makes the read fail, it
-// never redirects it.
-func Read(root string, h *Home, rel string, limit int64) ([]byte, error) {
-	dirfd, _, err := openRoot(root, false)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(dirfd)
-	hfd, err := openOwnDir(dirfd, h.ID, false)
-	if err != nil {
-		return nil, fmt.Errorf("home: %s: %w", h.Path, err)
-	}
-	defer unix.Close(hfd)
-	fd, err := unix.Openat2(hfd, filepath.Clean(rel), &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
-	if errors.Is(err, unix.ENOENT) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("home: read %s: %w", rel, err)
-	}
-	f := os.NewFile(uintptr(fd), rel)
-	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, fmt.Errorf("home: read %s: not a regular file", rel)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("home: read %s: %w", rel, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("home: read %s: larger than %d bytes", rel, limit)
-	}
-	return data, nil
 }

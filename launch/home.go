@@ -7,7 +7,6 @@ import (
 
 	"github.com/jail-sandbox/jail/agent"
 	"github.com/jail-sandbox/jail/confine"
-	"github.com/jail-sandbox/jail/gitcmd"
 	"github.com/jail-sandbox/jail/home"
 	"github.com/jail-sandbox/jail/policy"
 )
@@ -22,21 +21,6 @@ func HomesRoot(penv policy.Env) string {
 // and the workers and bash calls of serve, mcp and tool) share it.
 func AttachHome(p *policy.Policy, penv policy.Env, layout *confine.Layout) (*home.Home, error) {
 	return home.Attach(layout, HomesRoot(penv), penv.Home, p.Sandbox.Home == policy.HomePersistent)
-}
-
-// SandboxGitConfig returns what reads the sandbox-side global git config
-// of the persistent home hm (it lasts between calls, docs/home.md) and
-// names the setting there that makes git run a program (policy's
-// Gate.GitConfig): a key such as core.fsmonitor, or an include jail did
-// not write. A file that cannot be read safely counts as one.
-func SandboxGitConfig(root string, hm *home.Home, userHome string) func() string {
-	return func() string {
-		data, err := home.Read(root, hm, confine.SandboxGitConfig(), 1<<20)
-		if err != nil {
-			return "(" + err.Error() + ")"
-		}
-		return gitcmd.ProgramSetting(data, confine.UserGitConfigs(userHome))
-	}
 }
 
 // Profile is the agent profile a run gets (docs/agents.md), chosen and

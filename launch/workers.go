@@ -74,8 +74,7 @@ func NewToolServer(o *Options, maxConc int, stderr io.Writer) (s *tools.Server, 
 	}
 	// The workers and bash calls share the workspace's persistent home
 	// with its runs (docs/home.md), so caches last here too.
-	hm, err := AttachHome(p, penv, layout)
-	if err != nil {
+	if _, err := AttachHome(p, penv, layout); err != nil {
 		nr.Close()
 		return nil, nil, err
 	}
@@ -215,7 +214,7 @@ func NewToolServer(o *Options, maxConc int, stderr io.Writer) (s *tools.Server, 
 		// leaves to the next call (policy.Shell).
 		mounts := spec.Mounts
 		return &tools.Shell{Cmd: cmd, Env: spec.Env, Script: ends[0][1], Out: [3]*os.File{ends[1][0], ends[2][0], ends[3][0]}, Release: release,
-			Jail: WorkerPath, Writable: func(dir string) bool { return confine.CanWrite(mounts, dir) }}, nil
+			Jail: WorkerPath, Writable: func(dir string) bool { return confine.CanWrite(mounts, dir) }, Mounts: mounts, Dir: spec.Dir}, nil
 	}
 	dk, docker, err := NewDocker(p, layout.Workspace, audit, true, stderr)
 	if err != nil {
@@ -231,9 +230,6 @@ func NewToolServer(o *Options, maxConc int, stderr io.Writer) (s *tools.Server, 
 	s = &tools.Server{Registry: reg, Policy: p, PolicyHash: p.Hash(), Home: penv.Home, Audit: audit, Spawn: spawn, SpawnReadOnly: spawnRO, SpawnShell: spawnShell, SpareShells: spareShells,
 		MaxConcurrency: maxConc, BashMaxTimeout: o.Timeout, MaxBackground: int(p.Limits.Background), BackgroundOff: "the policy's limits.background is negative (set it to how many may run at once)",
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	if hm != nil {
-		s.GitConfig = SandboxGitConfig(HomesRoot(penv), hm, penv.Home)
-	}
 	// The browser's localhost is the session's background processes.
 	dk.SetBackground(s.DialBackground)
 	return s, func() {

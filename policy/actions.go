@@ -2,7 +2,6 @@ package policy
 
 import (
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -182,6 +181,21 @@ type classifier struct {
 	// a directory entered by a name known only then.
 	git, gitCode, unknownWrite bool
 	inGitDir, inUnknownDir     bool // a cd into a git directory, or one named at run time, came first
+	// cds are the directories the line's cd and pushd enter, as written
+	// (literal words); gits each git command's -C chain and --git-dir;
+	// dirUnknown why a directory the line enters is known only at run
+	// time (GitWhere).
+	cds        []string
+	gits       []gitAt
+	dirUnknown string
+	writes     []string // the files the line writes, by literal name
+}
+
+// gitAt is where one git command of the line runs, relative to the
+// directory it starts in.
+type gitAt struct {
+	dirs   []string // -C, in order
+	gitDir string   // --git-dir
 }
 
 func (s *classifier) act(as ...Action) {
@@ -212,6 +226,9 @@ func (s *classifier) result() []Action {
 // wrote notes that the line writes the file p (dyn: its name is known
 // only at run time).
 func (s *classifier) wrote(p string, dyn bool) {
+	if !dyn && p != "" && !strings.HasPrefix(p, "~") && len(s.writes) < maxGitDirs {
+		s.writes = append(s.writes, p)
+	}
 	switch {
 	case dyn:
 		s.unknownWrite = true
@@ -299,6 +316,7 @@ func (s *classifier) command(c *call) {
 		return slices.ContainsFunc(args[1:], func(a arg) bool { return slices.Contains(flags, a.v) })
 	}
 	s.gitWrites(name, args)
+	s.dirs(name, c)
 	switch {
 	case slices.Contains(quietBuiltins(), name):
 		// No effect of their own beyond the shell: the other commands of the line classify it.
@@ -383,7 +401,7 @@ func (s *classifier) command(c *call) {
 		s.act(ActPkgPublish)
 	case slices.Contains([]string{"make", "gmake", "just", "task", "ninja", "bazel", "mvn", "gradle", "gradlew", "./gradlew", "dotnet", "mix", "rake"}, name):
 		if slices.ContainsFunc(rest, func(t string) bool {
-			return regexp.MustCompile(`(^|[-_:])(test|tests|check|spec)($|[-_:])`).MatchString(t)
+			return testTarget.MatchString(t)
 		}) {
 			s.act(ActTestRun)
 		} else if name == "mvn" && has("deploy") || slices.Contains(rest, "deploy") {
@@ -645,8 +663,7 @@ func (s *classifier) interpreterAction(args []arg) {
 // sqlAction reads the SQL a database client was given. SQL it cannot see (a file, stdin, an
 // interactive session) counts as a mutation: the guard assumes the worse reading.
 func sqlAction(sql string) Action {
-	mutate := regexp.MustCompile(`(?i)\b(insert|update|delete|drop|truncate|alter|create|grant|revoke|replace|merge|upsert|copy|vacuum|flushall|flushdb|del|set)\b`)
-	read := regexp.MustCompile(`(?i)\b(select|show|explain|describe|with|\\d[a-z+]*|\\l|keys|get|find|count)\b`)
+	mutate, read := sqlMutate, sqlRead
 	switch {
 	case mutate.MatchString(sql):
 		return ActDBMutate
@@ -702,4 +719,127 @@ func tarRunsPrograms(args []arg) bool {
 		}
 	}
 	return false
+}
+
+// dirs notes where the command leaves the shell, or runs git, for
+// GitWhere: cd and pushd of a literal directory, git's -C and
+// --git-dir, and what makes a directory known only at run time (a cd of
+// a word known then, find -execdir).
+func (s *classifier) dirs(name string, c *call) {
+	args := c.args
+	switch name {
+	case "cd", "pushd":
+		rest := args[1:]
+		for len(rest) > 0 && strings.HasPrefix(rest[0].v, "-") && rest[0].v != "-" && !rest[0].dyn {
+			rest = rest[1:] // -P, -L, -e, --
+		}
+		home := ""
+		if c.w != nil {
+			home = c.w.home
+		}
+		switch {
+		case len(rest) == 0 && home != "":
+			s.cds = append(s.cds, home)
+		case len(rest) > 0 && (rest[0].v == "~" || strings.HasPrefix(rest[0].v, "~/")) && home != "" && !rest[0].dyn:
+			s.cds = append(s.cds, home+strings.TrimPrefix(rest[0].v, "~"))
+		case len(rest) == 0 || rest[0].v == "~" || strings.HasPrefix(rest[0].v, "~/"):
+			s.dirUnknown = "the line enters the home, which jail does not know here"
+		case rest[0].dyn:
+			s.dirUnknown = "a directory the line enters is known only at run time"
+		case rest[0].v == "-" || strings.HasPrefix(rest[0].v, "+") || strings.HasPrefix(rest[0].v, "~"):
+			s.dirUnknown = "the line enters " + quoteEntry(rest[0].v) + ", a directory jail does not follow"
+		default:
+			s.cds = append(s.cds, rest[0].v)
+		}
+	case "find":
+		if slices.ContainsFunc(args[1:], func(a arg) bool { return a.v == "-execdir" || a.v == "-okdir" }) {
+			s.dirUnknown = "find -execdir runs commands in each directory it finds"
+		}
+	case "git":
+		if c.git == nil {
+			return
+		}
+		if slices.ContainsFunc(args[1:min(len(args), 1+c.git.At)], func(a arg) bool { return a.dyn }) {
+			s.dirUnknown = "a git option is known only at run time"
+		}
+		s.gits = append(s.gits, gitAt{dirs: c.git.Dirs, gitDir: c.git.GitDir})
+	}
+}
+
+// maxGitDirs bounds the directories GitWhere lists; a line that may run
+// git in more is judged as one that runs it where jail cannot look.
+const maxGitDirs = 64
+
+// where is GitWhere for the line: every directory its git commands may
+// run in, relative to the directory the line starts in or absolute.
+// Each cd of the line is applied, in the order met, to every directory
+// the ones before it may have led to (branches and subshells included:
+// the set errs towards more directories); a relative cd the line may
+// repeat (in a loop or a function) makes the directories unknown.
+func (s *classifier) where(repeats bool) *GitWhere {
+	w := &GitWhere{Unknown: s.dirUnknown}
+	if len(s.gits) == 0 && len(s.writes) == 0 || w.Unknown != "" {
+		return w
+	}
+	cands := []string{"."}
+	seen := map[string]bool{".": true}
+	for _, cd := range s.cds {
+		if repeats && !path.IsAbs(cd) {
+			w.Unknown = "the line may enter " + quoteEntry(cd) + " again and again (a loop or a function)"
+			return w
+		}
+		for _, c := range cands {
+			n := joinDir(c, cd)
+			if seen[n] {
+				continue
+			}
+			if len(cands) >= maxGitDirs {
+				w.Unknown = "the line may run git in more directories than jail reads the config of"
+				return w
+			}
+			seen[n] = true
+			cands = append(cands, n)
+		}
+	}
+	dirs := map[string]bool{}
+	for _, f := range s.writes {
+		for _, c := range cands {
+			if w.Writes = append(w.Writes, joinDir(c, f)); path.IsAbs(f) {
+				break
+			}
+		}
+	}
+	if len(s.gits) == 0 {
+		w.Dirs = cands // where the hooks directories written to are looked for
+		return w
+	}
+	for _, g := range s.gits {
+		for _, c := range cands {
+			d := c
+			for _, x := range g.dirs {
+				d = joinDir(d, x)
+			}
+			if g.gitDir != "" {
+				w.GitDirs = append(w.GitDirs, joinDir(d, g.gitDir))
+			}
+			if !dirs[d] {
+				dirs[d] = true
+				w.Dirs = append(w.Dirs, d)
+			}
+		}
+	}
+	return w
+}
+
+// joinDir is dir entered from c: an absolute path as it is, a relative
+// one below c (lexically: the directories are resolved as the sandbox
+// sees them only when read, and a symlink on the way is followed there).
+func joinDir(c, dir string) string {
+	switch {
+	case dir == "":
+		return c
+	case path.IsAbs(dir):
+		return path.Clean(dir)
+	}
+	return path.Join(c, dir)
 }

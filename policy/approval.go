@@ -173,12 +173,14 @@ type Gate struct {
 	Approver *Approver
 
 	elevation *elevation // non-nil when the access level is elevated
-	// GitConfig, when set, reads the sandbox-side global git config that
-	// lasts between calls (the persistent home's jail.gitconfig) and
-	// returns the setting there that makes git run a program, "" for none
-	// (docs/actions.md, "Git's config and hooks"): a call's git commands
-	// are then process:run.
-	GitConfig func() string
+	// GitConfig, when set, reads every git config a call's git commands
+	// will read where w says they run, as the call's sandbox sees them,
+	// and returns why one may make git run a program a sandbox chose ("":
+	// none): a setting that runs a program in a file a sandbox can write,
+	// a hook there, a file it cannot read safely (docs/actions.md, "Git's
+	// config and hooks are code"). The call's git commands are then
+	// process:run.
+	GitConfig func(w GitWhere) string
 
 	// remembered holds this session's "always" answers; shared by copies.
 	remembered *remembered
@@ -267,9 +269,26 @@ func (g *Gate) check(ctx context.Context, c Call) Decision {
 		}
 		gr = g.Guard.CheckIn(cmd, c.Shell)
 		acts = gr.Actions
-		if gr.Git && g.GitConfig != nil && !slices.Contains(acts, ActProcRun) {
-			if set := g.GitConfig(); set != "" {
-				gitWhy = "; its git commands run programs: the sandbox's global git config sets " + set
+		if g.GitConfig != nil && !slices.Contains(acts, ActProcRun) && (gr.Git || gr.GitWhere != nil && len(gr.GitWhere.Writes) > 0) {
+			set := ""
+			switch {
+			case !gr.Git && gr.GitWhere.Unknown != "":
+				// Writes alone, somewhere jail does not follow: the
+				// sandbox's view keeps the hooks directories of the
+				// user's config read-only (docs/git.md).
+			case gr.GitWhere == nil || gr.GitWhere.Unknown != "":
+				set = "jail cannot read their config first: "
+				if gr.GitWhere != nil {
+					set += gr.GitWhere.Unknown
+				}
+			default:
+				set = g.GitConfig(*gr.GitWhere)
+			}
+			if set != "" {
+				gitWhy = "; " + set
+				if gr.Git {
+					gitWhy = "; its git commands may run programs: " + set
+				}
 				acts = append(slices.Clone(acts), ActProcRun)
 				gr.Actions = acts
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,13 +101,40 @@ func TestGateGitCode(t *testing.T) {
 	if d := g.Check(ctx, bashCall("git status")); !d.Allowed {
 		t.Fatalf("git status: %+v", d)
 	}
-	g.GitConfig = func() string { return `core.fsmonitor = "x"` }
-	d := g.Check(ctx, bashCall("git status"))
+	var asked []GitWhere
+	g.GitConfig = func(w GitWhere) string {
+		asked = append(asked, w)
+		if slices.Contains(w.Dirs, "sub") {
+			return `sub/.git/config sets core.fsmonitor = "x"`
+		}
+		return ""
+	}
+	if d := g.Check(ctx, bashCall("git status")); !d.Allowed {
+		t.Errorf("git status with nothing set: %+v", d)
+	}
+	d := g.Check(ctx, bashCall("cd sub && git status"))
 	if d.Allowed || !strings.Contains(d.Reason, "core.fsmonitor") {
-		t.Errorf("git status under a global core.fsmonitor: %+v", d)
+		t.Errorf("git status in sub: %+v", d)
 	}
 	if d := g.Check(ctx, bashCall("ls")); !d.Allowed {
-		t.Errorf("ls under a global core.fsmonitor: %+v", d)
+		t.Errorf("ls: %+v", d)
+	}
+	// Where the line runs git: every order of its cds, -C after them.
+	g.Check(ctx, bashCall("cd a; git -C b status; cd /x"))
+	if w := asked[len(asked)-1]; !slices.Equal(w.Dirs, []string{"b", "a/b", "/x/b"}) {
+		t.Errorf("cd a; git -C b; cd /x: %+v", w)
+	}
+	// A write by name is looked at, git or not: a hooks directory of
+	// any name (core.hooksPath).
+	g.Check(ctx, bashCall("cd tools && cp x hooks/pre-commit"))
+	if w := asked[len(asked)-1]; w.Git || !slices.Equal(w.Writes, []string{"x", "tools/x", "hooks/pre-commit", "tools/hooks/pre-commit"}) {
+		t.Errorf("cd tools && cp x hooks/pre-commit: %+v", w)
+	}
+	for _, line := range []string{`for d in a b; do cd d; git status; done`, `cd "$D" && git status`, `find . -execdir git status \;`, `env -C sub git status`, `git -C "$D" status`, `cd - && git status`} {
+		d := g.Check(ctx, bashCall(line))
+		if d.Allowed || !strings.Contains(d.Reason, "cannot read their config first") {
+			t.Errorf("%s: %+v", line, d)
+		}
 	}
 }
 

@@ -84,8 +84,30 @@ type GuardResult struct {
 	// command of the line one of unknown name: the same text may have been approved in
 	// another state, so a grant of the exact command does not apply.
 	Session string `json:"session,omitempty"`
-	// Git says the line runs git (a git command jail sees).
-	Git bool `json:"git,omitempty"`
+	// Git says the line runs git (a git command jail sees); GitWhere
+	// where its git commands run, for Gate.GitConfig.
+	Git      bool      `json:"git,omitempty"`
+	GitWhere *GitWhere `json:"-"`
+}
+
+// GitWhere is where a line's git commands may run, for reading the git
+// config they will read before the line runs (Gate.GitConfig).
+type GitWhere struct {
+	// Dirs are the directories git may start in: absolute, or relative
+	// to the directory the line starts in ("." that one). GitDirs are git
+	// directories named with --git-dir, the same way.
+	Dirs, GitDirs []string
+	// Writes are the files the line writes that it names literally, the
+	// same way: a write into a hooks directory git's config names
+	// (core.hooksPath = tools/hooks) is a hook's.
+	Writes []string
+	// Unknown, when not "", says why a directory git may run in is known
+	// only at run time (cd "$D", find -execdir): the line's git commands
+	// are then judged as running what jail could not read.
+	Unknown string
+	// Git says the line runs git: its config matters, not only its hooks
+	// directories.
+	Git bool
 }
 
 // Reason joins the reasons of the hits at the verdict's level.
@@ -162,7 +184,11 @@ func (g *Guard) CheckIn(command string, sh *Shell) GuardResult {
 			s.hit("soft:"+re.String(), command, "matches the policy's soft pattern")
 		}
 	}
-	r := GuardResult{Hits: s.hits, Actions: acts.result(), Session: w.bySession, Git: acts.git}
+	r := GuardResult{Hits: s.hits, Actions: acts.result(), Session: w.bySession, Git: acts.git, GitWhere: acts.where(w.repeats)}
+	r.GitWhere.Git = acts.git
+	if w.envChdir && r.GitWhere.Unknown == "" {
+		r.GitWhere.Unknown = "env -C runs a command in a directory jail does not follow"
+	}
 	for _, h := range s.hits {
 		r.Level = max(r.Level, h.Level)
 	}

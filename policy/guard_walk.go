@@ -96,6 +96,9 @@ type walk struct {
 	// a command was read as of unknown name because of the session.
 	rbSession bool
 	bySession string
+	// envChdir: an env -C or --chdir runs a command elsewhere; repeats:
+	// the line has a loop or a function, which may run a cd again.
+	envChdir, repeats bool
 	// inner are the pipelines inside a pipeline already told.
 	inner map[*syntax.BinaryCmd]bool
 }
@@ -154,6 +157,8 @@ func (w *walk) script(src string, depth int) {
 			w.pending = ""
 		case *syntax.DeclClause:
 			w.assign(n.Args)
+		case *syntax.ForClause, *syntax.WhileClause, *syntax.FuncDecl:
+			w.repeats = true
 		}
 		return true
 	})
@@ -512,6 +517,7 @@ func (w *walk) stripWrappers(args []arg, depth int) []arg {
 			for len(rest) > 0 && (strings.HasPrefix(rest[0].v, "-") || strings.Contains(rest[0].v, "=")) {
 				switch rest[0].v {
 				case "-u", "--unset", "-C", "--chdir":
+					w.envChdir = w.envChdir || rest[0].v == "-C" || rest[0].v == "--chdir"
 					rest = rest[min(2, len(rest)):]
 					continue
 				case "-S", "--split-string":
@@ -608,8 +614,21 @@ func isShell(name string) bool {
 }
 
 func isInterpreter(name string) bool {
-	return isShell(name) || regexp.MustCompile(`^(python[0-9.]*|pypy[0-9.]*|perl[0-9.]*|ruby[0-9.]*|node|nodejs|deno|bun|php[0-9.]*|lua[0-9.]*|Rscript|pwsh|powershell|osascript|tclsh|wish)$`).MatchString(name)
+	return isShell(name) || interpreterName.MatchString(name)
 }
+
+// The patterns the walk matches every command against, compiled once: a
+// compilation per command made a line of 2000 commands take 0.4 s.
+var (
+	interpreterName = regexp.MustCompile(`^(python[0-9.]*|pypy[0-9.]*|perl[0-9.]*|ruby[0-9.]*|node|nodejs|deno|bun|php[0-9.]*|lua[0-9.]*|Rscript|pwsh|powershell|osascript|tclsh|wish)$`)
+	testTarget      = regexp.MustCompile(`(^|[-_:])(test|tests|check|spec)($|[-_:])`)
+	sqlMutate       = regexp.MustCompile(`(?i)\b(insert|update|delete|drop|truncate|alter|create|grant|revoke|replace|merge|upsert|copy|vacuum|flushall|flushdb|del|set)\b`)
+	sqlRead         = regexp.MustCompile(`(?i)\b(select|show|explain|describe|with|\\d[a-z+]*|\\l|keys|get|find|count)\b`)
+	homeDir         = regexp.MustCompile(`^/home/[^/]+$`)
+	sqlDestructive  = regexp.MustCompile(`(?is)\b(drop\s+(table|database|schema|view|index|user|role|owned)\b|truncate\s+\w|delete\s+from\s+[\w."\x60\[\]]+\s*(;|$|"|'))`)
+	awkSystem       = regexp.MustCompile(`\bsystem\s*\(`)
+	awkValue        = regexp.MustCompile(`^(\$?[A-Za-z_0-9]+(\[[^\]]*\])?|\$\([^)]*\))`)
+)
 
 // inlineFlag reports whether an interpreter's argument introduces inline code.
 func inlineFlag(name, a string) bool {

@@ -40,9 +40,6 @@ type Server struct {
 	Policy     *policy.Policy
 	PolicyHash string
 	Home       string
-	// GitConfig is given to every gate (policy.Gate.GitConfig); nil when
-	// the sandbox's global git config does not outlast a call.
-	GitConfig func() string
 	// Audit receives one record per call; nil writes none.
 	Audit *policy.AuditLog
 	// Spawn starts a worker in a fresh sandbox.
@@ -189,7 +186,6 @@ func (s *Server) gate(who policy.Subject) (*policy.Gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.GitConfig = s.GitConfig
 	s.gates[who] = g
 	return g, nil
 }
@@ -316,6 +312,14 @@ func (s *Server) decideAndRun(ctx context.Context, t *Tool, g *policy.Gate, pc p
 		defer sess.mu.Unlock()
 		st = sess.state
 		pc.Shell = st.Shell()
+		if s.SpawnShell != nil && !runInBackground(r.Args) {
+			v, err := s.shells.view(ctx, g.Toolset != nil && g.Toolset.WorkspaceReadOnly)
+			if err != nil {
+				audit(policy.Decision{Outcome: policy.OutcomeDenied, ApprovalSource: policy.SourceNone, Reason: err.Error(), Step: "serve"})
+				return errorf("%v", err)
+			}
+			gc.GitConfig = v.gitConfig(&st)
+		}
 	}
 	d := gc.Check(ctx, pc)
 	if !d.Allowed {

@@ -8,12 +8,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jail-sandbox/jail/confine"
+	"github.com/jail-sandbox/jail/gitcmd"
+	"github.com/jail-sandbox/jail/policy"
 	"golang.org/x/sys/unix"
 )
 
@@ -42,6 +45,13 @@ type Shell struct {
 	// Writable reports whether this sandbox can write, or create, a
 	// directory (confine.CanWrite of its mounts); nil: not known.
 	Writable func(dir string) bool
+	// Mounts are the sandbox's mounts and Dir the directory its shell
+	// starts in: how a call's sandbox sees its files when the call
+	// starts (confine.View), for reading the git config the call's git
+	// commands will read. Nil Mounts: not known, and git commands are
+	// not judged by their config.
+	Mounts []confine.Mount
+	Dir    string
 
 	released sync.Once
 }
@@ -135,6 +145,7 @@ type shells struct {
 	slots chan struct{}
 
 	mu      sync.Mutex
+	seen    [2]*shellView // the last made of each kind
 	ready   [2][]*Shell
 	making  [2]int
 	waiting [2][]chan *Shell // each gets one shell, or nil when its making failed
@@ -153,7 +164,47 @@ func kind(readOnly bool) int {
 // one (zero: none, for a process that makes one call), and lets at most
 // inUse be taken at a time.
 func newShells(spawn func(context.Context, bool) (*Shell, error), depth, inUse int) *shells {
-	return &shells{spawn: spawn, depth: depth, slots: make(chan struct{}, max(inUse, 1))}
+	p := &shells{depth: depth, slots: make(chan struct{}, max(inUse, 1))}
+	if spawn != nil {
+		p.spawn = func(ctx context.Context, readOnly bool) (*Shell, error) {
+			sh, err := spawn(ctx, readOnly)
+			if err == nil && sh.Mounts != nil {
+				p.mu.Lock()
+				p.seen[kind(readOnly)] = &shellView{mounts: sh.Mounts, dir: sh.Dir, env: sh.Env}
+				p.mu.Unlock()
+			}
+			return sh, err
+		}
+	}
+	return p
+}
+
+// shellView is how the kind's sandboxes see their files when a call
+// starts: every shell of a kind is made from one layout, and differs
+// from another only in its git view, whose overlays show the host's git
+// directories under a fresh upper.
+type shellView struct {
+	mounts []confine.Mount
+	dir    string
+	env    []string
+}
+
+// view is the kind's shellView, making a shell (kept ready for a call)
+// when none was made yet; nil when shells do not say their mounts.
+func (p *shells) view(ctx context.Context, readOnly bool) (*shellView, error) {
+	k := kind(readOnly)
+	p.mu.Lock()
+	v := p.seen[k]
+	p.mu.Unlock()
+	if v != nil || p.spawn == nil {
+		return v, nil
+	}
+	if err := p.prewarm(ctx, readOnly); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seen[k], nil
 }
 
 var errShellsClosed = errors.New("the server is closing")
@@ -346,4 +397,32 @@ func (p *shells) close() {
 		sh.Close()
 	}
 	p.fills.Wait()
+}
+
+// gitConfig reads, for the gate, the git config a call's git commands
+// will read in a sandbox of this view, started in the session st
+// (gitcmd.SandboxProgram): from the session's directory and with its
+// environment, else the shell's own.
+func (v *shellView) gitConfig(st *Session) func(policy.GitWhere) string {
+	if v == nil {
+		return nil
+	}
+	start, env := v.dir, v.env
+	if st != nil && st.Cwd != "" {
+		start, env = st.Cwd, st.Env
+	}
+	return func(w policy.GitWhere) string {
+		abs := func(ds []string) []string {
+			out := make([]string, 0, len(ds))
+			for _, d := range ds {
+				if !path.IsAbs(d) {
+					d = path.Join(start, d)
+				}
+				out = append(out, d)
+			}
+			return out
+		}
+		return gitcmd.SandboxProgram(confine.NewView(v.mounts), gitcmd.Where{Dirs: abs(w.Dirs), GitDirs: abs(w.GitDirs),
+			Writes: abs(w.Writes), Env: env, Git: w.Git})
+	}
 }
