@@ -101,15 +101,66 @@ type walk struct {
 	envChdir, repeats bool
 	// inner are the pipelines inside a pipeline already told.
 	inner map[*syntax.BinaryCmd]bool
+	// spent is what the whole check has read so far, shared by every
+	// walk of it (look-aheads and re-parses too).
+	spent *budget
 }
 
+// budget is what one check has parsed and walked: every re-parse (eval,
+// sh -c, an alias, a sed or awk script) of text the line holds or a
+// session variable gives counts, so neither one large line nor a text
+// parsed again and again costs more than the bounds.
+type budget struct {
+	bytes, commands int
+	over            bool // a bound was passed: the walk stops
+}
+
+// The guard's bounds: a line past them is refused as unparseable, naming
+// the bound. They are far above what people and models write (a script
+// of a few hundred commands; a here-document of code of some thousand
+// brackets), and keep the worst check near a second
+// (BenchmarkGuardBounds).
+const (
+	// maxNesting bounds how deep a command line's brackets may nest
+	// before the guard parses it.
+	maxNesting = 1000
+	// maxOpens bounds the brackets, backticks, pipes, &s and compound
+	// keywords (if, while, until, for, select, case, function) a text
+	// holds in all: the parser recurses at most once for each (opens),
+	// and closers cannot
+	// be counted soundly without the parser itself (a ")" in quotes, a
+	// comment or a case pattern closes nothing).
+	maxOpens = 20000
+	// maxParseBytes bounds the shell text one check parses, re-parses
+	// included; maxCommands the simple commands it walks.
+	maxParseBytes = 10 << 20
+	maxCommands   = 20000
+)
+
 func newWalk(home string, vs ...visitor) *walk {
-	return &walk{home: home, vars: map[string]string{}, vs: vs}
+	return &walk{home: home, vars: map[string]string{}, vs: vs, spent: &budget{}}
 }
 
 // quiet is a walk that tells no one: a look ahead at what a command is.
 func (w *walk) quiet() *walk {
-	return &walk{home: w.home, vars: w.vars, cwd: w.cwd, foreign: w.foreign, sh: w.sh}
+	return &walk{home: w.home, vars: w.vars, cwd: w.cwd, foreign: w.foreign, sh: w.sh, spent: w.spent}
+}
+
+// overBudget reports, once, that the check passed a bound: the text
+// src is not read further.
+func (w *walk) overBudget(src, why string) {
+	if !w.spent.over {
+		w.spent.over = true
+		w.unreadable(notParsed, shortText(src), why)
+	}
+}
+
+// shortText is the start of a long text, for a hit's command.
+func shortText(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
 }
 
 func (w *walk) unreadable(kind unreadableKind, text, why string) {
@@ -124,11 +175,24 @@ func (w *walk) script(src string, depth int) {
 		w.unreadable(notParsed, src, "command nests eval or sh -c too deeply to check")
 		return
 	}
+	if w.spent.over {
+		return
+	}
+	if w.spent.bytes += len(src); w.spent.bytes > maxParseBytes {
+		w.overBudget(src, fmt.Sprintf("command and what it runs come to more than %d bytes of shell for the guard to read", maxParseBytes))
+		return
+	}
 	if d := nesting(src); d > maxNesting {
 		// The parser and the walk recurse once per level: a line of
 		// 200000 "(" overflowed the supervisor's stack (a fatal error no
 		// recover catches).
-		w.unreadable(notParsed, src, fmt.Sprintf("command nests its brackets %d levels deep, more than the %d the guard reads", d, maxNesting))
+		w.unreadable(notParsed, shortText(src), fmt.Sprintf("command nests its brackets %d levels deep, more than the %d the guard reads", d, maxNesting))
+		return
+	}
+	if n := opens(src); n > maxOpens {
+		// The count above sees a ")" in quotes as a closer: 600000 levels
+		// of "( echo ')'; " nested past it and overflowed the stack.
+		w.unreadable(notParsed, shortText(src), fmt.Sprintf("command holds %d brackets, pipes, &s and compound keywords, more than the %d the guard reads (a large here-document: write the file with the write tool)", n, maxOpens))
 		return
 	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
@@ -141,6 +205,9 @@ func (w *walk) script(src string, depth int) {
 		w.cwd = ""
 	}
 	syntax.Walk(f, func(n syntax.Node) bool {
+		if w.spent.over {
+			return false
+		}
 		switch n := n.(type) {
 		case *syntax.Stmt:
 			w.redirects(n)
@@ -169,7 +236,11 @@ func (w *walk) script(src string, depth int) {
 // visitors are told, then what it runs inside (sh -c, eval, find -exec,
 // sed's e, a git alias) is walked.
 func (w *walk) command(args []arg, depth int) {
-	if len(args) == 0 {
+	if len(args) == 0 || w.spent.over {
+		return
+	}
+	if w.spent.commands++; w.spent.commands > maxCommands {
+		w.overBudget(joinArgs(args), fmt.Sprintf("command runs more than %d simple commands for the guard to read", maxCommands))
 		return
 	}
 	first := args[0]
@@ -716,11 +787,6 @@ func (w *walk) redirects(st *syntax.Stmt) {
 	}
 }
 
-// maxNesting bounds how deep a command line's brackets may nest before
-// the guard parses it; people and models write a handful of levels, and a
-// JSON or code here-document some tens.
-const maxNesting = 1000
-
 // nesting is how deep src's brackets nest, quotes and here-documents
 // ignored (unbalanced brackets in a string only add): the parser recurses
 // once per level of (...), $((...)), {...} and [...].
@@ -736,4 +802,34 @@ func nesting(src string) int {
 		}
 	}
 	return most
+}
+
+// opens counts what may open a level of the parser's recursion in src:
+// every bracket, backtick, pipe and & (a chain of && or | is a tree as
+// deep as it is long) and compound keyword as a word (if, while, until,
+// for, select, case, function), in quotes and here-documents too (the
+// worse reading: the count is an upper bound of the depth).
+func opens(src string) int {
+	n := 0
+	word := func(c byte) bool {
+		return c == '_' || c == '-' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+	}
+	for i := 0; i < len(src); i++ {
+		switch c := src[i]; {
+		case c == '(' || c == '{' || c == '[' || c == '`' || c == '|' || c == '&':
+			// A pipe, && and || nest too: a|b|c is a|(b|c) to the parser.
+			n++
+		case 'a' <= c && c <= 'z' && (i == 0 || !word(src[i-1])):
+			j := i
+			for j < len(src) && word(src[j]) {
+				j++
+			}
+			switch src[i:j] {
+			case "if", "while", "until", "for", "select", "case", "function":
+				n++
+			}
+			i = j - 1
+		}
+	}
+	return n
 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -82,5 +83,76 @@ func TestWalkEvents(t *testing.T) {
 	}
 	if want := []string{"$?"}; !slices.Equal(r.unread, want) {
 		t.Errorf("unreadable %q, want the script known only at run time", r.unread)
+	}
+}
+
+// deepInputs are lines at the guard's bounds, and past them: each nests
+// or repeats one construct n times.
+func deepInputs(n int) map[string]string {
+	rep := func(open, mid, close string) string {
+		return strings.Repeat(open, n) + mid + strings.Repeat(close, n)
+	}
+	return map[string]string{
+		"if":           rep("if true; then ", "ls", "; fi"),
+		"while":        rep("while true; do ", "ls", "; done"),
+		"case":         rep("case x in x) ", "ls", ";; esac"),
+		"subshell":     rep("(", "ls", ")"),
+		"quoted-close": rep("( echo ')'; ", "ls", ")"),
+		"cmdsubst":     rep("echo $(", "ls", ")"),
+		"brace":        rep("{ ", "ls", "; }"),
+		"sequence":     rep("ls; ", "ls", ""),
+		"and":          rep("ls && ", "ls", ""),
+		"pipeline":     rep("cat f | ", "wc -l", ""),
+		"sql-pipe":     rep("echo x | psql | ", "ls", ""),
+	}
+}
+
+// TestGuardBounds: every input past a bound is refused as unparseable,
+// naming the bound, whatever construct it repeats or nests (a ")" in
+// quotes, a comment or a case pattern cannot hide a level), and a text
+// parsed again and again (eval of a session variable) counts each time.
+func TestGuardBounds(t *testing.T) {
+	g := testGuard(t, GuardConfig{})
+	for name, line := range deepInputs(maxOpens + 1) {
+		r := g.Check(line)
+		if r.Level != GuardHard || !slices.ContainsFunc(r.Hits, func(h GuardHit) bool { return h.ID == GuardUnparseable }) || !strings.Contains(r.Reason(), "the guard") {
+			t.Errorf("%s past the bounds: %s %+v", name, r.Level, r.Hits)
+		}
+		if len(r.Hits) > 0 && len(r.Hits[0].Command) > 300 {
+			t.Errorf("%s: the hit quotes %d bytes", name, len(r.Hits[0].Command))
+		}
+	}
+	for name, line := range deepInputs(100) {
+		if r := g.Check(line); r.Level == GuardHard {
+			t.Errorf("%s within the bounds: %+v", name, r.Hits)
+		}
+	}
+	big := strings.Repeat("ls; ", 1<<18) // 1 MiB, 262144 commands
+	sh := &Shell{Cwd: "/w", Env: []string{"S=" + strings.Repeat("echo x; ", 1<<17)}}
+	for _, line := range []string{big, strings.Repeat(`eval "$S"; `, 20)} {
+		if r := g.CheckIn(line, sh); r.Level != GuardHard || !strings.Contains(r.Reason(), "for the guard to read") {
+			t.Errorf("%.40q...: %s %s", line, r.Level, r.Reason())
+		}
+	}
+	// A here-document of code with some thousand brackets is read.
+	doc := "cat > a.json <<'EOF'\n" + strings.Repeat(`{"a": [1, 2, {"b": "c"}]},`+"\n", 2000) + "EOF\n"
+	if r := g.Check(doc); r.Level == GuardHard {
+		t.Errorf("a here-document of 6000 brackets: %+v", r.Hits)
+	}
+}
+
+// BenchmarkGuardBounds is the guard's cost on the worst lines it reads:
+// each construct repeated or nested up to the bounds (maxOpens,
+// maxCommands), and past them, refused before the parse.
+func BenchmarkGuardBounds(b *testing.B) {
+	g := testGuard(b, GuardConfig{})
+	for _, n := range []int{1000, maxOpens / 2, maxOpens + 1} {
+		for name, line := range deepInputs(n) {
+			b.Run(fmt.Sprintf("%s-%d", name, n), func(b *testing.B) {
+				for b.Loop() {
+					g.Check(line)
+				}
+			})
+		}
 	}
 }

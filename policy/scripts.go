@@ -280,7 +280,7 @@ func awkInfo(args []arg) scriptInfo {
 	if strings.Contains(p, ">") {
 		si.writes = true
 	}
-	if regexp.MustCompile(`\bsystem\s*\(`).MatchString(p) || strings.Contains(p, "|") {
+	if awkSystem.MatchString(p) || strings.Contains(p, "|") {
 		si.execs = true
 		si.cmds = awkCommands(p)
 	}
@@ -297,7 +297,7 @@ var (
 // ENVIRON["X"] as $X and any other value as a shell variable jail cannot know.
 func awkCommands(p string) []string {
 	var out []string
-	for _, m := range regexp.MustCompile(`\bsystem\s*\(`).FindAllStringIndex(p, -1) {
+	for _, m := range awkSystem.FindAllStringIndex(p, -1) {
 		out = append(out, awkConcat(p[m[1]:]))
 	}
 	for i := 0; i < len(p); i++ {
@@ -332,7 +332,7 @@ func awkConcat(e string) string {
 			e = e[len(m[0]):]
 			continue
 		}
-		if m := regexp.MustCompile(`^(\$?[A-Za-z_0-9]+(\[[^\]]*\])?|\$\([^)]*\))`).FindString(e); m != "" && m != "getline" {
+		if m := awkValue.FindString(e); m != "" && m != "getline" {
 			b.WriteString("${JAIL_AWK_VALUE}")
 			e = e[len(m):]
 			continue
