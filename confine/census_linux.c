@@ -21,15 +21,15 @@
 //     inodes at JAIL_CENSUS_INODE_COST (a million empty files hold a
 //     gigabyte of the kernel's memory and no block);
 //   - each slot of its descriptor table at JAIL_CENSUS_FD_COST (the
-//     kernel's file objects: a descriptor bomb), each pipe and socket at
-//     the kernel's default capacity.
+//     kernel's file objects: a descriptor bomb), each pipe at the kernel's
+//     default capacity, each socket at that or at what it holds, if more
+//     (SO_MEMINFO of a copy of its descriptor: measure_sockets).
 //
 // A page can be counted twice (a tmpfs file or a held memfd that is also
 // mapped), never not at all, except what no process's descriptors or
 // mappings reach: descriptors in flight in a unix socket's queue, a SysV
-// segment no process attaches, a pipe enlarged past the default, a
-// socket's buffers raised past wmem_default with SO_SNDBUF or SO_RCVBUF
-// (up to twice wmem_max and rmem_max: docs/limits.md). The
+// segment no process attaches, a pipe enlarged past the default
+// (docs/limits.md). The
 // sandbox's own /proc is read through the root of the process outside its
 // pid namespace, by descriptor, checked to be a procfs (a sandbox cannot
 // mount: seccomp), as sandboxProcesses did.
@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -280,8 +281,36 @@ static int memory_fs(struct devkind *k, int fddir, const char *name, uint64_t de
 	return mem;
 }
 
+// Sockets seen by the descriptors' walk, measured after it
+// (measure_sockets): which process holds each, by which descriptor, and
+// its identity.
+struct sockref {
+	int pid, fd; // in the sandbox's pid namespace
+	uint64_t dev, ino;
+};
+
+struct socks {
+	struct sockref *ref;
+	int n, cap;
+	int lost; // more than could be kept: each charged at its maximum
+};
+
+static void socks_add(struct socks *k, int pid, int fd, const struct stat *s) {
+	if (k->n == k->cap) {
+		int cap = k->cap ? 2 * k->cap : 64;
+		struct sockref *nr = cap <= (1 << 20) ? realloc(k->ref, cap * sizeof(*nr)) : NULL;
+		if (!nr) {
+			k->lost++;
+			return;
+		}
+		k->ref = nr;
+		k->cap = cap;
+	}
+	k->ref[k->n++] = (struct sockref){pid, fd, s->st_dev, s->st_ino};
+}
+
 // count_fds adds what the descriptors of one process hold.
-static void count_fds(int proc, const char *pid, const struct jail_census_state *st, struct seen *seen, struct devkind *kinds, struct jail_census *c) {
+static void count_fds(int proc, const char *pid, const struct jail_census_state *st, struct seen *seen, struct devkind *kinds, struct socks *socks, struct jail_census *c) {
 	char path[64];
 	snprintf(path, sizeof(path), "%s/fd", pid);
 	int dfd = openat(proc, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
@@ -299,12 +328,156 @@ static void count_fds(int proc, const char *pid, const struct jail_census_state 
 		// Follows the magic link to the file: a stat, never an open.
 		if (fstatat(dfd, de->d_name, &s, 0) < 0) continue;
 		if (S_ISFIFO(s.st_mode) || S_ISSOCK(s.st_mode)) {
-			if (seen_add(seen, s.st_dev, s.st_ino)) c->files += default_capacity();
+			if (seen_add(seen, s.st_dev, s.st_ino)) {
+				c->files += default_capacity();
+				if (S_ISSOCK(s.st_mode)) socks_add(socks, atoi(pid), atoi(de->d_name), &s);
+			}
 		} else if (S_ISREG(s.st_mode) && !is_tmpfs_dev(st, s.st_dev) && memory_fs(kinds, dfd, de->d_name, s.st_dev)) {
 			if (seen_add(seen, s.st_dev, s.st_ino)) c->fdshm += (uint64_t)s.st_blocks * 512;
 		}
 	}
 	closedir(d);
+}
+
+// sysctl_u64 reads a number of /proc/sys, 0 if it cannot.
+static uint64_t sysctl_u64(const char *path) {
+	char buf[64];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0) return 0;
+	buf[n] = 0;
+	return strtoull(buf, NULL, 10);
+}
+
+// socket_max is the most one socket's buffers can hold: SO_SNDBUF and
+// SO_RCVBUF raise them to twice wmem_max and rmem_max. A socket that
+// cannot be measured is charged that much.
+static uint64_t socket_max(void) {
+	static uint64_t known;
+	uint64_t m = __atomic_load_n(&known, __ATOMIC_RELAXED);
+	if (!m) {
+		m = 2 * (sysctl_u64("/proc/sys/net/core/wmem_max") + sysctl_u64("/proc/sys/net/core/rmem_max"));
+		if (m < default_capacity()) m = default_capacity();
+		__atomic_store_n(&known, m, __ATOMIC_RELAXED);
+	}
+	return m;
+}
+
+// ns_ino is the inode of the pid namespace (which: "pid", or
+// "pid_for_children") of the host's process pid, 0 if it cannot be read.
+static uint64_t ns_ino(int pid, const char *which) {
+	char path[64];
+	struct stat s;
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", pid, which);
+	return stat(path, &s) == 0 ? (uint64_t)s.st_ino : 0;
+}
+
+// inner_pid is the host's process pid's pid in the innermost namespace
+// it is in (the last of NSpid), -1 if it cannot be read.
+static int inner_pid(int pid) {
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0) return -1;
+	buf[n] = 0;
+	char *p = strstr(buf, "\nNSpid:");
+	if (!p) return -1;
+	p += 8;
+	char *nl = strchr(p, '\n');
+	if (nl) *nl = 0;
+	char *last = NULL, *save = NULL;
+	for (char *t = strtok_r(p, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) last = t;
+	return last ? atoi(last) : -1;
+}
+
+// measure_sockets adds what each socket the walk saw holds beyond the
+// default capacity it was counted at: its receive queue, what it has
+// sent and not yet freed, its queued and forward-allocated bytes, options
+// and backlog (getsockopt SO_MEMINFO), read from a copy of the descriptor
+// (pidfd_getfd) of the process that holds it. SO_SNDBUF raised to
+// wmem_max lets one socket pair hold 8 MiB here, which the default did
+// not see: 131 pairs held a gigabyte under --memory 256M. The processes
+// are found in the host's pid namespace from the outer process down
+// (task/*/children), each checked to be in the sandbox's pid namespace
+// after its pidfd is open (a pid freed and reused meanwhile is not
+// measured); a socket that cannot be measured, or whose descriptor now
+// names another file, is charged at its maximum (socket_max).
+static void measure_sockets(int outer, struct socks *k, int nprocs, struct jail_census *c) {
+	uint64_t dflt = default_capacity(), most = socket_max();
+	c->files += (uint64_t)k->lost * (most - dflt);
+	if (!k->n) return;
+	// The sandbox's processes by their pid there: the tree below outer,
+	// at most a few more than the census counted (new ones meanwhile).
+	int cap = nprocs + 64, n = 0, *host = malloc(cap * sizeof(int)), *inner = malloc(cap * sizeof(int));
+	uint64_t ns = 0;
+	if (host && inner) {
+		host[n] = outer;
+		inner[n++] = -1;
+		for (int i = 0; i < n; i++) {
+			char path[64];
+			snprintf(path, sizeof(path), "/proc/%d/task", host[i]);
+			DIR *d = opendir(path);
+			if (!d) continue;
+			struct dirent *de;
+			while ((de = readdir(d))) {
+				if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
+				char buf[4096], cpath[96];
+				snprintf(cpath, sizeof(cpath), "/proc/%d/task/%s/children", host[i], de->d_name);
+				int fd = open(cpath, O_RDONLY | O_CLOEXEC);
+				if (fd < 0) continue;
+				ssize_t m = read(fd, buf, sizeof(buf) - 1);
+				close(fd);
+				buf[m > 0 ? m : 0] = 0;
+				char *save = NULL;
+				for (char *t = strtok_r(buf, " \n", &save); t && n < cap; t = strtok_r(NULL, " \n", &save)) {
+					host[n] = atoi(t);
+					inner[n++] = inner_pid(atoi(t));
+				}
+			}
+			closedir(d);
+		}
+		// The sandbox's: outer made it for its child, pid 1.
+		ns = ns_ino(outer, "pid_for_children");
+	}
+	int lastpid = -1, pidfd = -1;
+	for (int i = 0; i < k->n; i++) {
+		struct sockref *r = &k->ref[i];
+		uint64_t held = most;
+		if (r->pid != lastpid) {
+			if (pidfd >= 0) close(pidfd);
+			pidfd = -1;
+			lastpid = r->pid;
+			for (int j = 1; ns && j < n; j++) {
+				if (inner[j] != r->pid) continue;
+				pidfd = (int)syscall(434 /* pidfd_open */, host[j], 0);
+				if (pidfd >= 0 && ns_ino(host[j], "pid") != ns) {
+					close(pidfd);
+					pidfd = -1;
+				}
+				break;
+			}
+		}
+		int sfd = pidfd >= 0 ? (int)syscall(438 /* pidfd_getfd */, pidfd, r->fd, 0) : -1;
+		if (sfd >= 0) {
+			struct stat s;
+			uint32_t mi[9] = {0}; // SK_MEMINFO_VARS
+			socklen_t len = sizeof(mi);
+			if (fstat(sfd, &s) == 0 && s.st_dev == r->dev && s.st_ino == r->ino && getsockopt(sfd, SOL_SOCKET, 55 /* SO_MEMINFO */, mi, &len) == 0) {
+				// RMEM_ALLOC, WMEM_ALLOC, FWD_ALLOC, WMEM_QUEUED, OPTMEM, BACKLOG
+				held = (uint64_t)mi[0] + mi[2] + mi[4] + mi[5] + mi[6] + mi[7];
+			}
+			close(sfd);
+		}
+		if (held > dflt) c->files += held - dflt;
+	}
+	if (pidfd >= 0) close(pidfd);
+	free(host);
+	free(inner);
 }
 
 int jail_census(int outer, int what, uint64_t limit, struct jail_census_state *st, struct jail_census *c) {
@@ -387,12 +560,15 @@ int jail_census(int outer, int what, uint64_t limit, struct jail_census_state *s
 		// Per call: the Go supervisor may count several sandboxes at once.
 		struct seen *seen = calloc(1, sizeof(*seen));
 		struct devkind kinds = {0};
+		struct socks socks = {0};
 		for (int i = 0; seen && i < npids; i++) {
 			char name[16];
 			snprintf(name, sizeof(name), "%d", pids[i]);
-			count_fds(proc, name, st, seen, &kinds, c);
+			count_fds(proc, name, st, seen, &kinds, &socks, c);
 		}
 		free(seen);
+		if (socks.n || socks.lost) measure_sockets(outer, &socks, npids, c);
+		free(socks.ref);
 	}
 	free(pids);
 	close(proc);

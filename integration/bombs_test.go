@@ -59,6 +59,20 @@ try:
                 time.sleep(1000); os._exit(0)
         os.wait()
         sys.exit(3)
+    elif mode == "sockets":
+        # Socket pairs whose send buffers SO_SNDBUF raised to wmem_max
+        # (doubled: 8 MiB here), each filled and kept.
+        import socket
+        keep, held = [], 0
+        while held < N:
+            a, b = socket.socketpair()
+            a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 << 20)
+            b.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 20)
+            a.setblocking(False)
+            try:
+                while held < N: held += a.send(chunk[:65536])
+            except BlockingIOError: pass
+            keep += [a, b]
 except OSError as e:
     print("refused:", e, flush=True)
     sys.exit(4)
@@ -88,7 +102,8 @@ func shmemKB(t *testing.T) int64 {
 // TestMemoryBombs: with --memory 64M, a sandbox that holds 300 MiB as shared
 // anonymous memory, a memfd written or fallocated and never mapped, a tmpfs
 // file, a tmpfs full of empty files, or eight processes each under the bound,
-// or pipes filled and kept by sixteen processes, ends with jail in control
+// or pipes filled and kept by sixteen processes, or socket pairs whose send
+// buffers SO_SNDBUF raised to wmem_max, filled, ends with jail in control
 // on both launch paths and both methods: with a cgroup (root here: v1) the
 // kernel kills in it; with rlimits (unprivileged here) jail's census ends
 // it. The result says the memory limit was hit, nothing of the bomb is left
@@ -96,7 +111,7 @@ func shmemKB(t *testing.T) int64 {
 func TestMemoryBombs(t *testing.T) {
 	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
-		for _, mode := range []string{"shared", "memfd", "fallocate", "/tmp", "/dev/shm", "inodes", "processes", "pipes"} {
+		for _, mode := range []string{"shared", "memfd", "fallocate", "/tmp", "/dev/shm", "inodes", "processes", "pipes", "sockets"} {
 			t.Run(strings.ReplaceAll(mode, "/", "_"), func(t *testing.T) {
 				before := shmemKB(t)
 				marker := fmt.Sprintf("jail-bomb-%d", time.Now().UnixNano())

@@ -107,6 +107,14 @@ func TestSessionStateJudged(t *testing.T) {
 		if why, res := call("deep", strings.Repeat("(", 300000)+"true", false); why != "" || !res.Result.IsError || !strings.Contains(res.Result.Content, "nests") {
 			t.Fatalf("a deeply nested command: asked %q, %+v\nstderr: %s", why, res.Result, s.err.String())
 		}
+		// Closers the nesting count sees but the parser does not (in
+		// quotes), and chains the parser nests (&&): 7 MB each, under the
+		// line's bound, deeper than the stack held.
+		for _, deep := range []string{strings.Repeat("( echo ')'; ", 600000) + "true" + strings.Repeat(")", 600000), strings.Repeat("a && ", 1400000) + "a"} {
+			if why, res := call("deep", deep, false); why != "" || !res.Result.IsError || !strings.Contains(res.Result.Content, "the guard reads") {
+				t.Fatalf("%.30q...: asked %q, %.300s\nstderr: %s", deep, why, res.Result.Content, s.err.String())
+			}
+		}
 		// Controls: a system directory added to PATH, a pager set to cat.
 		call("benign", "export PATH=/usr/local/go/bin:$PATH GIT_PAGER=cat", true)
 		why, res = call("benign", "ls", false)
