@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -135,5 +136,34 @@ func TestAuditLogRefusesLinksAndEscapes(t *testing.T) {
 	}
 	if rc, _ := os.ReadFile(bashrc); string(rc) != "# rc\n" {
 		t.Fatalf("bashrc changed: %q", rc)
+	}
+}
+
+// TestRedactStringAsOnePattern: the redaction, pattern by pattern and the
+// keys by a scan, replaces what the one pattern of them all did.
+func TestRedactStringAsOnePattern(t *testing.T) {
+	one := regexp.MustCompile(`sk-[A-Za-z0-9_-]{16,}` + `|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}` +
+		`|(AKIA|ASIA)[A-Z0-9]{16}` + `|xox[baprs]-[A-Za-z0-9-]{10,}` + `|glpat-[A-Za-z0-9_-]{20,}` +
+		`|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}` + `|-----BEGIN [A-Z ]*PRIVATE KEY-----` +
+		`|(?i)(password|passwd|token|secret|api[_-]?key)=[^\s&]+`)
+	for _, s := range []string{
+		"", "ls", "curl -H 'Authorization: sk-abcdefghijklmnopqrstu' x", "MY_TOKEN=abc make", "a=b token= c",
+		"PASSWORD=x&secret=y z", "api-key=1 apikey=2 api_key=3 APIKEY=4", "password=token=abc", "x=1 passwd=2\tz",
+		"AKIAABCDEFGHIJKLMNOP ASIAABCDEFGHIJKLMNOP", "ghp_abcdefghijklmnopqrstuvwx github_pat_abcdefghijklmnopqrstuvwx",
+		"eyJabcdefghi.abcdefghij.abcdefghij", "-----BEGIN RSA PRIVATE KEY-----", "xoxb-1234567890 glpat-abcdefghijklmnopqrstu",
+		"==token==x", "t=oken=x", "émoji token=ü x", "token=sk-abcdefghijklmnopqrstu",
+	} {
+		if got, want := redactString(s), one.ReplaceAllString(s, Redacted); got != want {
+			t.Errorf("%q: got %q, want %q", s, got, want)
+		}
+	}
+}
+
+// BenchmarkRedactLargeCommand: a 7 MB command (the size a request line
+// may have) is redacted in one pass.
+func BenchmarkRedactLargeCommand(b *testing.B) {
+	args := map[string]any{"command": strings.Repeat("a && token=x ", 500000)}
+	for b.Loop() {
+		ArgsDigest(args)
 	}
 }
