@@ -92,7 +92,8 @@ func TestGitConfigIsCode(t *testing.T) {
 // `git status` there, which reads as a read, must be asked about naming
 // the setting. Judged on the host: the program's marker file is not
 // made while every such question is answered no, and is made once one is
-// answered yes (the attack is real).
+// answered yes (the attack is real). The same for less, whose ~/.lesskey
+// can set LESSOPEN.
 func TestGitConfigReadBeforeEachCall(t *testing.T) {
 	forEach(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-gitread-")
@@ -167,6 +168,19 @@ func TestGitConfigReadBeforeEachCall(t *testing.T) {
 			if why, _ := call(line, true); why == "" || !ran(c.name) {
 				t.Errorf("%s: approved, the fsmonitor did not run (asked %q): the attack is not real", c.name, why)
 			}
+		}
+		// less reads ~/.lesskey, whose #env section can set LESSOPEN, a
+		// program less runs on every file, on a terminal or not.
+		call(`printf '#env\nLESSOPEN=|touch `+ws+`/ran-less; cat %%s\n' > ~/.lesskey`, true)
+		line := "less " + ws + "/.git/HEAD"
+		if why, res := call(line, false); !strings.Contains(why, ".lesskey") || !res.Result.IsError {
+			t.Errorf("less after a lesskey was written: asked %q, %+v", why, res.Result)
+		}
+		if ran("less") {
+			t.Errorf("the lesskey's LESSOPEN ran while the question was answered no")
+		}
+		if why, _ := call(line, true); why == "" || !ran("less") {
+			t.Errorf("approved, the lesskey's LESSOPEN did not run (asked %q): the attack is not real", why)
 		}
 	})
 }

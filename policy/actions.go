@@ -189,7 +189,12 @@ type classifier struct {
 	gits       []gitAt
 	dirUnknown string
 	writes     []string // the files the line writes, by literal name
+	runs       []string // configProgram commands of the line
 }
+
+// configPrograms are the readers whose own config files can make them run
+// a program (GitWhere.Runs).
+func configPrograms() []string { return []string{"less", "bat", "batcat"} }
 
 // gitAt is where one git command of the line runs, relative to the
 // directory it starts in.
@@ -727,6 +732,9 @@ func tarRunsPrograms(args []arg) bool {
 // a word known then, find -execdir).
 func (s *classifier) dirs(name string, c *call) {
 	args := c.args
+	if slices.Contains(configPrograms(), name) && !slices.Contains(s.runs, name) {
+		s.runs = append(s.runs, name)
+	}
 	switch name {
 	case "cd", "pushd":
 		rest := args[1:]
@@ -777,7 +785,7 @@ const maxGitDirs = 64
 // the set errs towards more directories); a relative cd the line may
 // repeat (in a loop or a function) makes the directories unknown.
 func (s *classifier) where(repeats bool) *GitWhere {
-	w := &GitWhere{Unknown: s.dirUnknown}
+	w := &GitWhere{Unknown: s.dirUnknown, Runs: s.runs}
 	if len(s.gits) == 0 && len(s.writes) == 0 || w.Unknown != "" {
 		return w
 	}

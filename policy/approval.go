@@ -175,11 +175,12 @@ type Gate struct {
 	elevation *elevation // non-nil when the access level is elevated
 	// GitConfig, when set, reads every git config a call's git commands
 	// will read where w says they run, as the call's sandbox sees them,
-	// and returns why one may make git run a program a sandbox chose ("":
-	// none): a setting that runs a program in a file a sandbox can write,
-	// a hook there, a file it cannot read safely (docs/actions.md, "Git's
-	// config and hooks are code"). The call's git commands are then
-	// process:run.
+	// and the config of the other programs w names (less's lesskey), and
+	// returns why one may make the call run a program a sandbox chose
+	// ("": none), as a clause of the question: a setting that runs a
+	// program in a file a sandbox can write, a hook there, a file it
+	// cannot read safely (docs/actions.md, "Git's config and hooks are
+	// code"). The call is then process:run.
 	GitConfig func(w GitWhere) string
 
 	// remembered holds this session's "always" answers; shared by copies.
@@ -269,15 +270,11 @@ func (g *Gate) check(ctx context.Context, c Call) Decision {
 		}
 		gr = g.Guard.CheckIn(cmd, c.Shell)
 		acts = gr.Actions
-		if g.GitConfig != nil && !slices.Contains(acts, ActProcRun) && (gr.Git || gr.GitWhere != nil && len(gr.GitWhere.Writes) > 0) {
+		if g.GitConfig != nil && !slices.Contains(acts, ActProcRun) && (gr.Git || gr.GitWhere != nil && len(gr.GitWhere.Writes)+len(gr.GitWhere.Runs) > 0) {
 			set := ""
 			switch {
-			case !gr.Git && gr.GitWhere.Unknown != "":
-				// Writes alone, somewhere jail does not follow: the
-				// sandbox's view keeps the hooks directories of the
-				// user's config read-only (docs/git.md).
-			case gr.GitWhere == nil || gr.GitWhere.Unknown != "":
-				set = "jail cannot read their config first: "
+			case gr.GitWhere == nil || gr.Git && gr.GitWhere.Unknown != "":
+				set = "its git commands may run programs: jail cannot read their config first: "
 				if gr.GitWhere != nil {
 					set += gr.GitWhere.Unknown
 				}
@@ -286,9 +283,6 @@ func (g *Gate) check(ctx context.Context, c Call) Decision {
 			}
 			if set != "" {
 				gitWhy = "; " + set
-				if gr.Git {
-					gitWhy = "; its git commands may run programs: " + set
-				}
 				acts = append(slices.Clone(acts), ActProcRun)
 				gr.Actions = acts
 			}

@@ -101,6 +101,10 @@ type GitWhere struct {
 	// same way: a write into a hooks directory git's config names
 	// (core.hooksPath = tools/hooks) is a hook's.
 	Writes []string
+	// Runs are the programs of the line, read as reading only, whose own
+	// config files can make them run another (less: its lesskey's #env
+	// sets LESSOPEN; bat: --paging and --pager).
+	Runs []string
 	// Unknown, when not "", says why a directory git may run in is known
 	// only at run time (cd "$D", find -execdir): the line's git commands
 	// are then judged as running what jail could not read.

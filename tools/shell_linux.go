@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -422,7 +425,86 @@ func (v *shellView) gitConfig(st *Session) func(policy.GitWhere) string {
 			}
 			return out
 		}
-		return gitcmd.SandboxProgram(confine.NewView(v.mounts), gitcmd.Where{Dirs: abs(w.Dirs), GitDirs: abs(w.GitDirs),
-			Writes: abs(w.Writes), Env: env, Git: w.Git})
+		view := confine.NewView(v.mounts)
+		if why := configProgram(view, w.Runs, abs(w.Writes), env); why != "" {
+			return why
+		}
+		if why := gitcmd.SandboxProgram(view, gitcmd.Where{Dirs: abs(w.Dirs), GitDirs: abs(w.GitDirs),
+			Writes: abs(w.Writes), Env: env, Git: w.Git}); why != "" {
+			if w.Git {
+				return "its git commands may run programs: " + why
+			}
+			return why
+		}
+		return ""
 	}
+}
+
+// configFiles are the config files of a reader (policy.GitWhere.Runs)
+// that can make it run a program, as env (NAME=VALUE) places them: less's
+// lesskey, whose #env section sets LESSOPEN (less runs it on every file,
+// on a terminal or not), and bat's config (--paging=always with --pager).
+func configFiles(name string, env []string) []string {
+	get := func(k string) string {
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, k+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	home, xdg := get("HOME"), get("XDG_CONFIG_HOME")
+	if xdg == "" && home != "" {
+		xdg = path.Join(home, ".config")
+	}
+	var files []string
+	add := func(ps ...string) {
+		for _, p := range ps {
+			if path.IsAbs(p) {
+				files = append(files, path.Clean(p))
+			}
+		}
+	}
+	switch name {
+	case "less":
+		add(get("LESSKEYIN"), get("LESSKEY"), get("LESSKEYIN_SYSTEM"), get("LESSKEY_SYSTEM"))
+		if xdg != "" {
+			add(path.Join(xdg, "lesskey"))
+		}
+		if home != "" {
+			add(path.Join(home, ".config/lesskey"), path.Join(home, ".lesskey"), path.Join(home, ".less"))
+		}
+	case "bat", "batcat":
+		add(get("BAT_CONFIG_PATH"))
+		if xdg != "" {
+			add(path.Join(xdg, "bat/config"))
+		}
+	}
+	return files
+}
+
+// configProgram returns why a reader of runs may run a program a sandbox
+// chose: a config file of its (configFiles) that a sandbox may have
+// written, or that the line writes itself, or that cannot be read safely.
+func configProgram(view *confine.View, runs, writes, env []string) string {
+	for _, name := range runs {
+		for _, f := range configFiles(name, env) {
+			if slices.Contains(writes, f) {
+				return name + " may run a program: the line writes " + strconv.Quote(f) + ", which " + name + " reads as its config"
+			}
+			_, shared, err := view.ReadFile(f, 1<<20)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+			case err != nil:
+				return name + " may run a program: its config " + strconv.Quote(f) + " cannot be read safely (" + err.Error() + ")"
+			case shared:
+				how := "its #env section can set LESSOPEN"
+				if name != "less" {
+					how = "--paging=always with --pager"
+				}
+				return name + " may run a program: its config " + strconv.Quote(f) + " is one a sandbox may have written (" + how + ")"
+			}
+		}
+	}
+	return ""
 }
