@@ -110,6 +110,8 @@ static const char *last_name(const char *path, size_t *len) {
 	return path + start;
 }
 
+static int name_mounted(struct child *c, const char *name, size_t len);
+
 // maybe_mounted says whether path's last name is the last name of a
 // mountpoint of the sandbox: most renames name none, and need no more
 // look. The mount table is read once, at the first call: nothing inside
@@ -153,17 +155,39 @@ static int maybe_mounted(struct child *c, const char *path) {
 	}
 	size_t len;
 	const char *name = last_name(path, &len);
+	return name_mounted(c, name, len);
+}
+
+// name_mounted says whether the name (len bytes) may be a mountpoint's last
+// name; maybe_mounted has read the mount table.
+static int name_mounted(struct child *c, const char *name, size_t len) {
 	if (len == 0 || (len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.')) return 1;
 	unsigned b = name_bit(name, len);
 	return (c->mounted[b / 64] >> (b % 64)) & 1;
+}
+
+// any_mounted says whether any name of path may be a mountpoint's.
+static int any_mounted(struct child *c, const char *path) {
+	if (!maybe_mounted(c, path)) {
+		for (const char *p = path; *p;) {
+			while (*p == '/') p++;
+			const char *e = p;
+			while (*e && *e != '/') e++;
+			if (e > p && name_mounted(c, p, (size_t)(e - p))) return 1;
+			p = e;
+		}
+		return 0;
+	}
+	return 1;
 }
 
 // notify_path reads the path argument at addr of the caller req names and
 // makes it absolute against dirfd (AT_FDCWD: the caller's working
 // directory), as the caller sees it: pid 1 shares its root and mounts.
 // Returns 0 when it cannot (the caller went away, a path too long), or
-// when the path's last name is no mountpoint's (maybe_mounted).
-static int notify_path(struct child *c, struct seccomp_notif *req, int dirfd, uint64_t addr, char *out, size_t outn) {
+// when the path's last name (any of its names, with any) is no
+// mountpoint's (maybe_mounted).
+static int notify_path(struct child *c, struct seccomp_notif *req, int dirfd, uint64_t addr, char *out, size_t outn, int any) {
 	char path[PATH_MAX];
 	// Through /proc/PID/mem, not process_vm_readv, which pid 1's own
 	// filter refuses; kept open for the next call of the same process. A
@@ -187,7 +211,7 @@ static int notify_path(struct child *c, struct seccomp_notif *req, int dirfd, ui
 	}
 	path[n] = 0;
 	path[sizeof(path) - 1] = 0;
-	if (!path[0] || !maybe_mounted(c, path)) return 0;
+	if (!path[0] || !(any ? any_mounted(c, path) : maybe_mounted(c, path))) return 0;
 	if (path[0] == '/') {
 		snprintf(out, outn, "%s", path);
 		return 1;
@@ -262,7 +286,7 @@ static void busy_hint(struct child *c, struct seccomp_notif *req) {
 	}
 	for (int i = 0; i < n && c->nbusy < (int)(sizeof(c->busy) / sizeof(c->busy[0])); i++) {
 		char path[PATH_MAX + 64];
-		if (!notify_path(c, req, names[i].dirfd, names[i].addr, path, sizeof(path))) continue;
+		if (!notify_path(c, req, names[i].dirfd, names[i].addr, path, sizeof(path), 0)) continue;
 		if (strstr(path, "/.git/") || (strlen(path) >= 5 && !strcmp(path + strlen(path) - 5, "/.git"))) continue;
 		struct statx sx;
 		if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_TYPE, &sx) < 0 || !(sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
@@ -289,6 +313,100 @@ static void busy_hint(struct child *c, struct seccomp_notif *req) {
 	}
 }
 
+// first_notice says whether a notice about path (of kind) is the first:
+// each is reported once per run, and at most 32 of them.
+static int first_notice(struct child *c, const char *kind, const char *path) {
+	uint32_t h = 2166136261u;
+	for (const char *p = kind; *p; p++) h = (h ^ (unsigned char)*p) * 16777619u;
+	for (const char *p = path; *p; p++) h = (h ^ (unsigned char)*p) * 16777619u;
+	if (c->nbusy >= (int)(sizeof(c->busy) / sizeof(c->busy[0]))) return 0;
+	for (int j = 0; j < c->nbusy; j++)
+		if (c->busy[j] == h) return 0;
+	c->busy[c->nbusy++] = h;
+	return 1;
+}
+
+static int mount_root(const struct statx *sx) {
+	return (sx->stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && (sx->stx_attributes & STATX_ATTR_MOUNT_ROOT);
+}
+
+// create_hint looks at a call that creates a name or opens one for writing
+// (open and openat with O_CREAT, creat, mkdir, mkdirat) before the kernel
+// runs it. Where the name is, or lies beneath, a read-only mountpoint whose
+// parent is writable (a protected path of the workspace held in place, a
+// --ro bind inside a writable tree), the kernel will refuse it, and the
+// program's own message says only "Is a directory" (echo x > .envrc, whose
+// stand-in is an empty directory), "File exists" (mkdir .vscode) or
+// "Read-only file system" (cat > .claude/settings.json). pid 1 reports one
+// line naming the path, how jail holds it and the policy key, once per
+// path. A read-only mountpoint in a read-only tree (/usr, a covered file
+// under /etc) is no surprise and gets none: programs probe those. Names
+// inside a .git directory are left to git's messages. Only a hint: the
+// call itself always goes on unchanged.
+static void create_hint(struct child *c, struct seccomp_notif *req) {
+	int dirfd = AT_FDCWD, mk = 0;
+	uint64_t addr, flags = O_CREAT | O_WRONLY;
+	switch (req->data.nr) {
+#ifdef __NR_open
+	case __NR_open: addr = req->data.args[0]; flags = req->data.args[1]; break;
+#endif
+#ifdef __NR_creat
+	case __NR_creat: addr = req->data.args[0]; break;
+#endif
+	case __NR_openat: dirfd = (int)req->data.args[0]; addr = req->data.args[1]; flags = req->data.args[2]; break;
+#ifdef __NR_mkdir
+	case __NR_mkdir: addr = req->data.args[0]; mk = 1; break;
+#endif
+	case __NR_mkdirat: dirfd = (int)req->data.args[0]; addr = req->data.args[1]; mk = 1; break;
+	default: return;
+	}
+	char path[PATH_MAX + 64], held[PATH_MAX + 64];
+	if (!notify_path(c, req, dirfd, addr, path, sizeof(path), 1)) return;
+	size_t pl = strlen(path);
+	while (pl > 1 && path[pl - 1] == '/') path[--pl] = 0;
+	if (strstr(path, "/.git/") || (pl >= 5 && !strcmp(path + pl - 5, "/.git"))) return;
+	struct statx sx;
+	int exists = statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_TYPE, &sx) == 0;
+	int self = exists && mount_root(&sx), dir = exists && S_ISDIR(sx.stx_mode);
+	snprintf(held, sizeof(held), "%s", path);
+	if (!self) {
+		// An existing name opened only for reading, or made again by
+		// mkdir, fails or succeeds as anywhere else.
+		if (exists && (mk || ((flags & O_ACCMODE) == O_RDONLY && !dir))) return;
+		// The deepest mountpoint above it: only a name the mount table
+		// has can be one.
+		for (;;) {
+			char *slash = strrchr(held, '/');
+			if (!slash || slash == held) return;
+			*slash = 0;
+			size_t len;
+			const char *name = last_name(held, &len);
+			if (!name_mounted(c, name, len)) continue;
+			struct statx up;
+			if (statx(AT_FDCWD, held, AT_SYMLINK_NOFOLLOW, STATX_TYPE, &up) < 0) continue;
+			if (mount_root(&up)) break;
+		}
+	}
+	if (!strcmp(held, "/")) return;
+	struct statvfs vs, pvs;
+	char parent[PATH_MAX + 64];
+	snprintf(parent, sizeof(parent), "%s", held);
+	char *slash = strrchr(parent, '/');
+	if (!slash) return;
+	if (slash == parent) slash[1] = 0;
+	else *slash = 0;
+	if (statvfs(held, &vs) < 0 || !(vs.f_flag & ST_RDONLY) || statvfs(parent, &pvs) < 0 || (pvs.f_flag & ST_RDONLY)) return;
+	if (!first_notice(c, mk ? "mkdir" : "write", held)) return;
+	const char *err = !self ? "Read-only file system" : mk ? "File exists" : dir ? "Is a directory" : "Read-only file system";
+	char shown[4 * PATH_MAX + 1], shown_held[4 * PATH_MAX + 1], line[8 * PATH_MAX + 1024];
+	shown_path(path, shown, sizeof(shown));
+	shown_path(held, shown_held, sizeof(shown_held));
+	snprintf(line, sizeof(line),
+		 "jail: %s %s: %s: jail holds %s read-only in place: a protected path of the workspace (.envrc, .vscode, .claude/settings.json, ...), which no sandbox may create or change while the host's own tools still can, so make or edit it outside jail (the built-in list cannot be lifted; [sandbox] protected adds to it: docs/workspace.md), or a path bound read-only (--ro, [sandbox] ro)",
+		 mk ? "mkdir" : "open for writing", shown, err, self ? "it" : shown_held);
+	report(&(struct report){.kind = REPORT_NOTICE, .text = line});
+}
+
 // answer_notify answers the call the listener holds: a ptrace is refused
 // with EPERM, as a plain errno rule would, with the hint reported the
 // first time; a rename, rmdir or directory unlink goes on as the kernel
@@ -310,7 +428,10 @@ static void answer_notify(struct child *c) {
 		} else {
 			// Looked at before the answer: the caller's memory and
 			// descriptors are as the call sees them while it waits.
-			if (c->nbusy < (int)(sizeof(c->busy) / sizeof(c->busy[0]))) busy_hint(c, req);
+			if (c->nbusy < (int)(sizeof(c->busy) / sizeof(c->busy[0]))) {
+				busy_hint(c, req);
+				create_hint(c, req);
+			}
 			resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
 			(void)ioctl(c->notify, SECCOMP_IOCTL_NOTIF_SEND, resp);
 		}

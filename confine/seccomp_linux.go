@@ -125,6 +125,9 @@ func CompileSeccomp(opts SeccompOptions) ([]Program, error) {
 	if err := addHeldNameNotify(f, ruled); err != nil {
 		return nil, err
 	}
+	if err := addCreateNotify(f, ruled); err != nil {
+		return nil, err
+	}
 	prog, err := exportBPF(f)
 	if err != nil {
 		return nil, err
@@ -173,6 +176,42 @@ func addHeldNameNotify(f *seccomp.ScmpFilter, ruled map[string]bool) error {
 	}
 	if err != nil {
 		return fmt.Errorf("seccomp: notify rule for unlinkat: %w", err)
+	}
+	return nil
+}
+
+// addCreateNotify hands the calls that create a name or open one for
+// writing to the sandbox's pid 1 as addHeldNameNotify does, which says on
+// stderr how jail holds a protected path the call would meet (create_hint
+// in pid1_linux.c: "Is a directory" from echo x > .envrc says nothing of
+// why). open and openat only with O_CREAT: a plain open, which everything
+// does by the thousand, stays in the kernel; a file a build creates costs
+// a round trip to pid 1 (BenchmarkCreateInside). openat2 keeps its flags in
+// memory a filter cannot read and stays in the kernel, without the hint.
+func addCreateNotify(f *seccomp.ScmpFilter, ruled map[string]bool) error {
+	for _, c := range []struct {
+		name string
+		flag int // the argument holding the open flags; -1: every call
+	}{{"creat", -1}, {"mkdir", -1}, {"mkdirat", -1}, {"open", 1}, {"openat", 2}} {
+		if ruled[c.name] {
+			continue
+		}
+		call, err := seccomp.GetSyscallFromName(c.name)
+		if err != nil {
+			continue // open, creat and mkdir are not in every architecture's table
+		}
+		if c.flag < 0 {
+			err = f.AddRule(call, seccomp.ActNotify)
+		} else {
+			var cond seccomp.ScmpCondition
+			cond, err = seccomp.MakeCondition(uint(c.flag), seccomp.CompareMaskedEqual, unix.O_CREAT, unix.O_CREAT)
+			if err == nil {
+				err = f.AddRuleConditional(call, seccomp.ActNotify, []seccomp.ScmpCondition{cond})
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("seccomp: notify rule for %s: %w", c.name, err)
+		}
 	}
 	return nil
 }

@@ -97,3 +97,99 @@ print((time.perf_counter_ns() - t) / max(n, 1))
 	b.ReportMetric(jailed, "jail-ns/rename")
 	b.ReportMetric(0, "ns/op")
 }
+
+// TestCreateHint: writing a protected name that does not exist (echo x > .envrc, whose stand-in
+// is an empty read-only directory: "Is a directory"), mkdir .vscode ("File exists") and a file
+// beneath a held directory (cat > .claude/settings.json: "Read-only file system") each get one
+// line of jail's on stderr naming the path, how jail holds it and the policy key, once per
+// path and kind of call. What fails as it would anywhere (/usr is read-only, a file that
+// exists) and what succeeds get nothing.
+func TestCreateHint(t *testing.T) {
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-create-")
+		res := r.jail(t, call{dir: ws, args: []string{"run", "--", "/bin/sh", "-c", `
+echo x > .envrc; echo "envrc=$?"
+echo x > .envrc; echo "again=$?"
+mkdir .vscode; echo "vscode=$?"
+cat > .claude/settings.json </dev/null; echo "claude=$?"
+touch /usr/jail-x 2>/dev/null; echo "usr=$?"
+mkdir made && echo x > made/f && echo ordinary-ok
+cat /etc/hostname >/dev/null && echo read-ok`}})
+		mustExit(t, res, 0)
+		for _, want := range []string{"envrc=2", "again=2", "vscode=1", "claude=2", "usr=1", "ordinary-ok", "read-ok"} {
+			if !strings.Contains(res.stdout, want) {
+				t.Fatalf("no %q in\n%s\nstderr: %s", want, res.stdout, res.stderr)
+			}
+		}
+		for _, want := range []string{
+			"jail: open for writing " + filepath.Join(ws, ".envrc") + ": Is a directory: jail holds it read-only in place: a protected path of the workspace",
+			"jail: mkdir " + filepath.Join(ws, ".vscode") + ": File exists: jail holds it read-only in place",
+			"jail: open for writing " + filepath.Join(ws, ".claude/settings.json") + ": Read-only file system: jail holds " + filepath.Join(ws, ".claude") + " read-only in place",
+		} {
+			if n := strings.Count(res.stderr, want); n != 1 {
+				t.Errorf("%q is there %d times, want once:\n%s", want, n, res.stderr)
+			}
+		}
+		if !strings.Contains(res.stderr, "[sandbox] protected") {
+			t.Errorf("the hint names no policy key:\n%s", res.stderr)
+		}
+		if n := strings.Count(res.stderr, "jail: "); n != 3 {
+			t.Errorf("%d lines of jail's, want 3 (none for /usr, made/f, the second .envrc):\n%s", n, res.stderr)
+		}
+		if ents, _ := os.ReadDir(ws); len(ents) != 1 || ents[0].Name() != "made" {
+			t.Errorf("the workspace holds %v after the run, want only made", ents)
+		}
+	})
+}
+
+// BenchmarkCreateInside: what creating a file costs inside a sandbox, where the filter hands
+// each open with O_CREAT to pid 1 for the hint of TestCreateHint, and bare on the host, in one
+// interleaved run; a plain open stays in the kernel. Each op is one open(O_CREAT) and close of
+// a C-speed loop inside one `jail run`.
+//
+//	go test ./integration/ -run '^$' -bench CreateInside -benchtime 20000x
+func BenchmarkCreateInside(b *testing.B) {
+	ws, _ := filepath.EvalSymlinks(b.TempDir())
+	script := `import os, sys, time
+n = int(sys.argv[1])
+t = time.perf_counter_ns()
+for i in range(n):
+    os.close(os.open("f%d" % (i % 64), os.O_WRONLY | os.O_CREAT, 0o644))
+c = (time.perf_counter_ns() - t) / max(n, 1)
+t = time.perf_counter_ns()
+for i in range(n):
+    os.close(os.open("f%d" % (i % 64), os.O_RDONLY))
+print(c, (time.perf_counter_ns() - t) / max(n, 1))
+`
+	per := func(jailed bool) (float64, float64) {
+		argv := []string{"python3", "-c", script, strconv.Itoa(b.N)}
+		if jailed {
+			argv = append([]string{suite.bin, "run", "--"}, argv...)
+		}
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir = ws
+		out, err := cmd.Output()
+		if err != nil {
+			b.Fatalf("%v: %v", argv, err)
+		}
+		f := strings.Fields(string(out))
+		if len(f) != 2 {
+			b.Fatalf("%q", out)
+		}
+		c, _ := strconv.ParseFloat(f[0], 64)
+		o, _ := strconv.ParseFloat(f[1], 64)
+		return c, o
+	}
+	var bc, bo, jc, jo float64
+	for range 3 {
+		c, o := per(false)
+		bc, bo = bc+c/3, bo+o/3
+		c, o = per(true)
+		jc, jo = jc+c/3, jo+o/3
+	}
+	b.ReportMetric(bc, "bare-ns/create")
+	b.ReportMetric(jc, "jail-ns/create")
+	b.ReportMetric(bo, "bare-ns/open")
+	b.ReportMetric(jo, "jail-ns/open")
+	b.ReportMetric(0, "ns/op")
+}
