@@ -564,6 +564,56 @@ static void op_proc(struct child *c) {
 // already: the terminal is its stdin. Nothing else of the host's devpts
 // appears. A failure leaves the terminal unnamed, as before.
 #define PTY_SLAVE_MAJOR 136 // UNIX98_PTY_SLAVE_MAJOR; indexes go on into majors 137-143
+
+// bind_pts_name shows the terminal (host, an O_PATH descriptor of its node)
+// also at DEV/pts/N, N its index: the name the kernel gives the command's
+// descriptor (readlink /proc/self/fd/0 says /dev/pts/N), so ttyname() and
+// tty find it there, consistently with ls -l /proc/self/fd/0, rather than
+// at /dev/console. The private devpts has a node N only while its own pty N
+// exists, so the init opens its ptmx until it gets pty N, binds the
+// terminal over that node, and keeps that one master open in pid 1 for the
+// run (close-on-exec, so the command never holds it; the node, and the bind
+// on it, go with it); the ptys below N are closed again, for the sandbox's
+// own. Past PTS_NAME_MAX the terminal keeps only /dev/console. A failure
+// leaves the name out, as before.
+#define PTS_NAME_MAX 1024
+static void bind_pts_name(struct child *c, const char *dev, int host, unsigned idx) {
+	if (idx >= PTS_NAME_MAX) return;
+	char ptmx[4096], node[4096];
+	snprintf(ptmx, sizeof(ptmx), "%s/pts/ptmx", dev);
+	snprintf(node, sizeof(node), "%s/pts/%u", dev, idx);
+	int *fds = calloc(idx + 1, sizeof(int));
+	if (!fds) return;
+	unsigned n = 0;
+	int kept = -1;
+	while (n <= idx) {
+		int m = openat(c->root, ptmx, O_RDWR | O_NOCTTY | O_CLOEXEC);
+		unsigned got;
+		if (m < 0) break;
+		if (ioctl(m, TIOCGPTN, &got) < 0 || got > idx) {
+			close(m);
+			break;
+		}
+		fds[n++] = m;
+		if (got == idx) {
+			kept = m;
+			break;
+		}
+	}
+	if (kept >= 0) {
+		int dst = openat2_(c->root, node, O_PATH | O_NOFOLLOW | O_CLOEXEC, J_RESOLVE_BENEATH | J_RESOLVE_NO_SYMLINKS);
+		int high = -1;
+		if (dst >= 0 && attach_tree(host, dst, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC) == 0)
+			high = fcntl(kept, F_DUPFD_CLOEXEC, 10);
+		if (dst >= 0) close(dst);
+		// Only the master of the node the terminal is bound on stays: in
+		// pid 1, above the descriptors a held sandbox's command gets.
+		(void)high;
+	}
+	for (unsigned i = 0; i < n; i++) close(fds[i]);
+	free(fds);
+}
+
 static void bind_terminal(struct child *c, const char *dev) {
 	struct stat in, host;
 	if (!isatty(0) || fstat(0, &in) < 0 || !S_ISCHR(in.st_mode)) return;
@@ -580,6 +630,7 @@ static void bind_terminal(struct child *c, const char *dev) {
 			attach_tree(fd, dst, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
 			close(dst);
 		}
+		bind_pts_name(c, dev, fd, (maj - PTY_SLAVE_MAJOR) * 256 + min);
 	}
 	close(fd);
 }

@@ -121,15 +121,20 @@ exit 0`)
 	})
 }
 
-// TestTTYNamed: on a terminal, `tty` inside names the device (the
-// caller's terminal, shown as /dev/console), and no other pty of the host
-// is there: the sandbox's devpts is its own.
+// TestTTYNamed: on a terminal, `tty` inside names the device (jail's pty,
+// as /dev/pts/N, the name its descriptor has; /dev/console is it too), and
+// no other pty of the host is there: the sandbox's devpts is its own.
 func TestTTYNamed(t *testing.T) {
 	forEachPath(t, func(t *testing.T, r runner) {
 		ws := r.dir(t, "jail-it-ws-")
-		p, cmd := startOnTTY(t, r, ws, "/bin/sh", "-c", `tty && echo TTY-OK; ls /dev/pts | tr '\n' ' '; echo; stat -c 'DEV %t:%T' /dev/console "$(tty)"`)
-		p.expect(t, "/dev/console\r\nTTY-OK")
-		p.expect(t, "ptmx \r\n")
+		p, cmd := startOnTTY(t, r, ws, "/bin/sh", "-c", `n=$(tty) && [ "$n" = "$(readlink /proc/self/fd/0)" ] && echo "TTY-OK ${n#/dev/pts/}"; ls /dev/pts | tr '\n' ' '; echo; stat -c 'DEV %t:%T' /dev/console "$(tty)"`)
+		p.expect(t, "TTY-OK ")
+		p.mu.Lock()
+		head := p.out.String()
+		p.mu.Unlock()
+		n := strings.Fields(head[strings.Index(head, "TTY-OK ")+len("TTY-OK "):])[0]
+		// Only the terminal's own node and ptmx.
+		p.expect(t, n+" ptmx \r\n")
 		// A pty slave (major 136 = 0x88), the same node both times.
 		p.expect(t, "DEV 88:")
 		if code := waitExit(t, cmd); code != 0 {

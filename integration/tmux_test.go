@@ -318,3 +318,50 @@ func (r runner) paneAs() string {
 	}
 	return fmt.Sprintf("setpriv --reuid=%d --regid=%d --clear-groups ", r.uid, r.gid)
 }
+
+// TestTerminalName: in an interactive run, tty (ttyname(3)) names the command's terminal by
+// the name the kernel gives its descriptor (ls -l /proc/self/fd/0: /dev/pts/N of jail's pty),
+// on both launch paths, as root and unprivileged; a pty made inside (script) is named in the
+// sandbox's own devpts. Before, tty said /dev/console while /proc/self/fd/0 named a
+// /dev/pts/N that did not exist inside.
+func TestTerminalName(t *testing.T) {
+	needPrograms(t, "bash", "script", "setpriv")
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ttyname-")
+		mode := "off"
+		if r.cached {
+			mode = "trace"
+		}
+		args := []string{"run", "--", "bash", "--norc", "--noprofile", "-i"}
+		if r.cached && !r.warm(t, call{dir: ws, args: args}) {
+			t.Fatal("the warm-up run stored no plan")
+		}
+		env := fmt.Sprintf("env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=%s LANG=C.UTF-8 TERM=xterm JAIL_PLAN_CACHE=%s", r.paneHome(), mode)
+		p := newTmux(t, 120, 30, fmt.Sprintf("cd %s && %s%s %s %s; echo JAIL-EXIT-$?; sleep 600", ws, r.paneAs(), env, suite.bin, strings.Join(args, " ")))
+		p.expect(t, "bash-", 1)
+		if r.cached && !strings.Contains(p.screen(), "jail: plan cache: used") {
+			t.Fatalf("not on the plan cache's path:\n%s", p.screen())
+		}
+		p.keys(t, `echo "TTY=$(tty) FD=$(readlink /proc/self/fd/0) ERR=$(readlink /proc/self/fd/2) IN=$(script -qc tty /dev/null | tr -d '\r')"`, "Enter")
+		p.expect(t, "IN=/", 1)
+		var line string
+		for _, l := range strings.Split(p.screen(), "\n") {
+			if strings.HasPrefix(l, "TTY=") {
+				line = l
+			}
+		}
+		f := map[string]string{}
+		for _, kv := range strings.Fields(line) {
+			k, v, _ := strings.Cut(kv, "=")
+			f[k] = v
+		}
+		if !strings.HasPrefix(f["TTY"], "/dev/pts/") || f["TTY"] != f["FD"] || f["ERR"] != f["FD"] {
+			t.Errorf("tty names %q, /proc/self/fd/0 %q, fd 2 %q: want the same /dev/pts/N\n%s", f["TTY"], f["FD"], f["ERR"], p.screen())
+		}
+		if !strings.HasPrefix(f["IN"], "/dev/pts/") || f["IN"] == f["TTY"] {
+			t.Errorf("a pty made inside is named %q (the command's is %q)\n%s", f["IN"], f["TTY"], p.screen())
+		}
+		p.keys(t, "exit 3", "Enter")
+		p.expect(t, "JAIL-EXIT-3", 1)
+	})
+}
