@@ -81,6 +81,7 @@ struct child {
 	char *dns_notice;  // its notice template; NULL once reported
 	int notify;        // seccomp listener of the refused ptrace calls, or -1
 	int hinted;        // the ptrace notice was reported
+	int kept_hinted;   // the notice of a held empty directory's removal was reported (kept_dir)
 	uint32_t busy[32]; // hashes of the paths a held-name notice named (busy_hint)
 	int nbusy;
 	uint64_t mounted[16]; // a bit per hash of each mountpoint's last name; all set: unknown

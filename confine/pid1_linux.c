@@ -407,6 +407,70 @@ static void create_hint(struct child *c, struct seccomp_notif *req) {
 	report(&(struct report){.kind = REPORT_NOTICE, .text = line});
 }
 
+// kept_dir says whether the rmdir (or unlinkat with AT_REMOVEDIR) that req
+// holds names an empty directory jail holds read-only in place in a
+// writable tree: the stand-in of a protected name that does not exist
+// (.vscode, .envrc, .claude while the run lasts). The kernel would refuse
+// it with EBUSY, and git clean -fdx, which removes every empty untracked
+// directory, then failed with a warning and a hint for each of them; pid 1
+// answers such a call with success instead, without running it (the name
+// stays, as held), and says so once per run. Answering without running
+// the call is safe whatever the caller changed since it was looked at:
+// nothing happens. Names inside a .git directory are left to git.
+static int kept_dir(struct child *c, struct seccomp_notif *req) {
+	int dirfd = AT_FDCWD;
+	uint64_t addr;
+	switch (req->data.nr) {
+#ifdef __NR_rmdir
+	case __NR_rmdir: addr = req->data.args[0]; break;
+#endif
+	case __NR_unlinkat:
+		if (!(req->data.args[2] & AT_REMOVEDIR)) return 0;
+		dirfd = (int)req->data.args[0];
+		addr = req->data.args[1];
+		break;
+	default: return 0;
+	}
+	char path[PATH_MAX + 64];
+	if (!notify_path(c, req, dirfd, addr, path, sizeof(path), 0)) return 0;
+	size_t pl = strlen(path);
+	while (pl > 1 && path[pl - 1] == '/') path[--pl] = 0;
+	if (strstr(path, "/.git/") || (pl >= 5 && !strcmp(path + pl - 5, "/.git"))) return 0;
+	struct statx sx;
+	if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_TYPE, &sx) < 0 || !mount_root(&sx) || !S_ISDIR(sx.stx_mode) || !strcmp(path, "/")) return 0;
+	char parent[PATH_MAX + 64];
+	snprintf(parent, sizeof(parent), "%s", path);
+	char *slash = strrchr(parent, '/');
+	if (!slash) return 0;
+	if (slash == parent) slash[1] = 0;
+	else *slash = 0;
+	struct statvfs vs, pvs;
+	if (statvfs(path, &vs) < 0 || !(vs.f_flag & ST_RDONLY) || statvfs(parent, &pvs) < 0 || (pvs.f_flag & ST_RDONLY)) return 0;
+	int d = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (d < 0) return 0;
+	char buf[512];
+	int empty = 1;
+	long n;
+	while (empty && (n = syscall(SYS_getdents64, d, buf, sizeof(buf))) > 0)
+		for (long off = 0; off < n;) {
+			struct { uint64_t ino; int64_t off; unsigned short reclen; unsigned char type; char name[]; } *e = (void *)(buf + off);
+			if (strcmp(e->name, ".") && strcmp(e->name, "..")) empty = 0;
+			off += e->reclen;
+		}
+	close(d);
+	if (n < 0 || !empty) return 0;
+	if (!c->kept_hinted) {
+		c->kept_hinted = 1;
+		char shown[4 * PATH_MAX + 1], line[4 * PATH_MAX + 1024];
+		shown_path(path, shown, sizeof(shown));
+		snprintf(line, sizeof(line),
+			 "jail: rmdir %s: kept: jail holds it, an empty read-only directory standing in for a protected path of the workspace while the run lasts (docs/workspace.md); removing it, or another such directory in this run, reports success and leaves it there, so that git clean -fdx and rm -r work as on the host",
+			 shown);
+		report(&(struct report){.kind = REPORT_NOTICE, .text = line});
+	}
+	return 1;
+}
+
 // answer_notify answers the call the listener holds: a ptrace is refused
 // with EPERM, as a plain errno rule would, with the hint reported the
 // first time; a rename, rmdir or directory unlink goes on as the kernel
@@ -428,6 +492,14 @@ static void answer_notify(struct child *c) {
 		} else {
 			// Looked at before the answer: the caller's memory and
 			// descriptors are as the call sees them while it waits.
+			if (kept_dir(c, req)) {
+				resp->error = 0;
+				resp->val = 0;
+				(void)ioctl(c->notify, SECCOMP_IOCTL_NOTIF_SEND, resp);
+				free(req);
+				free(resp);
+				return;
+			}
 			if (c->nbusy < (int)(sizeof(c->busy) / sizeof(c->busy[0]))) {
 				busy_hint(c, req);
 				create_hint(c, req);

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -192,4 +193,42 @@ print(c, (time.perf_counter_ns() - t) / max(n, 1))
 	b.ReportMetric(bo, "bare-ns/open")
 	b.ReportMetric(jo, "jail-ns/open")
 	b.ReportMetric(0, "ns/op")
+}
+
+// TestGitCleanInside: git clean -fdx inside a repository works as on the host: it removes what
+// the command made and exits 0, although the names jail holds for the run (the empty read-only
+// stand-ins of protected paths: .vscode, .envrc, ...) are untracked empty directories to git
+// inside. Their removal reports success and leaves them (pid 1 answers it without running it,
+// kept_dir), with one line of jail's for the run. Before, git clean failed with exit 1, a
+// "failed to remove" warning and a jail hint for each. git stash -u works too. The host's tree
+// is as it was before.
+func TestGitCleanInside(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-clean-")
+		r.gitRepo(t, ws)
+		before, _ := r.hostGit(t, ws, "status", "--porcelain", "--ignored")
+		names := lsA(t, ws)
+		res := r.sh(t, ws, `export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b
+echo tmp > untracked.txt && git stash -u -q && [ ! -e untracked.txt ] && git stash pop -q && [ -e untracked.txt ] && echo stash-ok
+touch junk.o && mkdir -p build/sub && touch build/sub/x
+git clean -fdxq; echo "clean=$?"
+ls -A | grep -v '^\.' | tr '\n' ' '; echo`)
+		mustExit(t, res, 0)
+		for _, want := range []string{"stash-ok", "clean=0", "file.txt \n"} {
+			if !strings.Contains(res.stdout, want) {
+				t.Errorf("no %q:\n%s\nstderr: %s", want, res.stdout, res.stderr)
+			}
+		}
+		if strings.Contains(res.stderr, "busy") || strings.Contains(res.stderr, "failed to remove") {
+			t.Errorf("git clean met the held names:\n%s", res.stderr)
+		}
+		if n := strings.Count(res.stderr, "jail: rmdir "); n != 1 || !strings.Contains(res.stderr, ": kept: jail holds it") {
+			t.Errorf("%d lines about the held names, want one saying they are kept:\n%s", n, res.stderr)
+		}
+		after, _ := r.hostGit(t, ws, "status", "--porcelain", "--ignored")
+		if after != before || !slices.Equal(lsA(t, ws), names) {
+			t.Errorf("the host's tree changed: git status %q -> %q, ls -A %v -> %v", before, after, names, lsA(t, ws))
+		}
+	})
 }
