@@ -11,6 +11,7 @@
 
 #include <limits.h>
 #include <sys/statvfs.h>
+#include <sys/xattr.h>
 
 // dns_notice reports the notice for name once: the supervisor prints it.
 // name holds only [a-z0-9._-] and the template no '"' or '\' (both
@@ -408,8 +409,9 @@ static void create_hint(struct child *c, struct seccomp_notif *req) {
 }
 
 // kept_dir says whether the rmdir (or unlinkat with AT_REMOVEDIR) that req
-// holds names an empty directory jail holds read-only in place in a
-// writable tree: the stand-in of a protected name that does not exist
+// holds names an empty placeholder jail holds read-only in place in a
+// writable tree (user.jail=placeholder): the stand-in of a protected name
+// that does not exist
 // (.vscode, .envrc, .claude while the run lasts). The kernel would refuse
 // it with EBUSY, and git clean -fdx, which removes every empty untracked
 // directory, then failed with a warning and a hint for each of them; pid 1
@@ -448,6 +450,14 @@ static int kept_dir(struct child *c, struct seccomp_notif *req) {
 	if (statvfs(path, &vs) < 0 || !(vs.f_flag & ST_RDONLY) || statvfs(parent, &pvs) < 0 || (pvs.f_flag & ST_RDONLY)) return 0;
 	int d = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (d < 0) return 0;
+	// Only a placeholder (the mark confine/placeholders_linux.go and
+	// fast_linux.c give it): an empty directory bound read-only on purpose
+	// (--ro, an agent profile's) keeps the kernel's answer.
+	char mark[16] = {0};
+	if (fgetxattr(d, "user.jail", mark, sizeof(mark) - 1) != 11 || memcmp(mark, "placeholder", 11)) {
+		close(d);
+		return 0;
+	}
 	char buf[512];
 	int empty = 1;
 	long n;

@@ -16,7 +16,9 @@ import (
 // command that waits until that is long done still finds every mount it
 // started with, cannot write a protected name (made as a placeholder or
 // existing), and still writes the workspace through to the host; the
-// placeholders are gone when jail has exited.
+// placeholders are gone when jail has exited. (The removal of an empty
+// placeholder reports success and leaves it, so that git clean -fdx works:
+// what counts is that the name is still there.)
 func TestProtectionsOutlastTheLaunch(t *testing.T) {
 	forEachPath(t, func(t *testing.T, r runner) {
 		if r.cached {
@@ -33,7 +35,7 @@ for p in .vscode .idea .claude .codex .envrc; do
 	echo evil > $p/x 2>/dev/null && echo "WROTE $p/x"
 	echo evil > $p 2>/dev/null && echo "WROTE $p"
 	mv $p moved-$p 2>/dev/null && echo "MOVED $p"
-	rmdir $p 2>/dev/null && echo "REMOVED $p"
+	rmdir $p 2>/dev/null; [ -e $p ] || echo "REMOVED $p"
 done
 echo ok > plain.txt && echo PLAIN`
 		res := r.sh(t, ws, script)
