@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/jail-sandbox/jail/confine"
+	"github.com/jail-sandbox/jail/termtext"
 	"golang.org/x/sys/unix"
 )
 
@@ -339,6 +340,9 @@ func redo(w io.Writer, it pendingItem, stateDir string, keys map[string]int, nam
 			where = filepath.Dir(where)
 		}
 		err = reduce(w, dfd, scratch, name, rel, it.Run, names)
+		if err == nil && it.Kind == pendGit {
+			reduceLinked(w, wsfd, scratch, filepath.Dir(rel), it.Run, names)
+		}
 	default:
 		return redoGone, where
 	}
@@ -351,6 +355,66 @@ func redo(w io.Writer, it pendingItem, stateDir string, keys map[string]int, nam
 		return redoGone, where
 	}
 	return redoFailed, where
+}
+
+// reduceLinked reduces what stands at the gitlinks of the repository
+// just reduced at dir/.git (all of its commits are the sandbox's), and at
+// theirs in turn, as scanNew does at a run's end for a reduction a live
+// run's mount had put off: a .git directory is reduced, a gitfile or
+// .git symlink removed, a bare-shaped directory loses its HEAD. What a
+// live run holds now is named, not waited for again.
+func reduceLinked(w io.Writer, wsfd, scratch int, dir, run string, names *nameSet) {
+	todo := []string{dir}
+	seen := map[string]bool{}
+	var done, held []string
+	for i := 0; i < len(todo) && i < maxRepos; i++ {
+		at := &found{}
+		at.addCommitted(wsfd, gitlinksOf(w, wsfd, todo[i]))
+		for _, g := range append(append([]string{}, at.gitDirs...), at.gitFiles...) {
+			if seen[g] {
+				continue
+			}
+			seen[g] = true
+			dfd, err := openGitDir(wsfd, filepath.Dir(g))
+			if err != nil {
+				continue
+			}
+			var st unix.Stat_t
+			switch {
+			case unix.Fstatat(dfd, ".git", &st, unix.AT_SYMLINK_NOFOLLOW) != nil:
+			case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+				err = unlinkClaimed(dfd, ".git")
+			case isEmptyDir(dfd, ".git"):
+			default:
+				if err = reduce(w, dfd, scratch, ".git", g, run, names); err == nil {
+					todo = append(todo, filepath.Dir(g))
+				}
+			}
+			unix.Close(dfd)
+			switch {
+			case err == nil:
+				done = append(done, g)
+			case errors.Is(err, confine.ErrHeld):
+				held = append(held, g)
+			}
+		}
+		for _, b := range at.bare {
+			if dfd, err := openGitDir(wsfd, b); err == nil {
+				if _, err := moveAside(dfd, "HEAD", run); err == nil {
+					done = append(done, b)
+				} else if errors.Is(err, confine.ErrHeld) {
+					held = append(held, b)
+				}
+				unix.Close(dfd)
+			}
+		}
+	}
+	if len(done) > 0 {
+		termtext.Fprintf(w, "jail: git: what the gitlinks of %s name was reduced, removed or unheaded too: %s\n", dir, strings.Join(done, ", "))
+	}
+	if len(held) > 0 {
+		termtext.Fprintf(w, "jail: git: WARNING: the gitlinks of %s name git directories a live run holds, not reduced; look at their hooks and config before running git there: %s\n", dir, strings.Join(held, ", "))
+	}
 }
 
 // ReducePending is ReducePending for this run's state directory and

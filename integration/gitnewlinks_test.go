@@ -52,3 +52,33 @@ echo t > t && git add t node_modules/evil node_modules/x/node_modules/evil && gi
 		}
 	})
 }
+
+// TestPendingReductionFollowsGitlinks: the repository A's sandbox makes
+// in sub, with a gitlink to node_modules/evil (a repository with a
+// core.fsmonitor), is B's workspace when A ends: B's git view holds a
+// mount on sub/.git, so A's end leaves its reduction to the last run out.
+// B's end reduces it, and what its gitlinks name too: the host's git
+// reset and git status in sub and in node_modules/evil run nothing.
+func TestPendingReductionFollowsGitlinks(t *testing.T) {
+	needGit(t)
+	const ident = "export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b\n"
+	forEach(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		marker, plant := r.marker(t, ws)
+		sub := filepath.Join(ws, "sub")
+		a, b := r.overlap(t, ws, sub, ident+plant+`
+mkdir sub && cd sub && git init -q -b main && mkdir -p node_modules/evil && git -C node_modules/evil init -q &&
+echo e > node_modules/evil/e && git -C node_modules/evil add e && git -C node_modules/evil commit -qm e &&
+git -C node_modules/evil config core.fsmonitor "$OLDPWD/.payload" && echo t > t && git add t node_modules/evil && git commit -qm top; cd ..`, "true", nil)
+		mustExit(t, a, 0)
+		mustExit(t, b, 0)
+		if !strings.Contains(a.stderr, "another live run") {
+			t.Fatalf("A's end did not leave sub/.git to B's:\nA: %s\nB: %s", a.stderr, b.stderr)
+		}
+		if cfg, err := os.ReadFile(filepath.Join(sub, "node_modules", "evil", ".git", "config")); err == nil && strings.Contains(string(cfg), "fsmonitor") {
+			t.Errorf("node_modules/evil kept its core.fsmonitor:\n%s\nA: %s\nB: %s", cfg, a.stderr, b.stderr)
+		}
+		r.hostGit(t, sub, "reset", "-q")
+		r.hostStatusIn(t, marker, sub, filepath.Join(sub, "node_modules", "evil"))
+	})
+}
