@@ -997,8 +997,10 @@ static int sweep_dir(struct sweep *sw, int fd, int root, int depth, int prot, in
 				if (fstatat(fd, nm, &est, AT_SYMLINK_NOFOLLOW) == 0) typ = S_ISDIR(est.st_mode) ? DT_DIR : S_ISLNK(est.st_mode) ? DT_LNK : DT_REG;
 			}
 			if (!strcmp(nm, ".git")) {
-				// The root's is the git view's own.
-				if (!root) hit = recent_at(fd, nm, t0) || (typ == DT_DIR && git_touched(fd, t0)) || (typ == DT_LNK && link_leaves(fd, nm));
+				// The root's is the git view's own. One below the walk's
+				// depth: what its config names in its work tree (a
+				// relative core.hooksPath) only the Go sweep reads.
+				if (!root) hit = recent_at(fd, nm, t0) || (typ == DT_DIR && (depth > 4 || git_touched(fd, t0))) || (typ == DT_LNK && link_leaves(fd, nm));
 				continue;
 			}
 			if (!strcmp(nm, "HEAD") && !root) hit = recent_at(fd, nm, t0);

@@ -237,8 +237,10 @@ func (s *swept) dir(fd int, rel string, depth int, buf []byte, t int64, skip str
 }
 
 // gitDirTouched reports whether the .git directory beneath dirfd has a
-// config, hooks directory or hook that changed at or after t: what the
-// sandbox would rewrite in place in a repository the launch did not show.
+// config, hooks directory or hook that changed at or after t, or the work
+// tree a hooks directory or program file its config names relative to it
+// (targetsTouched): what the sandbox would rewrite in place in a
+// repository the launch did not show.
 func gitDirTouched(dirfd int, t int64) bool {
 	g, err := openDir(dirfd, ".git")
 	if err != nil {
@@ -251,18 +253,17 @@ func gitDirTouched(dirfd int, t int64) bool {
 			return true
 		}
 	}
-	h, err := openDir(g, "hooks")
-	if err != nil {
-		return false
-	}
-	names, _ := readNames(h)
-	defer unix.Close(h)
-	for _, n := range names {
-		if changedAt(h, n, t) {
-			return true
+	if h, err := openDir(g, "hooks"); err == nil {
+		names, _ := readNames(h)
+		defer unix.Close(h)
+		for _, n := range names {
+			if changedAt(h, n, t) {
+				return true
+			}
 		}
 	}
-	return false
+	// And what its config names in its work tree (.githooks).
+	return targetsTouched(dirfd, t)
 }
 
 // JailDirs are jail's own directories on the host for the user whose home

@@ -399,3 +399,71 @@ func asideWorktree(w io.Writer, wsfd, dfd int, rel, run string) {
 	defer unix.Close(gfd)
 	asideTargets(w, dfd, filepath.Dir(rel), gfd, filepath.Join("worktrees", name, "config.worktree"), run)
 }
+
+// targetsTouched reports whether, in the work tree dirfd whose .git is a
+// git directory no launch showed (past the walk's bounds), a hooks
+// directory or program file that the user's config or the repository's
+// names relative to its top, or anything on the way to it or in it,
+// changed at or after t: the sweep then treats the repository as one
+// whose hooks changed (gitDirTouched). The host's git there would run it.
+func targetsTouched(dirfd int, t int64) bool {
+	top, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", dirfd))
+	if err != nil || !filepath.IsAbs(top) {
+		return false
+	}
+	home := os.Getenv("HOME")
+	var tg configTargets
+	for _, f := range userConfigs(home, os.Getenv("XDG_CONFIG_HOME")) {
+		tg.read(f, -1, home, top, 0, nil)
+	}
+	for _, name := range []string{"config", "config.worktree"} {
+		if fd, err := unix.Openat2(dirfd, filepath.Join(".git", name), &unix.OpenHow{
+			Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		}); err == nil {
+			tg.read(filepath.Join(top, ".git", name), fd, home, top, 0, nil)
+			unix.Close(fd)
+		}
+	}
+	budget := 4096
+	for _, p := range append(append([]string{}, tg.hooks...), tg.programs...) {
+		r, err := filepath.Rel(top, filepath.Clean(p))
+		if err != nil || r == "." || r == ".." || strings.HasPrefix(r, "../") || r == ".git" || strings.HasPrefix(r, ".git/") {
+			continue
+		}
+		if pathTouched(dirfd, r, t, &budget) {
+			return true
+		}
+	}
+	return false
+}
+
+// pathTouched reports whether a component of rel beneath dirfd, or what
+// is beneath it, changed at or after t (no symlink followed).
+func pathTouched(dirfd int, rel string, t int64, budget *int) bool {
+	parts := strings.Split(rel, "/")
+	cur, err := unix.Dup(dirfd)
+	if err != nil {
+		return true
+	}
+	defer func() { unix.Close(cur) }()
+	for i, c := range parts {
+		if i == len(parts)-1 {
+			return changedTree(cur, c, t, budget)
+		}
+		var sx unix.Statx_t
+		if err := unix.Statx(cur, c, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_CTIME, &sx); err != nil {
+			return !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR)
+		}
+		if recent(&sx, t) {
+			return true
+		}
+		next, err := openDir(cur, c)
+		if err != nil {
+			return false // missing, or not a directory: as at launch
+		}
+		unix.Close(cur)
+		cur = next
+	}
+	return false
+}

@@ -141,3 +141,35 @@ echo SANDBOX-DONE`}})
 		}
 	})
 }
+
+// TestDeepRepositoryConfigTargets: a repository below the launch walk's
+// depth is not shown, so its relative core.hooksPath (tools/hooks, no
+// protected name) was writable while
+// the run lasted; the sweep after the run (and the plan cache's, which
+// then runs the adopter) takes the HEAD of one whose hooks directory
+// changed, and the host's git there runs nothing the sandbox put in it.
+func TestDeepRepositoryConfigTargets(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		r.gitRepo(t, ws)
+		deep := filepath.Join(ws, "a", "b", "c", "d", "e", "lib")
+		r.gitRepo(t, deep)
+		if out, err := r.hostGit(t, deep, "config", "core.hooksPath", "tools/hooks"); err != nil {
+			t.Fatalf("%v %s", err, out)
+		}
+		marker, plant := r.marker(t, ws)
+		res := r.sh(t, ws, plant+`
+mkdir -p a/b/c/d/e/lib/tools/hooks && cp .payload a/b/c/d/e/lib/tools/hooks/pre-commit && echo PLANTED
+echo SANDBOX-DONE`)
+		mustExit(t, res, 0)
+		if !strings.Contains(res.stdout, "SANDBOX-DONE") {
+			t.Fatalf("the script did not run:\n%s\n%s", res.stdout, res.stderr)
+		}
+		r.writeFile(t, filepath.Join(deep, "judge.txt"), "j\n")
+		for _, args := range [][]string{{"status"}, {"add", "judge.txt"}, {"commit", "-qm", "host"}} {
+			r.hostGit(t, deep, args...)
+		}
+		planted(t, marker, "the host's git in "+deep)
+	})
+}
