@@ -192,6 +192,38 @@ type classifier struct {
 	runs       []string // configProgram commands of the line
 }
 
+// readerRuns reports whether a reader's options make it run a program:
+// fd's -x/-X (--exec, --exec-batch), rg's --pre, sort's
+// --compress-program, ag's --pager, less's + commands (a shell escape).
+func readerRuns(name string, args []arg) bool {
+	for _, a := range args[1:] {
+		v := a.v
+		switch name {
+		case "fd", "fdfind":
+			if v == "-x" || v == "-X" || strings.HasPrefix(v, "--exec") || strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && strings.ContainsAny(v, "xX") {
+				return true
+			}
+		case "rg":
+			if strings.HasPrefix(v, "--pre") && !strings.HasPrefix(v, "--pre-glob") {
+				return true
+			}
+		case "sort":
+			if strings.HasPrefix(v, "--compress-prog") {
+				return true
+			}
+		case "ag":
+			if strings.HasPrefix(v, "--pager") {
+				return true
+			}
+		case "less", "more":
+			if strings.HasPrefix(v, "+") || strings.HasPrefix(v, "--lesskey") || v == "-k" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // configPrograms are the readers whose own config files can make them run
 // a program (GitWhere.Runs).
 func configPrograms() []string { return []string{"less", "bat", "batcat"} }
@@ -325,6 +357,10 @@ func (s *classifier) command(c *call) {
 	switch {
 	case slices.Contains(quietBuiltins(), name):
 		// No effect of their own beyond the shell: the other commands of the line classify it.
+	case slices.Contains(readers(), name) && readerRuns(name, args):
+		// fd -x, rg --pre, sort --compress-program: a reader that runs
+		// a program it is given.
+		s.act(ActCodeRead, ActProcRun)
 	case slices.Contains(readers(), name):
 		s.act(ActCodeRead)
 	case name == "find":

@@ -254,3 +254,24 @@ func TestUnknownActionTypeIsLoadError(t *testing.T) {
 		t.Errorf("valid selectors refused: %v", err)
 	}
 }
+
+// TestReadersThatRunPrograms: a reader given a program to run is not a
+// read (fd -x, rg --pre, sort --compress-program, less +!cmd), and what
+// fd runs is guarded as a command of its own.
+func TestReadersThatRunPrograms(t *testing.T) {
+	g := testGuard(t, GuardConfig{})
+	for _, line := range []string{"fd -x sh -c 'echo {}'", "fd . -X true", "fd -tfx true", "rg --pre ./pre x", "rg --pre=./pre x",
+		"sort --compress-program=./z big", "less '+!touch x' f", "ag --pager=./p x"} {
+		if r := g.Check(line); !slices.Contains(r.Actions, ActProcRun) {
+			t.Errorf("%s: %v", line, r.Actions)
+		}
+	}
+	for _, line := range []string{"fd -e go", "rg --pre-glob '*.gz' x", "sort -u f", "less f", "rg -x foo"} {
+		if r := g.Check(line); slices.Contains(r.Actions, ActProcRun) {
+			t.Errorf("%s: %v", line, r.Actions)
+		}
+	}
+	if r := g.Check("fd -x rm -rf ~"); r.Level != GuardHard {
+		t.Errorf("fd -x rm -rf ~: %s %+v", r.Level, r.Hits)
+	}
+}

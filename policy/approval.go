@@ -363,7 +363,10 @@ func (g *Gate) check(ctx context.Context, c Call) Decision {
 		grants = append(slices.Clone(grants), g.remembered.list()...)
 	}
 	for _, gt := range grants {
-		if gt.Tool == c.Tool && (gt.Command == c.Command() && gr.Session == "" || gt.Command == "" && gr.Level == GuardAllow && risk != Dangerous) {
+		// A grant of the exact command was given for what it did then: not
+		// when the session, or a config a sandbox may have written, now
+		// makes it run something else.
+		if gt.Tool == c.Tool && (gt.Command == c.Command() && gr.Session == "" && gitWhy == "" || gt.Command == "" && gr.Level == GuardAllow && risk != Dangerous) {
 			d := allow("grant", "persistent grant for "+c.Tool)
 			d.Outcome = OutcomeApproved
 			return finish(d)

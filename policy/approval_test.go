@@ -130,6 +130,17 @@ func TestGateGitCode(t *testing.T) {
 	if w := asked[len(asked)-1]; w.Git || !slices.Equal(w.Writes, []string{"x", "tools/x", "hooks/pre-commit", "tools/hooks/pre-commit"}) {
 		t.Errorf("cd tools && cp x hooks/pre-commit: %+v", w)
 	}
+	// A grant of the exact command does not outlast a config that now
+	// makes it run a program.
+	gg := gate(t, "[access]\nlevel = \"standard\"\n[approval]\nauto_approve = []\nauto_approve_read_only = false\n", nil)
+	gg.remembered.add(Grant{Tool: "bash", Command: "cd sub && git status"})
+	if d := gg.Check(ctx, bashCall("cd sub && git status")); !d.Allowed || d.Step != "grant" {
+		t.Errorf("the granted command: %+v", d)
+	}
+	gg.GitConfig = g.GitConfig
+	if d := gg.Check(ctx, bashCall("cd sub && git status")); d.Allowed {
+		t.Errorf("the granted command under a config that runs a program: %+v", d)
+	}
 	for _, line := range []string{`for d in a b; do cd d; git status; done`, `cd "$D" && git status`, `find . -execdir git status \;`, `env -C sub git status`, `git -C "$D" status`, `cd - && git status`} {
 		d := g.Check(ctx, bashCall(line))
 		if d.Allowed || !strings.Contains(d.Reason, "cannot read their config first") {

@@ -306,6 +306,24 @@ func (w *walk) command(args []arg, depth int) {
 		for _, sub := range subs {
 			w.command(sub, depth)
 		}
+	case name == "fd" || name == "fdfind":
+		// fd -x CMD / -X CMD: the rest of the line is the command, each
+		// found path a word known only at run time.
+		for i, a := range c.args[1:] {
+			if a.v == "-x" || a.v == "-X" || a.v == "--exec" || a.v == "--exec-batch" {
+				sub := slices.Clone(c.args[i+2:])
+				for k := range sub {
+					if strings.HasPrefix(sub[k].v, "{") && strings.HasSuffix(sub[k].v, "}") {
+						sub[k] = arg{v: "/found", dyn: true}
+					}
+				}
+				if len(sub) > 0 && sub[len(sub)-1].v == ";" {
+					sub = sub[:len(sub)-1]
+				}
+				w.command(sub, depth)
+				break
+			}
+		}
 	case name == "git":
 		if c.git.Shell != "" {
 			w.shellAlias(*c.git, depth)
