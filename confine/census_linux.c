@@ -21,15 +21,15 @@
 //     inodes at JAIL_CENSUS_INODE_COST (a million empty files hold a
 //     gigabyte of the kernel's memory and no block);
 //   - each slot of its descriptor table at JAIL_CENSUS_FD_COST (the
-//     kernel's file objects: a descriptor bomb), each pipe at the kernel's
-//     default capacity, each socket at that or at what it holds, if more
-//     (SO_MEMINFO of a copy of its descriptor: measure_sockets).
+//     kernel's file objects: a descriptor bomb), each pipe and socket at
+//     the kernel's default capacity, or, if more, a pipe at its capacity
+//     (F_SETPIPE_SZ raises it) and a socket at what it holds (SO_MEMINFO),
+//     read from a copy of its descriptor (measure_sockets).
 //
 // A page can be counted twice (a tmpfs file or a held memfd that is also
 // mapped), never not at all, except what no process's descriptors or
 // mappings reach: descriptors in flight in a unix socket's queue, a SysV
-// segment no process attaches, a pipe enlarged past the default
-// (docs/limits.md). The
+// segment no process attaches (docs/limits.md). The
 // sandbox's own /proc is read through the root of the process outside its
 // pid namespace, by descriptor, checked to be a procfs (a sandbox cannot
 // mount: seccomp), as sandboxProcesses did.
@@ -287,6 +287,7 @@ static int memory_fs(struct devkind *k, int fddir, const char *name, uint64_t de
 struct sockref {
 	int pid, fd; // in the sandbox's pid namespace
 	uint64_t dev, ino;
+	int pipe; // a pipe (its capacity), not a socket
 };
 
 struct socks {
@@ -295,7 +296,7 @@ struct socks {
 	int lost; // more than could be kept: each charged at its maximum
 };
 
-static void socks_add(struct socks *k, int pid, int fd, const struct stat *s) {
+static void socks_add(struct socks *k, int pid, int fd, const struct stat *s, int pipe) {
 	if (k->n == k->cap) {
 		int cap = k->cap ? 2 * k->cap : 64;
 		struct sockref *nr = cap <= (1 << 20) ? realloc(k->ref, cap * sizeof(*nr)) : NULL;
@@ -306,7 +307,7 @@ static void socks_add(struct socks *k, int pid, int fd, const struct stat *s) {
 		k->ref = nr;
 		k->cap = cap;
 	}
-	k->ref[k->n++] = (struct sockref){pid, fd, s->st_dev, s->st_ino};
+	k->ref[k->n++] = (struct sockref){pid, fd, s->st_dev, s->st_ino, pipe};
 }
 
 // count_fds adds what the descriptors of one process hold.
@@ -330,7 +331,7 @@ static void count_fds(int proc, const char *pid, const struct jail_census_state 
 		if (S_ISFIFO(s.st_mode) || S_ISSOCK(s.st_mode)) {
 			if (seen_add(seen, s.st_dev, s.st_ino)) {
 				c->files += default_capacity();
-				if (S_ISSOCK(s.st_mode)) socks_add(socks, atoi(pid), atoi(de->d_name), &s);
+				socks_add(socks, atoi(pid), atoi(de->d_name), &s, S_ISFIFO(s.st_mode));
 			}
 		} else if (S_ISREG(s.st_mode) && !is_tmpfs_dev(st, s.st_dev) && memory_fs(kinds, dfd, de->d_name, s.st_dev)) {
 			if (seen_add(seen, s.st_dev, s.st_ino)) c->fdshm += (uint64_t)s.st_blocks * 512;
@@ -359,6 +360,18 @@ static uint64_t socket_max(void) {
 	uint64_t m = __atomic_load_n(&known, __ATOMIC_RELAXED);
 	if (!m) {
 		m = 2 * (sysctl_u64("/proc/sys/net/core/wmem_max") + sysctl_u64("/proc/sys/net/core/rmem_max"));
+		if (m < default_capacity()) m = default_capacity();
+		__atomic_store_n(&known, m, __ATOMIC_RELAXED);
+	}
+	return m;
+}
+
+// pipe_max is the most one pipe can hold: fs.pipe-max-size.
+static uint64_t pipe_max(void) {
+	static uint64_t known;
+	uint64_t m = __atomic_load_n(&known, __ATOMIC_RELAXED);
+	if (!m) {
+		m = sysctl_u64("/proc/sys/fs/pipe-max-size");
 		if (m < default_capacity()) m = default_capacity();
 		__atomic_store_n(&known, m, __ATOMIC_RELAXED);
 	}
@@ -409,7 +422,7 @@ static int inner_pid(int pid) {
 // names another file, is charged at its maximum (socket_max).
 static void measure_sockets(int outer, struct socks *k, int nprocs, struct jail_census *c) {
 	uint64_t dflt = default_capacity(), most = socket_max();
-	c->files += (uint64_t)k->lost * (most - dflt);
+	c->files += (uint64_t)k->lost * (most > pipe_max() ? most - dflt : pipe_max() - dflt);
 	if (!k->n) return;
 	// The sandbox's processes by their pid there: the tree below outer,
 	// at most a few more than the census counted (new ones meanwhile).
@@ -447,7 +460,9 @@ static void measure_sockets(int outer, struct socks *k, int nprocs, struct jail_
 	int lastpid = -1, pidfd = -1;
 	for (int i = 0; i < k->n; i++) {
 		struct sockref *r = &k->ref[i];
-		uint64_t held = most;
+		// A pipe that cannot be measured: its capacity is at most what
+		// the user's pipes may hold (fs.pipe-max-size for one).
+		uint64_t held = r->pipe ? pipe_max() : most;
 		if (r->pid != lastpid) {
 			if (pidfd >= 0) close(pidfd);
 			pidfd = -1;
@@ -467,7 +482,14 @@ static void measure_sockets(int outer, struct socks *k, int nprocs, struct jail_
 			struct stat s;
 			uint32_t mi[9] = {0}; // SK_MEMINFO_VARS
 			socklen_t len = sizeof(mi);
-			if (fstat(sfd, &s) == 0 && s.st_dev == r->dev && s.st_ino == r->ino && getsockopt(sfd, SOL_SOCKET, 55 /* SO_MEMINFO */, mi, &len) == 0) {
+			int same = fstat(sfd, &s) == 0 && s.st_dev == r->dev && s.st_ino == r->ino;
+			if (same && r->pipe) {
+				// A pipe holds at most its capacity, which F_SETPIPE_SZ
+				// raises (a page a slot, written or not: one byte a page
+				// with O_DIRECT's packets).
+				int size = fcntl(sfd, 1032 /* F_GETPIPE_SZ */);
+				if (size > 0) held = (uint64_t)size;
+			} else if (same && getsockopt(sfd, SOL_SOCKET, 55 /* SO_MEMINFO */, mi, &len) == 0) {
 				// RMEM_ALLOC, WMEM_ALLOC, FWD_ALLOC, WMEM_QUEUED, OPTMEM, BACKLOG
 				held = (uint64_t)mi[0] + mi[2] + mi[4] + mi[5] + mi[6] + mi[7];
 			}
