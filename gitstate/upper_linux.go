@@ -239,7 +239,14 @@ func notAdoptedWhy(p string) string {
 		return "only new objects and packs are adopted, verified; the rest of objects/ is caches or the sandbox's own"
 	case "rebase-merge", "rebase-apply", "sequencer":
 		return "rebase and sequencer state can hold exec lines"
-	case "commondir", "gitdir", "config.worktree", "worktrees", "modules":
+	case "worktrees":
+		if strings.Count(p, "/") >= 2 {
+			// Only a worktree the sandbox added is adopted whole
+			// (adoptWorktrees); one of the host's keeps its own state.
+			return "a linked worktree of the host's keeps its own index, HEAD and reflog; run git reset in it on the host to bring its index to the adopted commits"
+		}
+		return "it redirects git to other git directories or config"
+	case "commondir", "gitdir", "config.worktree", "modules":
 		return "it redirects git to other git directories or config"
 	case "FETCH_HEAD":
 		return "FETCH_HEAD is rewritten by the next fetch"

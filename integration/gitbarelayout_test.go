@@ -37,6 +37,9 @@ git config core.fsmonitor "$OLDPWD/.payload"; true`)
 			if !strings.Contains(res.stdout, "COMMITTED") {
 				t.Fatalf("run %d: the commit in the worktree failed:\n%s\n%s", i, res.stdout, res.stderr)
 			}
+			if !strings.Contains(res.stderr, "a linked worktree of the host's keeps its own index, HEAD and reflog; run git reset in it") {
+				t.Errorf("run %d: the line does not say why the worktree's index stays the host's:\n%s", i, res.stderr)
+			}
 		}
 		if log := r.host(t, filepath.Join(ws, "main"), "log", "-1", "--format=%s"); strings.TrimSpace(log) != "inside" {
 			t.Errorf("the sandbox's commit in the worktree was not adopted: %q", log)
