@@ -35,5 +35,8 @@
 // finished by the last run out, the next launch or jail clean
 // (ReducePending).
 //
+// A --rw tree that is a repository gets a view of its own, made as the
+// workspace's (Trees, Options.Tree; rwtrees_linux.go).
+//
 // docs/git.md has the threat model and the guarantee.
 package gitview
