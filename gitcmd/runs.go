@@ -116,7 +116,16 @@ var programKeys = []string{"core.sshcommand", "core.pager", "core.editor", "sequ
 	"sendemail.smtpserver", "sendemail.tocmd", "sendemail.cccmd", "sendemail.headercmd",
 	"sendemail.sendmailcmd", "instaweb.httpd", "core.hookspath", "include.path", "includeif.*.path",
 	"protocol.allow", "protocol.*.allow", "remote.*.vcs", "url.*.insteadof", "url.*.pushinsteadof",
-	"core.worktree", "ssh.variant"}
+	"core.worktree", "ssh.variant",
+	// From `git help config` (git 2.39 and later): the hooks of a
+	// template directory are copied into every new repository; gpg's
+	// key command, trailers' commands, the tools' and viewers' paths, the
+	// IMAP tunnel, gui tools, submodule.*.update = !command, send-email's
+	// identities.
+	"init.templatedir", "gpg.ssh.defaultkeycommand", "trailer.*.cmd", "trailer.*.command", "mergetool.*.path",
+	"difftool.*.path", "man.*.path", "man.viewer", "browser.*.path", "help.browser", "imap.tunnel", "guitool.*.cmd",
+	"submodule.*.update", "sendemail.*.smtpserver", "sendemail.*.tocmd", "sendemail.*.cccmd", "sendemail.*.headercmd",
+	"sendemail.*.sendmailcmd", "sendemail.aliasesfile", "core.sshcommand", "uploadpack.allowfilter"}
 
 // RunsProgram reports whether git runs (or reads another file or
 // repository by) the value of the config key: a `git config KEY VALUE`
@@ -238,6 +247,35 @@ func (l *Line) Commands() (shell []string, programs []string) {
 				break
 			}
 		}
+	case "grep":
+		// git grep -O[PAGER] / --open-files-in-pager[=PAGER]: the files
+		// found are opened in PAGER, or in core.pager, by the shell.
+		for _, a := range l.Args {
+			if a == "--" {
+				break
+			}
+			switch v, ok := strings.CutPrefix(a, "--open-files-in-pager"); {
+			case ok && strings.HasPrefix(v, "="):
+				shell = append(shell, v[1:])
+			case ok && v == "":
+				programs = append(programs, "grep --open-files-in-pager")
+			case strings.HasPrefix(a, "-O"):
+				if a == "-O" {
+					programs = append(programs, "grep -O")
+				} else {
+					shell = append(shell, a[2:])
+				}
+			case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "O"):
+				programs = append(programs, "grep "+a)
+			}
+		}
+	case "init", "init-db", "clone":
+		// --template=DIR: its hooks become the new repository's.
+		for i := range l.Args {
+			if _, _, ok := optValue(l.Args, i, "--template"); ok {
+				programs = append(programs, l.Sub+" --template")
+			}
+		}
 	case "hook", "mergetool", "instaweb", "daemon", "web--browse", "gui", "citool", "difftool", "maintenance":
 		// They run hooks, tools and servers the config names.
 		programs = append(programs, l.Sub)
@@ -288,4 +326,48 @@ func optValue(args []string, i int, name string) (v string, next, ok bool) {
 		return v, false, true
 	}
 	return "", false, false
+}
+
+// Writes are the files the line makes git write by name besides the
+// repository's own: --output=FILE of the diff family and archive (-o),
+// a file in format-patch's -o/--output-directory, bundle create FILE.
+// unknown says a file written is named only at run time.
+func (l *Line) Writes() (files []string) {
+	for i := 0; i < len(l.Args); i++ {
+		a := l.Args[i]
+		if a == "--" {
+			break
+		}
+		names := []string{"--output"}
+		switch l.Sub {
+		case "archive":
+			names = append(names, "-o")
+		case "format-patch":
+			names = append(names, "-o", "--output-directory")
+		}
+		for _, n := range names {
+			v, next, ok := optValue(l.Args, i, n)
+			if !ok {
+				continue
+			}
+			if l.Sub == "format-patch" && n != "--output" {
+				// The patches are DIR/NNNN-*.patch.
+				v = path.Join(v, "0001.patch")
+			}
+			files = append(files, v)
+			if next {
+				i++
+			}
+			break
+		}
+	}
+	if l.Sub == "bundle" && len(l.Args) > 1 && l.Args[0] == "create" {
+		for _, a := range l.Args[1:] {
+			if !strings.HasPrefix(a, "-") {
+				files = append(files, a)
+				break
+			}
+		}
+	}
+	return files
 }

@@ -276,6 +276,10 @@ func (s *classifier) wrote(p string, dyn bool) {
 	}
 }
 
+// GitCodePath is gitCodePath for the tools, which check the path a write
+// really lands on (a symlink of the workspace followed) against it.
+func GitCodePath(p string) bool { return gitCodePath(p) }
+
 // gitCodePath reports whether git may read the file p as config or run
 // it as a hook: anything in a .git directory (config, config.worktree,
 // hooks/*, info/*, a worktree's or a submodule's own), a bare
@@ -354,6 +358,9 @@ func (s *classifier) command(c *call) {
 	}
 	s.gitWrites(name, args)
 	s.dirs(name, c)
+	if unknownDestination(name, args) {
+		s.wrote("", true)
+	}
 	switch {
 	case slices.Contains(quietBuiltins(), name):
 		// No effect of their own beyond the shell: the other commands of the line classify it.
@@ -361,6 +368,8 @@ func (s *classifier) command(c *call) {
 		// fd -x, rg --pre, sort --compress-program: a reader that runs
 		// a program it is given.
 		s.act(ActCodeRead, ActProcRun)
+	case s.tabled(name, args):
+		// A reader whose options and operands may write or run (effects.go).
 	case slices.Contains(readers(), name):
 		s.act(ActCodeRead)
 	case name == "find":
@@ -371,11 +380,17 @@ func (s *classifier) command(c *call) {
 		}
 		if findWrites(args) {
 			s.act(ActCodeWrite)
+			s.wrote("", true)
 		}
 	case slices.Contains([]string{"rm", "rmdir", "unlink", "shred"}, name):
 		s.act(ActCodeDelete)
 	case c.script != nil:
 		s.act(c.script.actions()...)
+		if c.script.writes {
+			// sed's w FILE, awk's > FILE: files the classifier does not
+			// follow by name.
+			s.wrote("", true)
+		}
 	case name == "tar" && tarRunsPrograms(args[1:]):
 		// -I PROG, --to-command=PROG, --checkpoint-action=exec=...: tar runs what they name.
 		s.act(ActCodeWrite, ActProcRun)
@@ -386,6 +401,15 @@ func (s *classifier) command(c *call) {
 	case name == "git":
 		s.git = true
 		s.act(gitActions(*c.git)...)
+		if files := c.git.Writes(); len(files) > 0 {
+			// --output=FILE, format-patch -o DIR, bundle create FILE: a
+			// word known only at run time among them may be any file.
+			s.act(ActCodeWrite)
+			dyn := slices.ContainsFunc(args[1:], func(a arg) bool { return a.dyn })
+			for _, f := range files {
+				s.wrote(f, dyn)
+			}
+		}
 		if c.git.Sub == "config" && configWritesFile(c.git.Args) {
 			s.gitCode = true
 		}
@@ -475,6 +499,13 @@ func (s *classifier) command(c *call) {
 			sql += " " + a.v
 		}
 		s.act(sqlAction(sql))
+		if name == "sqlite3" || name == "duckdb" {
+			// Their dot-commands (.shell, .system, .once |cmd) run
+			// programs, from -cmd, -init FILE, the SQL, or the
+			// ~/.sqliterc / ~/.duckdbrc of the persistent home, which the
+			// sandbox can write: the worse reading.
+			s.act(ActProcRun)
+		}
 	case slices.Contains([]string{"kill", "pkill", "killall"}, name):
 		s.act(ActProcKill)
 	case slices.Contains([]string{"docker", "podman", "nerdctl"}, name):
@@ -488,6 +519,12 @@ func (s *classifier) command(c *call) {
 			s.act(ActCodeRead)
 		} else {
 			s.act(ActDeploy)
+		}
+		if name == "kubectl" || name == "helm" {
+			// A kubeconfig's users[].user.exec runs a credential plugin,
+			// and the kubeconfig (--kubeconfig, KUBECONFIG, ~/.kube/config
+			// of the persistent home) is one the sandbox can write.
+			s.act(ActProcRun)
 		}
 	case slices.Contains([]string{"sudo", "doas", "su", "systemctl", "service", "mount", "umount", "useradd", "userdel", "usermod", "groupadd", "passwd", "chroot", "iptables", "nft", "modprobe", "insmod", "sysctl", "shutdown", "reboot", "halt", "poweroff", "init", "telinit", "dd", "wipefs", "blkdiscard", "mkswap", "mke2fs"}, name) || strings.HasPrefix(name, "mkfs"):
 		s.act(ActSysAdmin)

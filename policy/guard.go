@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -177,6 +178,11 @@ func (g *Guard) CheckIn(command string, sh *Shell) GuardResult {
 	w := newWalk(g.home, s, acts)
 	s.w = w
 	w.setup(sh)
+	if sh != nil && (gitCodePath(path.Join(sh.Cwd, "x"))) {
+		// The session is in a git directory (cd .git in an earlier
+		// call): a relative write is a write there.
+		acts.inGitDir = true
+	}
 	w.script(command, 0)
 	for _, re := range g.hard {
 		if re.MatchString(command) {

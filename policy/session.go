@@ -94,6 +94,19 @@ func (w *walk) setup(sh *Shell) {
 		// Unset, a shell looks names up in a default that may hold ".".
 		w.sessionPath("", base["PATH"])
 	}
+	// A variable of the starting environment the session unset changes
+	// what programs read as much as one it set: without
+	// GIT_CONFIG_GLOBAL, git reads ~/.config/git/config of the
+	// persistent home, a file jail does not read for it. (A session PATH
+	// the sandbox can write already makes every name looked up unknown,
+	// and its reason is the one to give.)
+	for _, kv := range sh.Base {
+		k, _, _ := strings.Cut(kv, "=")
+		if !set[k] && k != "PATH" && rebindingVar(k) && w.rb.all == "" && w.foreign == "" {
+			w.rb.all = "the session's environment unsets " + k + " (in an earlier call), which makes programs read files or run programs jail did not judge"
+			w.rbSession = true
+		}
+	}
 }
 
 // sessionPath records why a name looked up in PATH may be the sandbox's

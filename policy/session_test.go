@@ -19,8 +19,42 @@ func sandboxWritable(dir string) bool {
 
 const basePath = "PATH=/usr/local/bin:/usr/bin:/bin"
 
+// session is the state a session reports: its whole exported
+// environment, the starting one's HOME and EDITOR kept unless env sets
+// them.
 func session(cwd string, env ...string) *Shell {
-	return &Shell{Cwd: cwd, Env: env, Base: []string{basePath, "HOME=/home/alice", "EDITOR=vim"}, Writable: sandboxWritable}
+	full := slices.Clone(env)
+	for _, kv := range []string{"HOME=/home/alice", "EDITOR=vim"} {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, k+"=") }) {
+			full = append(full, kv)
+		}
+	}
+	return &Shell{Cwd: cwd, Env: full, Base: []string{basePath, "HOME=/home/alice", "EDITOR=vim"}, Writable: sandboxWritable}
+}
+
+// A variable of the starting environment the session unset is judged
+// as one it set: without GIT_CONFIG_GLOBAL git reads the persistent
+// home's ~/.config/git/config, which jail does not read.
+func TestSessionUnsetJudged(t *testing.T) {
+	g := testGuard(t, GuardConfig{})
+	base := []string{basePath, "HOME=/home/alice", "GIT_CONFIG_GLOBAL=/home/alice/.config/git/jail.gitconfig", "LANG=C"}
+	for _, c := range []struct {
+		env  []string
+		want bool
+	}{
+		{[]string{basePath, "HOME=/home/alice", "GIT_CONFIG_GLOBAL=/home/alice/.config/git/jail.gitconfig", "LANG=C"}, false},
+		{[]string{basePath, "HOME=/home/alice", "GIT_CONFIG_GLOBAL=/home/alice/.config/git/jail.gitconfig"}, false}, // LANG
+		{[]string{basePath, "HOME=/home/alice", "LANG=C"}, true},
+		{[]string{basePath, "GIT_CONFIG_GLOBAL=/home/alice/.config/git/jail.gitconfig", "LANG=C"}, true},
+	} {
+		sh := &Shell{Cwd: "/work/p", Env: c.env, Base: base, Writable: sandboxWritable}
+		res := g.CheckIn("git status", sh)
+		run := slices.Contains(res.Actions, ActProcRun)
+		if run != c.want {
+			t.Errorf("env %v: actions %v (hits %+v), want process:run %v", c.env, res.Actions, res.Hits, c.want)
+		}
+	}
 }
 
 // A command is judged against the session it runs in, however its

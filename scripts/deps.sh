@@ -8,7 +8,7 @@
 # that toolchain from the module proxy when an older one is installed.
 set -euo pipefail
 
-pkgs=(gcc libc6-dev libseccomp-dev pkg-config git python3 make util-linux passwd procps curl iproute2 netcat-openbsd ca-certificates nodejs strace gdb tmux vim less)
+pkgs=(gcc libc6-dev libseccomp-dev pkg-config git python3 make util-linux passwd procps curl iproute2 netcat-openbsd ca-certificates nodejs strace gdb tmux vim less patch unzip xxd sqlite3 yq kubectl)
 # npm runs the MCP Inspector in integration/mcp_test.go. Debian packages it
 # apart from nodejs; NodeSource's nodejs bundles it and conflicts with
 # Debian's, so it is added only when missing.

@@ -276,6 +276,32 @@ func readMeta(p string, b []byte, offset, limit int) map[string]any {
 // file's permission bits are kept. Both names are single components of a
 // directory resolved beneath the workspace, so the rename cannot land
 // outside it.
+// sameGitCode refuses a write whose name is not one of git's config or
+// hooks (policy.GitCodePath) while the directory it resolved to, through
+// a symlink of the workspace (g -> .git), makes it one: the gate judged
+// the name, and git would run what lands there. The directory is the
+// descriptor the write goes through, so the answer is about the file
+// written, not about a name that could be swapped after.
+func (w *Workspace) sameGitCode(p string, dfd int, base string) error {
+	rel, err := w.Rel(p)
+	if err != nil || policy.GitCodePath(filepath.Clean(rel)) {
+		return nil
+	}
+	root, err1 := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", w.fd))
+	dir, err2 := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", dfd))
+	if err1 != nil || err2 != nil {
+		return fmt.Errorf("jail: %s: cannot tell where the write would land (%v): nothing was written", p, errors.Join(err1, err2))
+	}
+	real, err := filepath.Rel(root, filepath.Join(dir, base))
+	if err != nil || strings.HasPrefix(real, "..") {
+		return fmt.Errorf("jail: %s resolves outside the workspace: nothing was written", p)
+	}
+	if policy.GitCodePath(real) {
+		return fmt.Errorf("jail: %s leads through a symlink to %s, a file git reads as config or runs as a hook: the gate judged the name, so nothing was written; write it by its own name (%s), which is asked about", p, real, real)
+	}
+	return nil
+}
+
 func (w *Workspace) replaceFile(p string, data []byte, mkdirs bool) (created bool, err error) {
 	dir, base, err := w.dirAndBase(p, mkdirs)
 	if err != nil {
@@ -283,6 +309,9 @@ func (w *Workspace) replaceFile(p string, data []byte, mkdirs bool) (created boo
 	}
 	defer dir.Close()
 	dfd := int(dir.Fd())
+	if err := w.sameGitCode(p, dfd, base); err != nil {
+		return false, err
+	}
 	mode := uint32(0o666) // before umask
 	keep := false
 	var st unix.Stat_t
