@@ -38,7 +38,7 @@ func TestEffectTables(t *testing.T) {
 		{"less --lesskey-src=k f", []Action{ActCodeRead, ActProcRun}},
 		{"less -k k f", []Action{ActCodeRead, ActProcRun}},
 		{"less '+!id' f", []Action{ActCodeRead, ActProcRun}},
-		{"less +G f", []Action{ActCodeRead}},
+		{"less +G f", []Action{ActCodeRead, ActProcRun}}, // +v runs the editor: any +command runs
 		{"yq . f.yaml", []Action{ActCodeRead}},
 		{"yq -y -i .a=1 f.yaml", []Action{ActCodeRead, ActCodeWrite}},
 		{"yq -yi .a=1 f.yaml", []Action{ActCodeRead, ActCodeWrite}},
