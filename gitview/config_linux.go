@@ -133,10 +133,13 @@ func (t *configTargets) read(path string, fd int, home, worktree string, depth i
 		if e.NoValue || !programKey(e) {
 			continue
 		}
+		// An alias that does not begin with ! is a git command: its
+		// words are arguments of git's, not programs or their files.
+		shell := e.Section != "alias" || strings.HasPrefix(strings.TrimSpace(e.Value), "!")
 		for i, w := range valueWords(e.Value) {
 			if p := expand(w, home, worktree); p != "" {
 				t.programs = appendNew(t.programs, p)
-				if pathWord(w, i) {
+				if shell && pathWord(w, i) {
 					if t.pathWords == nil {
 						t.pathWords = map[string]bool{}
 					}

@@ -76,6 +76,10 @@ type Run struct {
 	name                  string // the RUN directory's name
 	dirfd                 int    // the RUN directory, flocked
 	repos                 []*repo
+	// unshown are the git directories the walk found that are read-only
+	// as a whole instead of shown (past maxRepos): their config still
+	// names what the host's git runs in their work trees.
+	unshown []string
 	// launch is what the walk found at launch; nil when there was none
 	// (a read-only workspace).
 	launch *found

@@ -377,3 +377,22 @@ func TestCodeFilesNamedByConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestPathWord: the words of a program key held as files whether or not
+// they exist.
+func TestPathWord(t *testing.T) {
+	for _, c := range []struct {
+		w    string
+		i    int
+		want bool
+	}{
+		{"tools/fsmon", 0, true}, {"./x", 0, true}, {"../x", 1, true}, {"clean.sh", 1, true},
+		{"clean.sh", 0, false}, {"less", 0, false}, {"filter-process", 1, false}, {"--wait", 1, false},
+		{"%f", 2, false}, {"https://example.com/x", 1, false}, {"origin/main..HEAD", 2, false},
+		{"HEAD@{1}", 1, false}, {"..", 1, false}, {".", 1, false},
+	} {
+		if got := pathWord(c.w, c.i); got != c.want {
+			t.Errorf("pathWord(%q, %d) = %v, want %v", c.w, c.i, got, c.want)
+		}
+	}
+}

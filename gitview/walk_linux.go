@@ -660,8 +660,10 @@ func (r *Run) nested(f *found) (unsure bool) {
 		// change it, but nothing of it can be planted either.
 		if len(r.repos) >= maxRepos {
 			r.protect = appendNew(r.protect, g)
+			r.unshown = append(r.unshown, g)
 		} else if r.openRun() != nil || r.addOverlay(g) != nil {
 			r.protect = appendNew(r.protect, g)
+			r.unshown = append(r.unshown, g)
 			r.opt.Facts.Unsure()
 		}
 	}

@@ -72,7 +72,8 @@ func containsConfig(cs []configFile, c configFile) bool {
 // .git/modules), the directory of every gitfile the launch walk found
 // that names a shown git directory or one of its linked worktrees, and
 // every linked worktree a shown repository lists (worktrees/NAME/gitdir),
-// in the workspace or not. A gitfile naming a git directory that is not
+// in the workspace or not, and the directory of each git directory the
+// walk found past the bound of those shown (unshown). A gitfile naming a git directory that is not
 // shown (the workspace is itself a submodule checkout or a linked
 // worktree) has that directory's config read by path. Each file read is
 // a fact of the plan.
@@ -111,6 +112,13 @@ func (r *Run) workTrees() []workTree {
 			own := configFile{fd: g.fd, name: filepath.Join("worktrees", n, "config.worktree"), path: filepath.Join(gd, "worktrees", n, "config.worktree")}
 			facts.Stat(own.path, true)
 			wts = addWorkTree(wts, filepath.Dir(line), main[0], own)
+		}
+	}
+	for _, g := range r.unshown {
+		// Read-only in the sandbox; read by path as git reads it.
+		if filepath.Base(g) == ".git" {
+			gd := filepath.Join(ws, g)
+			wts = addWorkTree(wts, filepath.Dir(gd), configFile{fd: -1, path: filepath.Join(gd, "config")}, configFile{fd: -1, path: filepath.Join(gd, "config.worktree")})
 		}
 	}
 	var gitfiles []string
@@ -230,11 +238,23 @@ func (t *configTargets) readFile(c configFile, home, top string, r *Run) {
 // is not a file: one with a slash (tools/fsmon, ./x), or an argument
 // with an extension (sh clean.sh). A word that names an existing regular
 // file counts whatever its shape.
+//
+// Not a URL (https://host/x) nor a revision range (origin/main..HEAD), which
+// a shell alias passes to git: held as paths, each would put an empty
+// directory (https:, origin) in every workspace while a run lasts.
 func pathWord(w string, i int) bool {
+	if strings.HasPrefix(w, "-") || strings.Contains(w, "://") || strings.Contains(w, "@{") {
+		return false
+	}
+	for _, c := range strings.Split(w, "/") {
+		if c != ".." && strings.Contains(c, "..") {
+			return false
+		}
+	}
 	if strings.Contains(w, "/") {
 		return true
 	}
-	return i > 0 && !strings.HasPrefix(w, "-") && strings.Trim(w, ".") != "" && bytes.ContainsRune([]byte(w), '.')
+	return i > 0 && strings.Trim(w, ".") != "" && bytes.ContainsRune([]byte(w), '.')
 }
 
 // A repository or a linked worktree the sandbox made during the run is a

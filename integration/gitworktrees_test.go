@@ -1,10 +1,12 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -171,5 +173,39 @@ echo SANDBOX-DONE`)
 			r.hostGit(t, deep, args...)
 		}
 		planted(t, marker, "the host's git in "+deep)
+	})
+}
+
+// TestConfigTargetsPastShownRepositories: past the bound of repositories
+// shown as overlays (24) a nested repository's git directory is
+// read-only as a whole, and what its config names relative to its work
+// tree is held like a shown one's.
+func TestConfigTargetsPastShownRepositories(t *testing.T) {
+	needGit(t)
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		r.gitRepo(t, ws)
+		var script strings.Builder
+		for i := 0; i < 27; i++ {
+			d := filepath.Join(ws, "r", strconv.Itoa(i))
+			r.gitRepo(t, d)
+			if out, err := r.hostGit(t, d, "config", "core.hooksPath", "hooks"); err != nil {
+				t.Fatalf("%v %s", err, out)
+			}
+			fmt.Fprintf(&script, "mkdir -p r/%d/hooks 2>/dev/null; cp .payload r/%d/hooks/pre-commit 2>/dev/null && echo PLANTED %d\n", i, i, i)
+		}
+		marker, plant := r.marker(t, ws)
+		res := r.sh(t, ws, plant+"\n"+script.String()+"echo SANDBOX-DONE\n")
+		mustExit(t, res, 0)
+		if strings.Contains(res.stdout, "PLANTED") || !strings.Contains(res.stdout, "SANDBOX-DONE") {
+			t.Errorf("a hooks directory of a nested repository was written:\n%s\n%s", res.stdout, res.stderr)
+		}
+		for i := 0; i < 27; i++ {
+			d := filepath.Join(ws, "r", strconv.Itoa(i))
+			r.writeFile(t, filepath.Join(d, "judge.txt"), "j\n")
+			r.hostGit(t, d, "add", "judge.txt")
+			r.hostGit(t, d, "commit", "-qm", "host")
+		}
+		planted(t, marker, "the host's git in the nested repositories")
 	})
 }
