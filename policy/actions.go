@@ -499,11 +499,7 @@ func (s *classifier) command(c *call) {
 			sql += " " + a.v
 		}
 		s.act(sqlAction(sql))
-		if name == "sqlite3" || name == "duckdb" {
-			// Their dot-commands (.shell, .system, .once |cmd) run
-			// programs, from -cmd, -init FILE, the SQL, or the
-			// ~/.sqliterc / ~/.duckdbrc of the persistent home, which the
-			// sandbox can write: the worse reading.
+		if dbClientRuns(name, args, sql) {
 			s.act(ActProcRun)
 		}
 	case slices.Contains([]string{"kill", "pkill", "killall"}, name):

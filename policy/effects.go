@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -281,4 +282,39 @@ func unknownDestination(name string, args []arg) bool {
 		return has("rRa", "--recursive", "--archive")
 	}
 	return false
+}
+
+// The shell escapes of database clients' text, compiled once: psql's
+// \o |cmd and \g |cmd, COPY ... PROGRAM 'cmd', mysql's system cmd.
+var (
+	sqlPipe   = regexp.MustCompile(`(?i)\\[og]\s*\||\bprogram\s+'`)
+	sqlSystem = regexp.MustCompile(`(?i)(^|;|\s)system\s`)
+)
+
+// dbClientRuns reports whether a database client's call may run a
+// program besides its SQL: a shell escape in what it is given (psql's
+// \! and \o |cmd, mysql's \! and system), or a start-up file of the
+// persistent home, which the sandbox can write, that it reads unless told
+// not to: ~/.psqlrc (psql without -X), ~/.my.cnf (whose plugin-dir and
+// default-auth load a library; mysql without --no-defaults), sqlite3's
+// ~/.sqliterc and duckdb's ~/.duckdbrc (their dot-commands .shell,
+// .system run programs, also from -cmd and -init), mongosh's
+// ~/.mongoshrc.js (and its JavaScript may run anything).
+func dbClientRuns(name string, args []arg, sql string) bool {
+	flag := func(short byte, long string) bool {
+		return slices.ContainsFunc(args[1:], func(a arg) bool {
+			return a.v == long || strings.HasPrefix(a.v, "-") && !strings.HasPrefix(a.v, "--") && strings.IndexByte(a.v, short) > 0
+		})
+	}
+	escape := strings.Contains(sql, `\!`) || sqlPipe.MatchString(sql)
+	switch name {
+	case "sqlite3", "duckdb", "mongosh", "mongo":
+		return true
+	case "psql":
+		return escape || !flag('X', "--no-psqlrc")
+	case "mysql", "mariadb":
+		return escape || sqlSystem.MatchString(sql) ||
+			len(args) < 2 || args[1].v != "--no-defaults"
+	}
+	return escape
 }
