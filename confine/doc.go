@@ -68,7 +68,13 @@
 // reports the command's exit, so when Wait returns nothing the command
 // started (double-forked daemons included) is left. pid 1 carries
 // PR_SET_PDEATHSIG towards the process outside, which carries it towards the
-// supervisor: the sandbox dies with jail.
+// supervisor: the sandbox dies with jail. Once pid 1 has locked its mounts
+// into a namespace of its own (OP_LOCK), it hands the process outside the
+// roots of the writable trees by descriptor, and that process detaches
+// them from the namespace the two shared: the placeholders and the git
+// view's .git are then mountpoints only in pid 1's namespace, which its
+// exit takes down, and the supervisor removes them without an RCU grace
+// period for each (docs/plan-cache.md, "Measured").
 //
 // # The layers, in the order the child applies them
 //
