@@ -1587,6 +1587,7 @@ static uint64_t now_ns(void);
 
 struct relay {
 	int on;
+	int out_only; // a run that is not interactive: output only, no keys, never raw
 	int tty, master, slave; // tty: a duplicate of stdin
 	struct termios saved;
 	char in[4096];
@@ -1599,10 +1600,11 @@ struct relay {
 };
 static struct relay rly = {.tty = -1, .master = -1, .slave = -1};
 
-// relay_open is OpenTerminal: the terminal (a duplicate of stdin, read
-// only once poll says so, written blocking), a pty with its modes and size.
-static int relay_open(void) {
-	rly.tty = fcntl(0, F_DUPFD_CLOEXEC, 3);
+// relay_open is OpenTerminal: the terminal (a duplicate of fd: stdin for
+// an interactive run, read only once poll says so, written blocking), a
+// pty with its modes and size.
+static int relay_open(int fd) {
+	rly.tty = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	if (rly.tty < 0 || tcgetattr(rly.tty, &rly.saved) < 0) goto fail;
 	rly.master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
 	int unlock = 0;
@@ -1624,7 +1626,7 @@ fail:
 // relay_raw sets the caller's terminal raw (1: every key, ^C and ^Z too,
 // goes to the command's terminal) or back to its own modes (0).
 static void relay_raw(int raw) {
-	if (!rly.on || rly.tty_gone) return;
+	if (!rly.on || rly.out_only || rly.tty_gone) return;
 	struct termios t = rly.saved;
 	if (raw) {
 		t.c_iflag &= ~(IGNBRK | BRKINT | PARMRK | ISTRIP | INLCR | IGNCR | ICRNL | IXON);
@@ -1645,7 +1647,7 @@ static void relay_resize(void) {
 
 // relay_events are the poll events of the terminal and the master.
 static void relay_events(struct pollfd *t, struct pollfd *m) {
-	t->fd = rly.on && !rly.tty_gone ? rly.tty : -1;
+	t->fd = rly.on && !rly.out_only && !rly.tty_gone ? rly.tty : -1;
 	t->events = rly.nin == 0 ? POLLIN : 0;
 	m->fd = rly.on && !rly.eof ? rly.master : -1;
 	m->events = (rly.nout == rly.oout ? POLLIN : 0) | (rly.nin > 0 ? POLLOUT : 0);
@@ -1707,7 +1709,7 @@ static void relay_close(void) {
 	if (rly.master >= 0) close(rly.master);
 	if (rly.slave >= 0) close(rly.slave);
 	close(rly.tty);
-	rly.on = rly.started = 0;
+	rly.on = rly.started = rly.out_only = 0;
 	rly.master = rly.slave = rly.tty = -1;
 }
 
@@ -1717,9 +1719,6 @@ static void relay_close(void) {
 // command that is not interactive never gets the terminal as its stdin
 // (ttyStdin in run.go): it would read what the person types.
 // The tasks files of the run's cgroups v1 (lim_joiners) travel with them.
-// term_wo are stdout and stderr, where they are a terminal the command gets
-// (not jail's pty), opened again write-only by term_write_only.
-static int term_wo[2] = {-1, -1};
 
 // on_pty reports whether jail's descriptor fd is the terminal the pty relays.
 static int on_pty(int fd) {
@@ -1727,55 +1726,44 @@ static int on_pty(int fd) {
 	return rly.on && fstat(rly.tty, &t) == 0 && fstat(fd, &x) == 0 && S_ISCHR(x.st_mode) && x.st_rdev == t.st_rdev;
 }
 
-// term_write_only opens stdout and stderr again write-only where they are a
-// terminal the command gets (TerminalWriteOnly in terminal_linux.go): a
-// process may read a terminal that is not its controlling one, and the
-// caller's descriptor is open for reading too. Where the open is refused (a
-// terminal of another user's), it returns -1: the Go path relays the
-// command's output through a pipe, and this run must not pass the caller's
-// descriptor.
-static int term_write_only(void) {
-	for (int i = 1; i <= 2; i++) {
-		if (!isatty(i) || on_pty(i)) continue;
-		char p[32];
-		snprintf(p, sizeof(p), "/proc/self/fd/%d", i);
-		term_wo[i - 1] = open(p, O_WRONLY | O_NOCTTY | O_CLOEXEC);
-		if (term_wo[i - 1] < 0) return -1;
-	}
-	return 0;
-}
-
-static void term_write_only_close(void) {
-	for (int i = 0; i < 2; i++) {
-		if (term_wo[i] >= 0) close(term_wo[i]);
-		term_wo[i] = -1;
-	}
+// output_pty gives a command that is not interactive, whose stdout or
+// stderr is the caller's terminal, the slave of a pty of its own in its
+// place, whose output the relay copies to the terminal (NewTerminalOutput
+// in terminal_linux.go): any descriptor of the caller's terminal, even
+// one opened write-only, would let it change the terminal's modes and
+// size (stty), lock it against the user's own opens (TIOCEXCL) or flush
+// what the person typed. It returns -1 for a stdout and a stderr that are
+// two different terminals (or not the interactive run's), which the Go
+// path relays each on its own.
+static int output_pty(void) {
+	if (rly.on) return (isatty(1) && !on_pty(1)) || (isatty(2) && !on_pty(2)) ? -1 : 0;
+	int fd = isatty(1) ? 1 : isatty(2) ? 2 : -1;
+	if (fd < 0) return 0;
+	if (relay_open(fd) < 0) return -1;
+	rly.out_only = 1;
+	return fd == 1 && isatty(2) && !on_pty(2) ? -1 : 0;
 }
 
 static int send_stdio(int sock, int foreground, const int *join, int njoin) {
 	int fds[5] = {0, 1, 2}, null = -1;
-	// Where jail's stdio is the terminal, the command's is the pty.
-	for (int i = 0; i < 3; i++)
+	// Where jail's stdio is the terminal, the command's is the pty (its
+	// stdin only when it is interactive).
+	for (int i = rly.out_only ? 1 : 0; i < 3; i++)
 		if (on_pty(i)) fds[i] = rly.slave;
 	if (!foreground && isatty(0)) {
 		null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (null < 0) return -1;
 		fds[0] = null;
 	}
-	// A terminal as stdout or stderr of a command that does not get the pty: the one
-	// term_write_only opened write-only, never the caller's descriptor.
-	for (int i = 1; i <= 2; i++) {
-		if (fds[i] != i || !isatty(i)) continue;
-		if (term_wo[i - 1] < 0) {
+	// Never the caller's terminal itself (output_pty).
+	for (int i = 1; i <= 2; i++)
+		if (fds[i] == i && isatty(i)) {
 			if (null >= 0) close(null);
 			return -1;
 		}
-		fds[i] = term_wo[i - 1];
-	}
 	for (int i = 0; i < njoin && i < 2; i++) fds[3 + i] = join[i];
 	int r = jail_send_fds(sock, fds, 3 + (njoin < 2 ? njoin : 2));
 	if (null >= 0) close(null);
-	term_write_only_close();
 	return r;
 }
 
@@ -2558,7 +2546,7 @@ static void __attribute__((noreturn)) supervise(struct fast *f, struct jail_earl
 				fall_back(f, argv, envp, sv, !strstr(line, "\"layer\":\"exec\""));
 			} else if (strstr(line, "\"stage\":\"" JAIL_STAGE_NOTICE "\"")) {
 				print_notice(line);
-			} else if (strstr(line, "\"stage\":\"" JAIL_STAGE_STOPPED "\"") && rly.on) {
+			} else if (strstr(line, "\"stage\":\"" JAIL_STAGE_STOPPED "\"") && rly.on && !rly.out_only) {
 				// The leader of the pty's session stopped itself (a
 				// SIGSTOP: the kernel drops ^Z's SIGTSTP for it, its group
 				// being orphaned). Nothing inside can continue it and jail
@@ -2775,13 +2763,13 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	}
 	pid_t pg;
 	int foreground = ioctl(0, TIOCGPGRP, &pg) == 0 && pg == getpgrp();
-	if (foreground && relay_open() < 0) {
+	if (foreground && relay_open(0) < 0) {
 		// As the Go path: without a pty, not interactive.
 		say("jail: terminal: cannot make a pseudo-terminal: the command runs without the terminal\n");
 		foreground = 0;
 	}
-	if (term_write_only() < 0) {
-		miss(&f, "the terminal cannot be opened write-only (another user's): the Go path relays the command's output", NULL);
+	if (output_pty() < 0) {
+		miss(&f, "stdout and stderr are two terminals: the Go path relays each", NULL);
 		goto out;
 	}
 	struct buf plan = {0}, rest = {0}, *tail = split ? &rest : &plan;
@@ -2808,7 +2796,7 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	put_u32(tail, envc);
 	for (uint32_t i = 0; i < envc; i++) put_str(tail, env[i]);
 	put_str(tail, dir);
-	put_u32(tail, rly.on ? 2 : 0); // TERM_PTY or TERM_NONE in pid1_linux.c
+	put_u32(tail, rly.on && !rly.out_only ? 2 : 0); // TERM_PTY or TERM_NONE in pid1_linux.c
 	if (lim.method == LIMIT_RLIMIT) {
 		// rlimitsFor in cgroup_linux.go: RLIMIT_DATA per process,
 		// RLIMIT_NPROC per uid (in the sandbox's user namespace).
@@ -2903,7 +2891,6 @@ void jail_fast_run(int argc, char **argv, char **envp) {
 	}
 	supervise(&f, &e, foreground, argv, envp, &sv, &set, &res);
 out:
-	term_write_only_close();
 	relay_close();
 	if (f.trace && f.why) {
 		say("jail: plan cache: not used: ");

@@ -366,48 +366,100 @@ func (l *LineWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TerminalOutput is what a command that does not get jail's pty has as its stdout or
-// stderr in place of the caller's terminal: the caller's descriptor is open for reading
-// too, and a process may read a terminal that is not its controlling one, so the command
-// would read what the person types. The command gets the terminal opened again
-// write-only, or, where that open is refused (a terminal of another user's: after su, a
-// tty owned by root), the write end of a pipe whose bytes jail copies to the terminal.
-// Never the caller's descriptor itself. The plan cache's twin is send_stdio in
-// fast_linux.c, which leaves a refused open to this path.
+// TerminalOutput is what a command that does not get jail's interactive pty has as its
+// stdout or stderr in place of the caller's terminal: the slave of a pty of its own,
+// whose output jail copies to the terminal. Never a descriptor of the caller's terminal,
+// not even one opened write-only: reading it would take what the person types, and on
+// any descriptor of it the command could change the terminal's modes and size (stty
+// -echo, intr undef: the user's ^C no longer works after the run), lock it against the
+// user's own opens (TIOCEXCL: jail's later questions, ssh's and sudo's prompts fail) or
+// flush what the person typed. The pty starts with the terminal's modes and size, so
+// isatty, colours and the width stay as they were; what the command does to the pty
+// stays on the pty. Where no pty can be made, the command gets the write end of a pipe
+// jail copies to the terminal (isatty is false there). The plan cache's twin is
+// output_pty in fast_linux.c.
 type TerminalOutput struct {
 	// File is what the command gets.
 	File *os.File
-	// Relayed is true when File is a pipe jail copies to the terminal.
+	// Relayed is true when File is a pipe (no pty could be made).
 	Relayed bool
+	tty     *os.File // the caller's terminal, as jail holds it
+	master  *os.File
 	done    chan struct{}
 }
 
-// TerminalWriteOnly returns the TerminalOutput for f when f is a terminal, nil otherwise.
+// NewTerminalOutput returns the TerminalOutput for f when f is a terminal, nil otherwise.
 // Close it once the sandbox has started (the command holds its own copy); Wait for what
 // it relays after the sandbox ended.
-func TerminalWriteOnly(f *os.File) (*TerminalOutput, error) {
+func NewTerminalOutput(f *os.File) (*TerminalOutput, error) {
 	if f == nil {
 		return nil, nil
 	}
-	if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err != nil {
+	modes, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	if err != nil {
 		return nil, nil
 	}
-	if w, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), os.O_WRONLY|unix.O_NOCTTY, 0); err == nil {
-		return &TerminalOutput{File: w}, nil
+	t := &TerminalOutput{tty: f, done: make(chan struct{})}
+	var src *os.File
+	if master, slave, err := outputPty(f, modes); err == nil {
+		t.File, t.master, src = slave, master, master
+	} else {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("terminal: a pipe to relay the command's output: %w", err)
+		}
+		t.File, t.Relayed, src = w, true, r
 	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("terminal: a pipe to relay the command's output: %w", err)
-	}
-	t := &TerminalOutput{File: w, Relayed: true, done: make(chan struct{})}
 	go func() {
-		// Lifetime: until every holder of the write end is gone: jail's
-		// own copy (Close) and the sandbox's processes, which end with it.
+		// Lifetime: until every holder of the command's side is gone
+		// (jail's own copy, Close, and the sandbox's processes, which end
+		// with it: a pty's master then reads EIO, a pipe EOF), or Wait
+		// gives up on it.
 		defer close(t.done)
-		defer r.Close()
-		io.Copy(f, r)
+		io.Copy(f, src)
 	}()
 	return t, nil
+}
+
+// outputPty makes a pty with the modes and size of the terminal tty.
+func outputPty(tty *os.File, modes *unix.Termios) (master, slave *os.File, err error) {
+	// Non-blocking, so the runtime polls it and closing it ends a pending read (Wait).
+	mfd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("terminal: open /dev/ptmx: %w", err)
+	}
+	if err := unix.IoctlSetPointerInt(mfd, unix.TIOCSPTLCK, 0); err != nil {
+		unix.Close(mfd)
+		return nil, nil, fmt.Errorf("terminal: unlock the pty: %w", err)
+	}
+	r, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(mfd), unix.TIOCGPTPEER, uintptr(unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC))
+	if errno != 0 {
+		unix.Close(mfd)
+		return nil, nil, fmt.Errorf("terminal: open the pty's slave: %w", errno)
+	}
+	sfd := int(r)
+	_ = unix.IoctlSetTermios(sfd, unix.TCSETS, modes)
+	if ws, err := unix.IoctlGetWinsize(int(tty.Fd()), unix.TIOCGWINSZ); err == nil {
+		_ = unix.IoctlSetWinsize(mfd, unix.TIOCSWINSZ, ws)
+	}
+	return os.NewFile(uintptr(mfd), "ptmx"), os.NewFile(uintptr(sfd), "pty"), nil
+}
+
+// Same reports whether f is the terminal t relays to.
+func (t *TerminalOutput) Same(f *os.File) bool {
+	var a, b unix.Stat_t
+	return t != nil && f != nil && unix.Fstat(int(f.Fd()), &a) == nil && unix.Fstat(int(t.tty.Fd()), &b) == nil &&
+		a.Mode&unix.S_IFMT == unix.S_IFCHR && a.Rdev == b.Rdev
+}
+
+// Resize gives the pty the terminal's size again (SIGWINCH to jail).
+func (t *TerminalOutput) Resize() {
+	if t == nil || t.master == nil {
+		return
+	}
+	if ws, err := unix.IoctlGetWinsize(int(t.tty.Fd()), unix.TIOCGWINSZ); err == nil {
+		_ = unix.IoctlSetWinsize(int(t.master.Fd()), unix.TIOCSWINSZ, ws)
+	}
 }
 
 // Close closes jail's copy of the command's side.
@@ -417,10 +469,19 @@ func (t *TerminalOutput) Close() {
 	}
 }
 
-// Wait waits until the relay, if any, has copied everything the command wrote; call it
-// after Close, once the sandbox has ended.
+// Wait waits until the relay has copied everything the command wrote; call it after
+// Close, once the sandbox has ended. A pty's side still held somewhere after that is
+// given a second, as the interactive relay gives it (relay_close in fast_linux.c).
 func (t *TerminalOutput) Wait() {
-	if t != nil && t.done != nil {
+	if t == nil {
+		return
+	}
+	select {
+	case <-t.done:
+	case <-time.After(time.Second):
+		if t.master != nil {
+			t.master.Close()
+		}
 		<-t.done
 	}
 }

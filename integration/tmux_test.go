@@ -254,10 +254,11 @@ func TestNonInteractiveCannotReadTerminal(t *testing.T) {
 }
 
 // TestTerminalOfAnotherUser: as TestNonInteractiveCannotReadTerminal, on a terminal owned by
-// root that the unprivileged user cannot open again (as after su): jail relays the command's
-// output through a pipe instead of handing it the caller's read-write descriptor, so the keys
-// still reach the person's shell and the output still reaches the screen. The plan cache's run
-// leaves such a terminal to the Go path. Root opens every terminal, so only the user runs it.
+// root that the unprivileged user cannot open (as after su): the command's output goes
+// through a pty of its own that jail copies to the terminal (which needs no open of the
+// caller's terminal), so the keys still reach the person's shell, the output still reaches
+// the screen, and it is still a terminal to the command, on both paths. Root opens every
+// terminal, so only the user runs it.
 func TestTerminalOfAnotherUser(t *testing.T) {
 	needPrograms(t, "bash", "setpriv", "timeout")
 	if !suite.root {
@@ -269,7 +270,7 @@ func TestTerminalOfAnotherUser(t *testing.T) {
 		}
 		ws := r.dir(t, "jail-it-ws-")
 		home := r.paneHome()
-		script := "timeout 4 dd bs=1 count=6 <&2 2>/dev/null; timeout 4 dd bs=1 count=6 <&1 2>/dev/null; echo OUT-$(readlink /proc/self/fd/1 | cut -c1-4)-READER-DONE"
+		script := "timeout 4 dd bs=1 count=6 <&2 2>/dev/null; timeout 4 dd bs=1 count=6 <&1 2>/dev/null; test -t 1 && echo OUT-tty-READER-DONE"
 		if r.cached && !r.warm(t, call{dir: ws, args: []string{"run", "--", "sh", "-c", script}}) {
 			t.Fatal("the warm-up run stored no plan")
 		}
@@ -282,14 +283,59 @@ func TestTerminalOfAnotherUser(t *testing.T) {
 		p.keys(t, fmt.Sprintf("cd %s && %senv -i PATH=/usr/local/bin:/usr/bin:/bin HOME=%s JAIL_PLAN_CACHE=trace %s run -- sh -c '%s' </dev/null &", ws, r.paneAs(), home, suite.bin, script), "Enter")
 		time.Sleep(700 * time.Millisecond)
 		p.keys(t, "echo TYPED-BY-PERSON", "Enter")
-		// The output reached the screen, through jail's pipe.
-		p.expect(t, "OUT-pipe-READER-DONE", 1)
+		// The output reached the screen, through jail's pty.
+		p.expect(t, "OUT-tty-READER-DONE", 1)
 		if !testutil.Eventually(5*time.Second, func() bool { return strings.Count(p.screen(), "TYPED-BY-PERSON") >= 2 }) {
 			t.Fatalf("the person's keys did not all reach their shell (the sandbox read them):\n%s", p.screen())
 		}
-		if r.cached && !strings.Contains(p.screen(), "write-only") {
-			t.Fatalf("the plan cache's run did not leave the terminal to the Go path:\n%s", p.screen())
+		if r.cached && strings.Contains(p.screen(), "plan cache: not used") {
+			t.Fatalf("the plan cache's run left the terminal to the Go path:\n%s", p.screen())
 		}
+	})
+}
+
+// TestTerminalModesOutOfReach: a run that is not interactive, with the caller's terminal as
+// its stdout, changes the modes and the size of the terminal it has (stty on its stdout:
+// rows 5, no echo, no ^C) and locks it (TIOCEXCL), then exits. On the host afterwards the
+// pane's terminal has its own size and modes (^C still interrupts) and the user can still
+// open /dev/tty: the command's stdout was a pty of its own, never the caller's terminal.
+func TestTerminalModesOutOfReach(t *testing.T) {
+	needPrograms(t, "bash", "setpriv", "python3", "stty")
+	forEachPath(t, func(t *testing.T, r runner) {
+		ws := r.dir(t, "jail-it-ws-")
+		home := r.paneHome()
+		script := `stty rows 5 cols 20 -isig intr undef -echo 0<&1; python3 -c "import fcntl,termios; fcntl.ioctl(1, termios.TIOCEXCL)"; echo SANDBOX-DONE-$?`
+		if r.cached && !r.warm(t, call{dir: ws, args: []string{"run", "--", "sh", "-c", script}}) {
+			t.Fatal("the warm-up run stored no plan")
+		}
+		p := newTmux(t, 120, 30, "bash --norc --noprofile --noediting") // no readline: the terminal echoes at the prompt
+		tty := strings.TrimSpace(p.value(t, "#{pane_tty}"))
+		if err := os.Chown(tty, r.uid, r.gid); err != nil {
+			t.Fatal(err)
+		}
+		p.keys(t, fmt.Sprintf("cd %s && %senv -i PATH=/usr/local/bin:/usr/bin:/bin HOME=%s JAIL_PLAN_CACHE=trace %s run -- sh -c '%s' </dev/null", ws, r.paneAs(), home, suite.bin, script), "Enter")
+		p.expect(t, "SANDBOX-DONE-0", 1)
+		if r.cached && strings.Contains(p.screen(), "plan cache: not used") {
+			t.Fatalf("the run did not take the plan cache's path:\n%s", p.screen())
+		}
+		// The host's side: the pane's terminal as it was, read on the host.
+		out, err := exec.Command("stty", "-a", "-F", tty).CombinedOutput()
+		if err != nil {
+			t.Fatalf("stty -F %s: %v\n%s", tty, err, out)
+		}
+		for _, want := range []string{"rows 30;", "columns 120;", "intr = ^C;", " isig ", " echo "} {
+			if !strings.Contains(" "+strings.ReplaceAll(string(out), "\n", " ")+" ", want) {
+				t.Errorf("the caller's terminal lost %q after the run:\n%s", want, out)
+			}
+		}
+		// The user opens their terminal again (TIOCEXCL would refuse it), and ^C still interrupts.
+		p.keys(t, "python3 -c 'open(\"/dev/tty\"); print(\"TTY-\" + \"OPENS\")'", "Enter")
+		p.expect(t, "TTY-OPENS", 1)
+		p.keys(t, "sleep 60", "Enter")
+		time.Sleep(500 * time.Millisecond)
+		p.keys(t, "C-c")
+		p.keys(t, "echo INTERRUPTED-\"OK\"", "Enter")
+		p.expect(t, "INTERRUPTED-OK", 1)
 	})
 }
 

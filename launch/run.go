@@ -171,11 +171,16 @@ func (o *Run) launch(layout *confine.Layout, pass []string, sc confine.SeccompOp
 	}
 	var termOut []*confine.TerminalOutput
 	if cmd.Terminal == nil {
-		// Its stdout and stderr on the terminal: written, never read
-		// (TerminalWriteOnly): the terminal opened write-only, or a pipe
-		// jail relays to it.
+		// Its stdout and stderr on the terminal: a pty of its own that
+		// jail copies to the terminal (NewTerminalOutput), never a
+		// descriptor of the caller's terminal; one pty for both where
+		// they are the same terminal, so their order holds.
 		for _, f := range []**os.File{&cmd.Stdout, &cmd.Stderr} {
-			t, err := confine.TerminalWriteOnly(*f)
+			if len(termOut) == 1 && termOut[0].Same(*f) {
+				*f = termOut[0].File
+				continue
+			}
+			t, err := confine.NewTerminalOutput(*f)
 			if err != nil {
 				fmt.Fprintln(stderr, "jail run:", err)
 				return o.Fail(2, StagePrepare, err, stdout, stderr)
@@ -258,6 +263,11 @@ func (o *Run) launch(layout *confine.Layout, pass []string, sc confine.SeccompOp
 		for {
 			select {
 			case s := <-sigs:
+				if s == unix.SIGWINCH {
+					for _, t := range termOut {
+						t.Resize()
+					}
+				}
 				cmd.Signal(s)
 			case <-done:
 				return
