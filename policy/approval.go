@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jail-sandbox/jail/termtext"
 )
@@ -476,8 +477,12 @@ func (t *TerminalAsker) Ask(ctx context.Context, q Question) (Answer, error) {
 	if f, ok := t.In.(*os.File); ok {
 		flushInput(f)
 	}
-	fmt.Fprintf(t.Out, "\r\x1b[0m\x1b[K\njail: %s wants %s (%s): %s\n  args: %s\n  allow? [y]es%s / [N]o: ",
-		termtext.Escape(orDash(q.Agent)), termtext.Escape(q.Tool), q.Risk, termtext.Escape(q.Reason), args, always)
+	// The reason is said again next to the prompt, and what is quoted is bounded, so no
+	// argument however long scrolls the question's reason or the command's start off the
+	// screen (QuestionText).
+	reason := QuestionText(termtext.Escape(q.Reason), questionReasonMax)
+	fmt.Fprintf(t.Out, "\r\x1b[0m\x1b[K\njail: %s wants %s (%s): %s\n  args: %s\n  why: %s\n  allow? [y]es%s / [N]o: ",
+		termtext.Escape(orDash(q.Agent)), termtext.Escape(q.Tool), q.Risk, reason, QuestionText(string(args), questionArgsMax), reason, always)
 	if f, ok := t.In.(*os.File); ok {
 		if dl, ok := ctx.Deadline(); ok {
 			_ = f.SetReadDeadline(dl) // best effort: not every file supports deadlines
@@ -509,6 +514,48 @@ func (t *TerminalAsker) Ask(ctx context.Context, q Question) (Answer, error) {
 		}
 		return Answer{}, nil
 	}
+}
+
+// What a terminal question quotes at most, in bytes of its escaped text: a few lines of a
+// wide terminal, so the whole question fits on any screen.
+const (
+	questionArgsMax   = 640
+	questionReasonMax = 320
+)
+
+// QuestionText bounds s, already escaped, for a terminal question: a run of one character
+// longer than 16 is shown as its count ("[12000 x ' ']"), so padding cannot push what
+// follows it away, and text longer than max keeps its start and its end, with how many
+// bytes are left out between them: what an agent puts first and what it puts last are both
+// shown, and the question says that it does not show it all. The whole call is in the
+// audit log.
+func QuestionText(s string, max int) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		j := i + 1
+		for j < len(s) && s[j] == s[i] {
+			j++
+		}
+		if n := j - i; n > 16 {
+			fmt.Fprintf(&b, "[%d x %q]", n, string(s[i]))
+		} else {
+			b.WriteString(s[i:j])
+		}
+		i = j
+	}
+	s = b.String()
+	if len(s) <= max {
+		return s
+	}
+	head, tail := max*2/3, max/3
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	cut := len(s) - tail
+	for cut < len(s) && !utf8.RuneStart(s[cut]) {
+		cut++
+	}
+	return fmt.Sprintf("%s [... %d bytes not shown ...] %s", s[:head], cut-head, s[cut:])
 }
 
 func orDash(s string) string {
