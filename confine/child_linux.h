@@ -97,6 +97,14 @@ struct child {
 	int nwritable;
 };
 
+// The per-user kernel quotas a sandbox gets half of (pid1_linux.c).
+#define NQUOTAS 4
+struct user_quotas {
+	long v[NQUOTAS];
+};
+void read_user_quotas(struct user_quotas *q);
+int write_user_quotas(const struct user_quotas *q);
+
 #define CHECK(c, expr, msg) do { if ((expr) < 0) fail((c), errno, (msg), 125); } while (0)
 
 

@@ -146,7 +146,11 @@ static void __attribute__((noreturn)) early_child(pid_t parent, int plan, int st
 	init_child(&c);
 	c.layer = "userns";
 	c.stage = "create namespaces";
+	struct user_quotas q;
+	read_user_quotas(&q);
 	int err = unshare(JAIL_EARLY_FLAGS) < 0 ? errno : 0;
+	const char *what = "unshare";
+	if (!err && (err = write_user_quotas(&q))) what = "bound the user's inotify and fanotify quotas";
 	if (err) {
 		// Reported once the supervisor has sent its header, which is
 		// when it reads reports.
@@ -154,7 +158,7 @@ static void __attribute__((noreturn)) early_child(pid_t parent, int plan, int st
 		read_full(&c, header, sizeof(header));
 		c.layer = "userns";
 		c.stage = "create namespaces";
-		fail(&c, err, "unshare", 125);
+		fail(&c, err, what, 125);
 	}
 	fork_pid1(&c); // returns in pid 1 only
 	early_pid1(&c);

@@ -10,6 +10,7 @@
 #include "child_linux.h"
 
 #include <limits.h>
+#include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
 
@@ -842,6 +843,68 @@ void fork_pid1(struct child *c) {
 	_exit(WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status));
 }
 
+// The kernel's per-user quotas that a sandbox would otherwise share with
+// the user's own programs on the host: inotify and fanotify are counted per
+// user in each user namespace and in every one above it, so a sandbox that
+// took all of its user's inotify instances (128 by default) would leave
+// the user's editor and `tail -f` without any while it runs. The sandbox's
+// user namespace gets half of what the one it is made in allows; likewise
+// the rlimits counted per user (pending signals, POSIX message queues).
+// Each sandbox has a share of its own: several at once can still use up
+// the user's quota (docs/limits.md).
+static const char *const user_quotas[] = {
+	"/proc/sys/user/max_inotify_instances",
+	"/proc/sys/user/max_inotify_watches",
+	"/proc/sys/user/max_fanotify_groups",
+	"/proc/sys/user/max_fanotify_marks",
+};
+_Static_assert(sizeof(user_quotas) / sizeof(user_quotas[0]) == NQUOTAS, "struct user_quotas");
+
+static long read_long(const char *path) {
+	char b[32];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) return -1;
+	ssize_t n = read(fd, b, sizeof(b) - 1);
+	close(fd);
+	if (n <= 0) return -1;
+	b[n] = 0;
+	return strtol(b, NULL, 10);
+}
+
+// halve_rlimits lowers the per-user rlimits to half, soft and hard, so the
+// command cannot raise them back.
+static void halve_rlimits(void) {
+	static const int res[] = {RLIMIT_SIGPENDING, RLIMIT_MSGQUEUE};
+	for (size_t i = 0; i < sizeof(res) / sizeof(res[0]); i++) {
+		struct rlimit rl;
+		if (getrlimit(res[i], &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur < 2) continue;
+		rl.rlim_cur /= 2;
+		rl.rlim_max = rl.rlim_cur;
+		setrlimit(res[i], &rl);
+	}
+}
+
+// read_user_quotas reads the quotas of the user namespace jail runs in and
+// halves the per-user rlimits; call it before the unshare.
+void read_user_quotas(struct user_quotas *q) {
+	for (size_t i = 0; i < NQUOTAS; i++) q->v[i] = read_long(user_quotas[i]);
+	halve_rlimits();
+}
+
+// write_user_quotas gives the new user namespace half of each quota: its
+// own table now (the files show the namespace of whoever opens them),
+// which this process may write with its capabilities there and the
+// command, without them, cannot raise. It returns 0 or an errno.
+int write_user_quotas(const struct user_quotas *q) {
+	for (size_t i = 0; i < NQUOTAS; i++) {
+		if (q->v[i] < 2) continue;
+		char v[32];
+		snprintf(v, sizeof(v), "%ld\n", q->v[i] / 2);
+		if (write_file(user_quotas[i], v) < 0) return errno;
+	}
+	return 0;
+}
+
 // op_unshare creates the namespaces and maps the caller's own ids into the
 // new user namespace, then forks: the child is pid 1 of the new pid
 // namespace and goes on with the plan; this process stays outside it,
@@ -854,7 +917,11 @@ void op_unshare(struct child *c) {
 	uint32_t in_uid = get_u32(c), out_uid = get_u32(c), in_gid = get_u32(c), out_gid = get_u32(c);
 	c->layer = "userns";
 	c->stage = "create namespaces";
+	struct user_quotas q;
+	read_user_quotas(&q);
 	CHECK(c, unshare((int)flags), "unshare");
 	write_id_maps(c, in_uid, out_uid, in_gid, out_gid);
+	int err = write_user_quotas(&q);
+	if (err) fail(c, err, "bound the user's inotify and fanotify quotas", 125);
 	fork_pid1(c);
 }
