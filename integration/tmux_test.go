@@ -66,10 +66,16 @@ func (p *tmuxPane) expect(t *testing.T, want string, count int) {
 	}
 }
 
-// descendants are the processes below pid.
+// descendants are the processes below pid: the children of each of its threads (a Go
+// program forks from whichever thread runs the goroutine).
 func descendants(pid int) []int {
 	var out []int
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	var b []byte
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, task := range tasks {
+		c, _ := os.ReadFile(task)
+		b = append(append(b, c...), ' ')
+	}
 	for _, f := range strings.Fields(string(b)) {
 		c, _ := strconv.Atoi(f)
 		out = append(out, c)
@@ -139,6 +145,10 @@ func TestInteractiveTerminal(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 		p.keys(t, "clear; stty size", "Enter")
 		p.expect(t, "25 90", 1)
+		// Back at the prompt (stty has exited: under load it may still be
+		// running when its output shows, and ^Z would stop it).
+		p.keys(t, "echo AT-PROMPT", "Enter")
+		p.expect(t, "AT-PROMPT", 2)
 		// ^Z at the prompt: the shell inside ignores it, and jail is never
 		// stopped by its command.
 		p.keys(t, "C-z")
