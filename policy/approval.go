@@ -356,6 +356,18 @@ func (g *Gate) check(ctx context.Context, c Call) Decision {
 	}
 	if why == "" {
 		why = risk.String() + " call needs approval"
+		// Name what the policy did not cover: `sort -o .git/config` is
+		// code:read,code:write,process:run, and the person should see
+		// that it runs a program, not only that it is an exec call.
+		var uncovered []Action
+		for _, act := range acts {
+			if !slices.ContainsFunc(a.AutoApprove, func(e string) bool { return MatchAction(e, act) }) {
+				uncovered = append(uncovered, act)
+			}
+		}
+		if len(uncovered) > 0 {
+			why += " (it is " + actionList(uncovered) + ", which approval.auto_approve does not cover)"
+		}
 	}
 	why += gitWhy
 	// 6. persistent grants
