@@ -171,10 +171,10 @@ func (a *adopter) applyConfig(allowed []setting, baseMap map[keyID][]string) err
 		if k := ch.Key; k.Section == "remote" && a.newRemotes[k.Subsection] && (k.Name == "url" || k.Name == "pushurl") {
 			// Named with its value: the host's git push may send the
 			// repository there from now on.
-			a.rep.applied("config %s = %s (a remote the sandbox added; the host's git fetch and push may use it)", esc(k.String()), esc(strings.Join(ch.Values, " ")))
+			a.rep.appliedNotable("config %s = %s (a remote the sandbox added; the host's git fetch and push may use it)", esc(k.String()), esc(strings.Join(ch.Values, " ")))
 			continue
 		}
-		a.rep.applied("config %s", esc(ch.Key.String()))
+		a.rep.appliedNotable("config %s", esc(ch.Key.String()))
 	}
 	return nil
 }

@@ -26,10 +26,20 @@ type Report struct {
 	// worktrees adopted: the caller's reduction of gitfiles the sandbox
 	// made leaves them.
 	Worktrees []string
+
+	// notable is set by an applied change that the user must hear of even
+	// though it is applied: a key of the host's repository config the
+	// sandbox changed (a remote the host's push may use from now on), a
+	// linked worktree it added.
+	notable bool
 }
 
 func (r *Report) applied(format string, a ...any) {
 	r.Applied = append(r.Applied, fmt.Sprintf(format, a...))
+}
+func (r *Report) appliedNotable(format string, a ...any) {
+	r.applied(format, a...)
+	r.notable = true
 }
 func (r *Report) dropped(format string, a ...any) {
 	r.Dropped = append(r.Dropped, fmt.Sprintf(format, a...))
@@ -46,11 +56,12 @@ func (r *Report) Empty() bool {
 	return len(r.Applied) == 0 && len(r.Dropped) == 0 && len(r.Conflicts) == 0 && len(r.Held) == 0
 }
 
-// Notable reports whether the adoption did something besides applying
-// what the sandbox's git did: dropped, conflicting or held items, which a
-// user must hear of. An adoption that only applied is said by nothing.
+// Notable reports whether the adoption holds something a user must hear
+// of: dropped, conflicting or held items, or an applied change to the
+// host's repository config or worktrees. What else it applied (objects,
+// refs, reflogs, the index) is what the user's own git commands did.
 func (r *Report) Notable() bool {
-	return len(r.Dropped) > 0 || len(r.Conflicts) > 0 || len(r.Held) > 0
+	return r.notable || len(r.Dropped) > 0 || len(r.Conflicts) > 0 || len(r.Held) > 0
 }
 
 // Summary is one line for a terminal: counts, and the first few dropped

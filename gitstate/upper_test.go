@@ -88,3 +88,21 @@ func TestAdoptNothingChanged(t *testing.T) {
 		t.Fatal("refs/jail made without a conflict")
 	}
 }
+
+// TestReportNotable: an adoption that only applied what the sandbox's git did (a commit, the
+// index) is not notable; one that changed the host's repository config is, as is a drop.
+func TestReportNotable(t *testing.T) {
+	r := newRepo(t)
+	base := r.take()
+	o := r.overlay()
+	o.run(`git status >/dev/null`)
+	if rep := o.adopt(base, Options{RunID: "q"}); rep.Notable() {
+		t.Errorf("git status is notable: %s", rep.Summary())
+	}
+	base = r.take()
+	o = r.overlay()
+	o.run(`git config user.email inside@example.com`)
+	if rep := o.adopt(base, Options{RunID: "c"}); !rep.Notable() {
+		t.Errorf("a config key the sandbox set is not notable: %s", rep.Summary())
+	}
+}

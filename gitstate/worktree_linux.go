@@ -172,7 +172,7 @@ func (a *adopter) adoptWorktree(up *upperTree, name string) (why, gitfile string
 			return fmt.Sprintf("write %s/%s: %v", dir, f.name, err), gitfile
 		}
 	}
-	a.rep.applied("%s (git worktree add %s)", esc(dir), esc(filepath.Dir(gitfile)))
+	a.rep.appliedNotable("%s (git worktree add %s)", esc(dir), esc(filepath.Dir(gitfile)))
 	a.rep.Worktrees = append(a.rep.Worktrees, gitfile)
 	return "", gitfile
 }

@@ -13,7 +13,8 @@ import (
 // print nothing of jail's: the adoption at the run's end applies what the
 // user's own commands did and says nothing about it. Before, every run of
 // `jail run -- git status` ended with "jail: git: adopted 1 (index)". What
-// the user must know still gets its line: a key the adoption drops.
+// the user must know still gets its line: a key the adoption drops, and one it takes into the
+// host's repository config.
 func TestGitAdoptionQuiet(t *testing.T) {
 	needGit(t)
 	forEachPath(t, func(t *testing.T, r runner) {
@@ -38,6 +39,12 @@ func TestGitAdoptionQuiet(t *testing.T) {
 		mustExit(t, res, 0)
 		if !strings.Contains(res.stderr, "jail: git: ") || !strings.Contains(res.stderr, "core.fsmonitor") {
 			t.Errorf("a dropped key is not named:\n%s", res.stderr)
+		}
+		// A key the adoption takes into the host's config is named too: it outlasts the run.
+		res = r.sh(t, ws, "git config user.email inside@example.com", ident...)
+		mustExit(t, res, 0)
+		if !strings.Contains(res.stderr, "jail: git: adopted") || !strings.Contains(res.stderr, "config user.email") {
+			t.Errorf("a config key adopted into the host's repository is not named:\n%s", res.stderr)
 		}
 
 		fresh := r.dir(t, "jail-it-quiet-new-")
