@@ -8,7 +8,10 @@
 # that toolchain from the module proxy when an older one is installed.
 set -euo pipefail
 
-pkgs=(gcc libc6-dev libseccomp-dev pkg-config git python3 make util-linux passwd procps curl iproute2 netcat-openbsd ca-certificates nodejs strace gdb tmux vim less patch unzip xxd sqlite3 yq kubectl)
+pkgs=(gcc libc6-dev libseccomp-dev pkg-config git python3 make util-linux passwd procps curl iproute2 netcat-openbsd ca-certificates nodejs strace gdb tmux vim less patch unzip xxd sqlite3 yq)
+# kubectl, which the classifier's tests run with an exec plugin: Debian ships it
+# as kubernetes-client; a kubectl installed otherwise (a cloud SDK's) is kept.
+command -v kubectl >/dev/null || pkgs+=(kubernetes-client)
 # npm runs the MCP Inspector in integration/mcp_test.go. Debian packages it
 # apart from nodejs; NodeSource's nodejs bundles it and conflicts with
 # Debian's, so it is added only when missing.
