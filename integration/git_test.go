@@ -497,7 +497,7 @@ func TestServeConcurrentCommits(t *testing.T) {
 		pol, _ := r.toolPolicy(t, r.dir(t, "jail-it-cfg-"), "")
 		s := r.serve(t, ws, "--policy", pol, "--max-concurrency", "2")
 		script := func(n int) string {
-			return fmt.Sprintf(`{"command":"export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b; git config --global --add safe.directory '*'; c=$(git commit-tree -m call%d -p HEAD HEAD^{tree}) && git update-ref refs/heads/b%d $c && git update-ref refs/heads/main $c && touch ready.%d && i=0; while [ ! -e ready.1 ] || [ ! -e ready.2 ]; do i=$((i+1)); [ $i -gt 200 ] && echo ALONE && break; sleep 0.05; done; echo $c"}`, n, n, n)
+			return fmt.Sprintf(`{"command":"export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b; k=0; until git config --global safe.directory '*' 2>/dev/null; do k=$((k+1)); [ $k -gt 100 ] && break; sleep 0.02; done; c=$(git commit-tree -m call%d -p HEAD HEAD^{tree}) && git update-ref refs/heads/b%d $c && git update-ref refs/heads/main $c && touch ready.%d && i=0; while [ ! -e ready.1 ] || [ ! -e ready.2 ]; do i=$((i+1)); [ $i -gt 200 ] && echo ALONE && break; sleep 0.05; done; echo $c"}`, n, n, n)
 		}
 		// Two tasks: calls of one task's bash session run in turn.
 		s.send(`{"id":1,"tool":"bash","context":{"task_id":"t1"},"args":` + script(1) + `}`)
