@@ -491,10 +491,16 @@ func (t *TerminalAsker) Ask(ctx context.Context, q Question) (Answer, error) {
 	}
 	// The reason is said again next to the prompt, and what is quoted is bounded, so no
 	// argument however long scrolls the question's reason or the command's start off the
-	// screen (QuestionText).
+	// screen (QuestionText). When that left something out, the person may ask to see it
+	// whole ([v]iew) before answering: nothing is approved unseen.
 	reason := QuestionText(termtext.Escape(q.Reason), questionReasonMax)
-	fmt.Fprintf(t.Out, "\r\x1b[0m\x1b[K\njail: %s wants %s (%s): %s\n  args: %s\n  why: %s\n  allow? [y]es%s / [N]o: ",
-		termtext.Escape(orDash(q.Agent)), termtext.Escape(q.Tool), q.Risk, reason, QuestionText(string(args), questionArgsMax), reason, always)
+	shown := QuestionText(string(args), questionArgsMax)
+	view := ""
+	if shown != string(args) || reason != termtext.Escape(q.Reason) {
+		view = " / [v]iew it whole"
+	}
+	fmt.Fprintf(t.Out, "\r\x1b[0m\x1b[K\njail: %s wants %s (%s): %s\n  args: %s\n  why: %s\n  allow? [y]es%s / [N]o%s: ",
+		termtext.Escape(orDash(q.Agent)), termtext.Escape(q.Tool), q.Risk, reason, shown, reason, always, view)
 	if f, ok := t.In.(*os.File); ok {
 		if dl, ok := ctx.Deadline(); ok {
 			_ = f.SetReadDeadline(dl) // best effort: not every file supports deadlines
@@ -506,25 +512,39 @@ func (t *TerminalAsker) Ask(ctx context.Context, q Question) (Answer, error) {
 		err  error
 	}
 	ch := make(chan result, 1)
-	go func() {
-		line, err := bufio.NewReader(t.In).ReadString('\n')
+	in := bufio.NewReader(t.In)
+	read := func() {
+		line, err := in.ReadString('\n')
 		ch <- result{line, err}
-	}()
-	select {
-	case <-ctx.Done():
-		fmt.Fprintln(t.Out)
-		return Answer{}, ctx.Err()
-	case r := <-ch:
-		if r.err != nil && r.line == "" {
-			return Answer{}, fmt.Errorf("ask: read answer: %w", r.err)
+	}
+	go read()
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(t.Out)
+			return Answer{}, ctx.Err()
+		case r := <-ch:
+			if r.err != nil && r.line == "" {
+				return Answer{}, fmt.Errorf("ask: read answer: %w", r.err)
+			}
+			switch strings.ToLower(strings.TrimSpace(r.line)) {
+			case "y", "yes":
+				return Answer{Approve: true}, nil
+			case "a", "always":
+				return Answer{Approve: true, Remember: true}, nil
+			case "v", "view":
+				if view == "" {
+					return Answer{}, nil
+				}
+				// Escaped as in the question, nothing counted or cut; then
+				// the question's reason and prompt again.
+				fmt.Fprintf(t.Out, "  whole args: %s\n  whole why: %s\n  allow? [y]es%s / [N]o: ", args, termtext.Escape(q.Reason), always)
+				view = ""
+				go read()
+				continue
+			}
+			return Answer{}, nil
 		}
-		switch strings.ToLower(strings.TrimSpace(r.line)) {
-		case "y", "yes":
-			return Answer{Approve: true}, nil
-		case "a", "always":
-			return Answer{Approve: true, Remember: true}, nil
-		}
-		return Answer{}, nil
 	}
 }
 
@@ -539,8 +559,8 @@ const (
 // longer than 16 is shown as its count ("[12000 x ' ']"), so padding cannot push what
 // follows it away, and text longer than max keeps its start and its end, with how many
 // bytes are left out between them: what an agent puts first and what it puts last are both
-// shown, and the question says that it does not show it all. The whole call is in the
-// audit log.
+// shown, and the question says that it does not show it all (and offers to show it whole:
+// TerminalAsker.Ask).
 func QuestionText(s string, max int) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {
