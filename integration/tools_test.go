@@ -431,7 +431,7 @@ func TestBashFreshSandboxPerCall(t *testing.T) {
 		os.Mkdir(filepath.Join(ws, "sub"), 0o755)
 		r.own(t, filepath.Join(ws, "sub"))
 		marker := "401." + strconv.FormatInt(time.Now().UnixNano()%1000000, 10)
-		first := s.call(1, "bash", fmt.Sprintf(`{"command":"echo $$; readlink /proc/self/ns/pid /proc/self/ns/mnt; touch /tmp/left /dev/shm/left; (sleep %s >/dev/null 2>&1 &); cd sub; export KEEP='a b'\"'\"'c'; unset HOME; cat; echo read-nothing"}`, marker))
+		first := s.call(1, "bash", fmt.Sprintf(`{"command":"echo $$; readlink /proc/self/ns/pid /proc/self/ns/mnt; touch /tmp/left /dev/shm/left; (sleep %s >/dev/null 2>&1 &); cd sub; export KEEP='a b'\"'\"'c'; unset LANG; cat; echo read-nothing"}`, marker))
 		if first.Result.IsError {
 			t.Fatalf("first call: %+v", first.Result)
 		}
@@ -442,12 +442,12 @@ func TestBashFreshSandboxPerCall(t *testing.T) {
 		if pids := testutil.Processes(marker); len(pids) > 0 {
 			t.Fatalf("a process of the first call outlived it: %v", pids)
 		}
-		second := s.call(2, "bash", `{"command":"echo $$; readlink /proc/self/ns/pid /proc/self/ns/mnt; ls /tmp /dev/shm; pwd; echo \"$KEEP\"; echo \"home=${HOME-unset}\""}`)
+		second := s.call(2, "bash", `{"command":"echo $$; readlink /proc/self/ns/pid /proc/self/ns/mnt; ls /tmp /dev/shm; pwd; echo \"$KEEP\"; echo \"lang=${LANG-unset}\""}`)
 		got := strings.Split(second.Result.Content, "\n")
 		if len(got) < 3 || got[0] != "2" || got[1] == lines[1] || got[2] == lines[2] {
 			t.Fatalf("the second call did not get fresh namespaces:\nfirst %q\nsecond %q", first.Result.Content, second.Result.Content)
 		}
-		for _, want := range []string{filepath.Join(ws, "sub") + "\n", "a b'c\n", "home=unset\n"} {
+		for _, want := range []string{filepath.Join(ws, "sub") + "\n", "a b'c\n", "lang=unset\n"} {
 			if !strings.Contains(second.Result.Content, want) {
 				t.Errorf("session state lost: want %q in %q", want, second.Result.Content)
 			}
